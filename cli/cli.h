@@ -1,0 +1,31 @@
+/* cli.h - shared pieces of the yoloplan command line: model resolution, number parsing,
+ * and the subcommand entry points. Exit codes: 0 ok, 1 no plan fits, 2 bad input. */
+#ifndef YP_CLI_H
+#define YP_CLI_H
+
+#include <stdint.h>
+
+#include "yp_graph.h"
+
+#define YP_EXIT_OK 0
+#define YP_EXIT_NOFIT 1
+#define YP_EXIT_USAGE 2
+
+/* Loads a model given as a bundled name ("yolov5s"), an IR file (.json) or a model yaml.
+ * nc > 0 overrides the class count. NULL with err set; the caller frees the graph. */
+yp_graph *cli_load_model(const char *spec, int nc, yp_err *err);
+
+/* Parses "640" or "640x480" (width x height). 0, or -1 with err set. */
+int cli_parse_img(const char *s, int64_t *w, int64_t *h, yp_err *err);
+
+/* Parses a positive integer option value in [lo, hi]. 0, or -1 with err set. */
+int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out, yp_err *err);
+
+/* Prints "yoloplan: <msg>" to stderr and returns YP_EXIT_USAGE. */
+int cli_fail(const yp_err *err);
+
+int cmd_info(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_schedule(int argc, char **argv);
+
+#endif

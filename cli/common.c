@@ -1,0 +1,86 @@
+/* common.c - model resolution and option parsing shared by the subcommands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "yp_ir.h"
+#include "yp_models.h"
+#include "yp_yaml.h"
+
+static int has_suffix(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static int set_nc(yp_graph *g, int nc, const char *spec, yp_err *err) {
+    if (nc <= 0 || nc == g->nc) return 0;
+    g->nc = nc;
+    g->nodes[g->n_nodes - 1].a.detect.nc = nc;
+    return yp_graph_check(g, spec, err);
+}
+
+yp_graph *cli_load_model(const char *spec, int nc, yp_err *err) {
+    struct stat st;
+    yp_graph *g = NULL;
+    if (stat(spec, &st) == 0) {
+        if (has_suffix(spec, ".yaml") || has_suffix(spec, ".yml")) return yp_yaml_import(spec, nc, err);
+        g = yp_ir_load_file(spec, err);
+    } else {
+        const yp_model_blob *m = yp_models_find(spec);
+        if (!m) {
+            char names[128] = "";
+            int n = 0;
+            const yp_model_blob *all = yp_models_list(&n);
+            for (int i = 0; i < n; i++) {
+                strncat(names, all[i].name, sizeof names - strlen(names) - 3);
+                if (i + 1 < n) strncat(names, ", ", sizeof names - strlen(names) - 1);
+            }
+            yp_err_set(err, "--model %s: no such file and no bundled model of that name; bundled: %s (or give a "
+                       ".json IR or a model .yaml)", spec, names);
+            return NULL;
+        }
+        g = yp_ir_load_buffer(m->json, m->len, spec, err);
+    }
+    if (g && set_nc(g, nc, spec, err)) {
+        yp_graph_free(g);
+        g = NULL;
+    }
+    return g;
+}
+
+int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out, yp_err *err) {
+    char *end = NULL;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi)
+        return yp_err_set(err, "%s %s: expected an integer in %ld..%ld", opt, s ? s : "(missing)", lo, hi);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_img(const char *s, int64_t *w, int64_t *h, yp_err *err) {
+    long a = 0, b = 0;
+    const char *x = s ? strchr(s, 'x') : NULL;
+    if (!s) return yp_err_set(err, "--img: missing value; give a size like 640 or 640x480 (width x height)");
+    if (x) {
+        char first[32];
+        size_t n = (size_t)(x - s);
+        if (n == 0 || n >= sizeof first) return yp_err_set(err, "--img %s: expected 640 or 640x480", s);
+        memcpy(first, s, n), first[n] = 0;
+        if (cli_parse_int("--img", first, 1, 1L << 20, &a, err) || cli_parse_int("--img", x + 1, 1, 1L << 20, &b, err))
+            return -1;
+    } else {
+        if (cli_parse_int("--img", s, 1, 1L << 20, &a, err)) return -1;
+        b = a;
+    }
+    *w = a, *h = b;
+    return 0;
+}
+
+int cli_fail(const yp_err *err) {
+    fprintf(stderr, "yoloplan: %s\n", err->msg);
+    return YP_EXIT_USAGE;
+}

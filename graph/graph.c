@@ -1,0 +1,160 @@
+/* graph.c - graph lifetime and the structural checks every graph must pass, whether it
+ * came from the JSON IR or from a model yaml. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "yp_graph.h"
+
+yp_graph *yp_graph_new(int n_layers, int n_nodes) {
+    yp_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->layers = calloc(n_layers > 0 ? (size_t)n_layers : 1, sizeof *g->layers);
+    g->nodes = calloc(n_nodes > 0 ? (size_t)n_nodes : 1, sizeof *g->nodes);
+    if (!g->layers || !g->nodes) {
+        yp_graph_free(g);
+        return NULL;
+    }
+    g->n_layers = n_layers;
+    g->n_nodes = n_nodes;
+    return g;
+}
+
+void yp_graph_free(yp_graph *g) {
+    if (!g) return;
+    free(g->layers);
+    free(g->nodes);
+    free(g);
+}
+
+/* Output channels of node `id` (or of the image for YP_INPUT_IMAGE); -1 for detect. */
+static int node_channels(const yp_graph *g, const int *ch, int id) {
+    return id == YP_INPUT_IMAGE ? g->in_channels : ch[id];
+}
+
+static int check_node(const yp_graph *g, const char *file, int i, int *ch, yp_err *err) {
+    const yp_node *n = &g->nodes[i];
+    const yp_op_info *oi = yp_op_get(n->op);
+    if (n->n_inputs < oi->min_inputs || n->n_inputs > oi->max_inputs)
+        return yp_err_set(err, "%s: nodes[%d].inputs: %s takes %d to %d inputs, got %d; fix the list",
+                          file, i, oi->name, oi->min_inputs, oi->max_inputs, n->n_inputs);
+    for (int k = 0; k < n->n_inputs; k++) {
+        int in = n->inputs[k];
+        if (in == YP_INPUT_IMAGE) continue;
+        if (in < 0 || in >= g->n_nodes)
+            return yp_err_set(err, "%s: nodes[%d].inputs[%d]: node %d does not exist; use an id in 0..%d "
+                              "or -1 for the input image", file, i, k, in, g->n_nodes - 1);
+        if (in >= i)
+            return yp_err_set(err, "%s: nodes[%d].inputs[%d]: refers to node %d, which is not earlier; "
+                              "list nodes in topological order", file, i, k, in);
+        if (ch[in] < 0)
+            return yp_err_set(err, "%s: nodes[%d].inputs[%d]: node %d is a detect head and has no single "
+                              "output; only the loss consumes it", file, i, k, in);
+    }
+    int c0 = node_channels(g, ch, n->inputs[0]);
+    if (n->layer < 0 || n->layer >= g->n_layers)
+        return yp_err_set(err, "%s: nodes[%d].layer: %d is not a layer index (0..%d)", file, i, n->layer,
+                          g->n_layers - 1);
+    switch (n->op) {
+    case YP_OP_CONV2D: {
+        const yp_conv_attrs *a = &n->a.conv;
+        if (a->c_in != c0)
+            return yp_err_set(err, "%s: nodes[%d].attrs.c_in: %d, but its input has %d channels; set c_in to %d",
+                              file, i, a->c_in, c0, c0);
+        if (a->groups < 1 || a->c_in % a->groups || a->c_out % a->groups)
+            return yp_err_set(err, "%s: nodes[%d].attrs.groups: %d must divide c_in %d and c_out %d", file, i,
+                              a->groups, a->c_in, a->c_out);
+        ch[i] = a->c_out;
+        break;
+    }
+    case YP_OP_BATCHNORM2D:
+        if (n->a.bn.c != c0)
+            return yp_err_set(err, "%s: nodes[%d].attrs.c: %d, but its input has %d channels; set c to %d", file,
+                              i, n->a.bn.c, c0, c0);
+        ch[i] = c0;
+        break;
+    case YP_OP_ADD:
+        if (node_channels(g, ch, n->inputs[1]) != c0)
+            return yp_err_set(err, "%s: nodes[%d].inputs: add of %d and %d channels; both inputs need the same "
+                              "channel count", file, i, c0, node_channels(g, ch, n->inputs[1]));
+        ch[i] = c0;
+        break;
+    case YP_OP_CONCAT: {
+        if (n->a.concat.axis != 1)
+            return yp_err_set(err, "%s: nodes[%d].attrs.axis: %d; only channel concat (axis 1) is supported",
+                              file, i, n->a.concat.axis);
+        int sum = 0;
+        for (int k = 0; k < n->n_inputs; k++) sum += node_channels(g, ch, n->inputs[k]);
+        ch[i] = sum;
+        break;
+    }
+    case YP_OP_SPACE_TO_DEPTH: ch[i] = 4 * c0; break;
+    case YP_OP_DETECT: {
+        const yp_detect_attrs *d = &n->a.detect;
+        if (d->nl != g->nl || d->na != g->na || d->nc != g->nc || n->n_inputs != d->nl)
+            return yp_err_set(err, "%s: nodes[%d].attrs: detect has nc %d, nl %d, na %d and %d inputs; the graph "
+                              "has nc %d, %d levels of %d anchors: make them agree", file, i, d->nc, d->nl, d->na,
+                              n->n_inputs, g->nc, g->nl, g->na);
+        for (int l = 0; l < d->nl; l++)
+            if (d->c_in[l] != node_channels(g, ch, n->inputs[l]))
+                return yp_err_set(err, "%s: nodes[%d].attrs.c_in[%d]: %d, but input %d has %d channels; set it to %d",
+                                  file, i, l, d->c_in[l], n->inputs[l], node_channels(g, ch, n->inputs[l]),
+                                  node_channels(g, ch, n->inputs[l]));
+        ch[i] = -1;
+        break;
+    }
+    default: ch[i] = c0; break; /* silu, upsample, maxpool keep channels */
+    }
+    return 0;
+}
+
+static int check_layers(const yp_graph *g, const char *file, yp_err *err) {
+    for (int i = 0; i < g->n_layers; i++) {
+        const yp_layer *l = &g->layers[i];
+        if (l->index != i)
+            return yp_err_set(err, "%s: layers[%d].index: %d; layers must be numbered 0, 1, 2, ... in order",
+                              file, i, l->index);
+        if (l->n_from < 1)
+            return yp_err_set(err, "%s: layers[%d].from: empty; name at least one earlier layer", file, i);
+        for (int k = 0; k < l->n_from; k++) {
+            int f = l->from[k];
+            if (f == YP_INPUT_IMAGE && i == 0) continue;
+            if (f < 0 || f >= g->n_layers)
+                return yp_err_set(err, "%s: layers[%d].from[%d]: layer %d does not exist; use an index in 0..%d",
+                                  file, i, k, f, i - 1);
+            if (f >= i)
+                return yp_err_set(err, "%s: layers[%d].from[%d]: points forward to layer %d; a layer can only "
+                                  "take earlier layers", file, i, k, f);
+        }
+        if (l->output < 0 || l->output >= g->n_nodes || g->nodes[l->output].layer != i)
+            return yp_err_set(err, "%s: layers[%d].output: %d is not a node of layer %d", file, i, l->output, i);
+    }
+    return 0;
+}
+
+int yp_graph_check(const yp_graph *g, const char *file, yp_err *err) {
+    if (g->n_layers < 1 || g->n_nodes < 1)
+        return yp_err_set(err, "%s: the graph has no layers or no nodes", file);
+    if (g->in_channels < 1)
+        return yp_err_set(err, "%s: input.channels: must be a positive integer", file);
+    if (g->nl < 1 || g->nl > YP_MAX_LEVELS || g->na < 1 || g->na > YP_MAX_ANCHORS)
+        return yp_err_set(err, "%s: anchors: %d levels of %d anchors; need 1..%d levels of 1..%d anchors", file,
+                          g->nl, g->na, YP_MAX_LEVELS, YP_MAX_ANCHORS);
+    int *ch = malloc((size_t)g->n_nodes * sizeof *ch);
+    if (!ch) return yp_err_set(err, "%s: out of memory", file);
+    int rc = 0, n_detect = 0;
+    for (int i = 0; i < g->n_nodes && rc == 0; i++) {
+        if (g->nodes[i].id != i)
+            rc = yp_err_set(err, "%s: nodes[%d].id: %d; ids must equal the position in the list", file, i,
+                            g->nodes[i].id);
+        else
+            rc = check_node(g, file, i, ch, err);
+        if (rc == 0 && g->nodes[i].op == YP_OP_DETECT) n_detect++;
+    }
+    free(ch);
+    if (rc == 0 && n_detect != 1)
+        rc = yp_err_set(err, "%s: nodes: %d detect nodes; a YOLOv5 graph has exactly one", file, n_detect);
+    if (rc == 0 && g->nodes[g->n_nodes - 1].op != YP_OP_DETECT)
+        rc = yp_err_set(err, "%s: nodes: the detect node must be the last node", file);
+    if (rc == 0) rc = check_layers(g, file, err);
+    return rc;
+}

@@ -1,0 +1,177 @@
+/* ir_write.c - serialising a graph as IR JSON: stable key order, one layer or node per line,
+ * so a regenerated model diffs cleanly against the checked-in file. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "yp_ir.h"
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s) {
+    size_t n = strlen(s);
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (b->len + n + 1 > cap) cap *= 2;
+        char *ns = realloc(b->s, cap);
+        if (!ns) { b->oom = 1; return; }
+        b->s = ns, b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n + 1);
+    b->len += n;
+}
+
+/* Appends the compact rendering of j (consumed) and a separator. */
+static void sb_json(sbuf *b, cJSON *j, const char *sep) {
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    if (!s) b->oom = 1;
+    else sb_put(b, s);
+    sb_put(b, sep);
+    free(s);
+    cJSON_Delete(j);
+}
+
+static cJSON *int_array(const int *v, int n) { return cJSON_CreateIntArray(v, n); }
+
+static cJSON *node_attrs(const yp_node *n) {
+    cJSON *a = cJSON_CreateObject();
+    switch (n->op) {
+    case YP_OP_CONV2D:
+        cJSON_AddNumberToObject(a, "c_in", n->a.conv.c_in);
+        cJSON_AddNumberToObject(a, "c_out", n->a.conv.c_out);
+        cJSON_AddNumberToObject(a, "k", n->a.conv.k);
+        cJSON_AddNumberToObject(a, "s", n->a.conv.s);
+        cJSON_AddNumberToObject(a, "p", n->a.conv.p);
+        cJSON_AddNumberToObject(a, "groups", n->a.conv.groups);
+        cJSON_AddBoolToObject(a, "bias", n->a.conv.bias);
+        break;
+    case YP_OP_BATCHNORM2D:
+        cJSON_AddNumberToObject(a, "c", n->a.bn.c);
+        cJSON_AddNumberToObject(a, "eps", n->a.bn.eps);
+        cJSON_AddNumberToObject(a, "momentum", n->a.bn.momentum);
+        break;
+    case YP_OP_CONCAT: cJSON_AddNumberToObject(a, "axis", n->a.concat.axis); break;
+    case YP_OP_UPSAMPLE_NEAREST: cJSON_AddNumberToObject(a, "scale", n->a.up.scale); break;
+    case YP_OP_MAXPOOL2D:
+        cJSON_AddNumberToObject(a, "k", n->a.pool.k);
+        cJSON_AddNumberToObject(a, "s", n->a.pool.s);
+        cJSON_AddNumberToObject(a, "p", n->a.pool.p);
+        break;
+    case YP_OP_DETECT:
+        cJSON_AddNumberToObject(a, "nc", n->a.detect.nc);
+        cJSON_AddNumberToObject(a, "na", n->a.detect.na);
+        cJSON_AddNumberToObject(a, "nl", n->a.detect.nl);
+        cJSON_AddItemToObject(a, "c_in", int_array(n->a.detect.c_in, n->a.detect.nl));
+        break;
+    default: break;
+    }
+    return a;
+}
+
+static cJSON *node_json(const yp_node *n) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "id", n->id);
+    cJSON_AddStringToObject(j, "op", yp_op_get(n->op)->name);
+    cJSON_AddStringToObject(j, "name", n->name);
+    cJSON_AddNumberToObject(j, "layer", n->layer);
+    cJSON_AddItemToObject(j, "inputs", int_array(n->inputs, n->n_inputs));
+    cJSON *a = node_attrs(n);
+    if (a->child) cJSON_AddItemToObject(j, "attrs", a);
+    else cJSON_Delete(a);
+    return j;
+}
+
+static cJSON *layer_json(const yp_layer *l) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "index", l->index);
+    cJSON_AddItemToObject(j, "from", int_array(l->from, l->n_from));
+    cJSON_AddNumberToObject(j, "repeats", l->repeats);
+    cJSON_AddStringToObject(j, "module", l->module);
+    cJSON_AddItemToObject(j, "args", int_array(l->args, l->n_args));
+    cJSON_AddNumberToObject(j, "output", l->output);
+    return j;
+}
+
+static void put_header(sbuf *b, const yp_graph *g) {
+    char line[256];
+    cJSON *name = cJSON_CreateString(g->name);
+    sb_put(b, "{\n  \"format\": \"" YP_IR_FORMAT "\",\n");
+    snprintf(line, sizeof line, "  \"version\": %d,\n  \"name\": ", YP_IR_VERSION);
+    sb_put(b, line);
+    sb_json(b, name, ",\n");
+    snprintf(line, sizeof line,
+             "  \"nc\": %d,\n  \"depth_multiple\": %.15g,\n  \"width_multiple\": %.15g,\n"
+             "  \"input\": {\"channels\": %d},\n  \"strides\": ",
+             g->nc, g->depth_multiple, g->width_multiple, g->in_channels);
+    sb_put(b, line);
+    sb_json(b, int_array(g->strides, g->nl), ",\n  \"anchors\": [\n");
+    for (int l = 0; l < g->nl; l++) {
+        cJSON *row = cJSON_CreateArray();
+        for (int k = 0; k < g->na; k++) {
+            cJSON_AddItemToArray(row, cJSON_CreateNumber(g->anchors[l][k][0]));
+            cJSON_AddItemToArray(row, cJSON_CreateNumber(g->anchors[l][k][1]));
+        }
+        sb_put(b, "    ");
+        sb_json(b, row, l + 1 < g->nl ? ",\n" : "\n");
+    }
+    sb_put(b, "  ],\n");
+}
+
+char *yp_ir_write_string(const yp_graph *g) {
+    sbuf b = {0};
+    put_header(&b, g);
+    sb_put(&b, "  \"layers\": [\n");
+    for (int i = 0; i < g->n_layers; i++) {
+        sb_put(&b, "    ");
+        sb_json(&b, layer_json(&g->layers[i]), i + 1 < g->n_layers ? ",\n" : "\n");
+    }
+    sb_put(&b, "  ],\n  \"nodes\": [\n");
+    for (int i = 0; i < g->n_nodes; i++) {
+        sb_put(&b, "    ");
+        sb_json(&b, node_json(&g->nodes[i]), i + 1 < g->n_nodes ? ",\n" : "\n");
+    }
+    sb_put(&b, "  ]\n}\n");
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+int yp_ir_write_file(const yp_graph *g, const char *path, yp_err *err) {
+    char *s = yp_ir_write_string(g);
+    if (!s) return yp_err_set(err, "%s: out of memory while serialising", path);
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    int rc = -1;
+    if (!tmp) {
+        yp_err_set(err, "%s: out of memory", path);
+        goto done;
+    }
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        yp_err_set(err, "%s: cannot write: %s; check that the folder exists and is writable", path, strerror(errno));
+        goto done;
+    }
+    size_t len = strlen(s);
+    int bad = fwrite(s, 1, len, f) != len;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        yp_err_set(err, "%s: write failed: %s", path, strerror(errno));
+        remove(tmp);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(tmp);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,630 @@
+/* schedule.c - derivation of the training step (forward, loss, backward with recompute,
+ * optimizer, EMA) and of every tensor's kind, size and life from a graph. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "yp_schedule.h"
+
+/* ---------------------------------------------------------------- names */
+
+size_t yp_dtype_size(yp_dtype d) {
+    static const size_t sz[YP_DTYPE_COUNT] = {4, 2, 2, 8};
+    return sz[d];
+}
+
+const char *yp_dtype_name(yp_dtype d) {
+    static const char *const n[YP_DTYPE_COUNT] = {"f32", "f16", "bf16", "i64"};
+    return n[d];
+}
+
+const char *yp_kind_name(yp_kind k) {
+    static const char *const n[YP_KIND_COUNT] = {"weight", "grad", "optstate", "ema", "lowp", "input",
+                                                 "act", "saved", "actgrad", "recompute", "workspace", "loss"};
+    return n[k];
+}
+
+const char *yp_phase_name(yp_phase p) {
+    static const char *const n[YP_PHASE_COUNT] = {"forward", "loss", "recompute", "backward", "optimizer"};
+    return n[p];
+}
+
+yp_sched_opts yp_sched_opts_default(int64_t batch, int64_t h, int64_t w) {
+    yp_sched_opts o = {0};
+    o.batch = batch, o.h = h, o.w = w;
+    o.act_dtype = YP_DTYPE_F32;
+    o.policy = YP_SAVE_YOLOPLAN;
+    o.labels = 8 * batch;
+    o.optimizer = YP_OPT_SGD;
+    o.ema = 1;
+    return o;
+}
+
+/* ---------------------------------------------------------------- builder state */
+
+typedef struct {
+    yp_schedule *s;
+    const yp_graph *g;
+    yp_node_info *info;
+    int oom;
+    int *rg;        /* node output requires grad */
+    int *trainable; /* node has parameters that get gradients */
+    int *out_t;     /* forward tensor per node and level: [node * YP_MAX_LEVELS + level] */
+    int *grad_t;    /* activation gradient per node and level, -1 until created */
+    int *stats_t;   /* BN batch statistics (mean, inverse std) */
+    int *idx_t;     /* maxpool indices (pytorch policy) */
+    int *param_t;   /* first parameter tensor of the node, -1 if none */
+    int *n_param;   /* parameter tensors of the node (trainable first, then BN running stats) */
+    int *rec_t;     /* recomputed value per node, valid while rec_stamp == stamp */
+    int *rec_stamp;
+    int *boundary;  /* conv whose output (through BN, SiLU) is its layer's output: kept even when checkpointed */
+    int *grad_of;   /* per weight tensor: its gradient tensor, or -1 */
+    int *lowp_of;   /* per weight tensor: its low-precision copy, or -1 */
+    int n_weights;
+    int stamp;
+    int image_t, targets_t, n_recompute;
+    int *tin, *tout; /* operands of the step being built */
+    int n_in, n_out, cap_in, cap_out;
+} bld;
+
+static int *grow(int *p, int *cap, int need, int *oom) {
+    if (need <= *cap) return p;
+    int c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    int *np = realloc(p, (size_t)c * sizeof *np);
+    if (!np) {
+        *oom = 1;
+        return p;
+    }
+    *cap = c;
+    return np;
+}
+
+static int new_tensor(bld *b, yp_kind kind, yp_scale scale, yp_dtype dt, yp_shape sh, int node, const char *fmt,
+                      const char *a, const char *c) {
+    yp_schedule *s = b->s;
+    if (s->n_tensors == s->cap_t) {
+        int cap = s->cap_t ? s->cap_t * 2 : 256;
+        yp_tensor *nt = realloc(s->tensors, (size_t)cap * sizeof *nt);
+        if (!nt) {
+            b->oom = 1;
+            return 0;
+        }
+        s->tensors = nt, s->cap_t = cap;
+    }
+    yp_tensor *t = &s->tensors[s->n_tensors];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, fmt, a, c);
+    t->kind = kind, t->scale = scale, t->dtype = dt, t->shape = sh, t->node = node, t->producer = -1;
+    t->bytes = yp_shape_numel(sh) * (int64_t)yp_dtype_size(dt);
+    return s->n_tensors++;
+}
+
+static yp_shape flat(int64_t n) { return (yp_shape){1, 1, 1, n}; }
+
+static void op_in(bld *b, int t) {
+    b->tin = grow(b->tin, &b->cap_in, b->n_in + 1, &b->oom);
+    if (!b->oom) b->tin[b->n_in++] = t;
+}
+
+static void op_out(bld *b, int t) {
+    b->tout = grow(b->tout, &b->cap_out, b->n_out + 1, &b->oom);
+    if (!b->oom) b->tout[b->n_out++] = t;
+}
+
+/* Appends a step with the operands collected by op_in/op_out; returns its index. */
+static int emit(bld *b, yp_phase ph, int op, int node, const char *label, int64_t flops) {
+    yp_schedule *s = b->s;
+    if (s->n_steps == s->cap_s) {
+        int cap = s->cap_s ? s->cap_s * 2 : 256;
+        yp_step *ns = realloc(s->steps, (size_t)cap * sizeof *ns);
+        if (!ns) {
+            b->oom = 1;
+            return 0;
+        }
+        s->steps = ns, s->cap_s = cap;
+    }
+    s->refs = grow(s->refs, &s->cap_r, s->n_refs + b->n_in + b->n_out, &b->oom);
+    if (b->oom) return 0;
+    yp_step *st = &s->steps[s->n_steps];
+    memset(st, 0, sizeof *st);
+    st->phase = ph, st->op = op, st->node = node, st->flops = flops;
+    snprintf(st->label, sizeof st->label, "%s", label);
+    st->in_off = s->n_refs, st->n_in = b->n_in;
+    memcpy(s->refs + s->n_refs, b->tin, (size_t)b->n_in * sizeof(int));
+    s->n_refs += b->n_in;
+    st->out_off = s->n_refs, st->n_out = b->n_out;
+    memcpy(s->refs + s->n_refs, b->tout, (size_t)b->n_out * sizeof(int));
+    s->n_refs += b->n_out;
+    b->n_in = b->n_out = 0;
+    return s->n_steps++;
+}
+
+/* ---------------------------------------------------------------- parameters */
+
+static void add_param(bld *b, int node, const char *name, const char *suffix, int64_t n) {
+    int t = new_tensor(b, YP_KIND_WEIGHT, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), node, "%s%s", name, suffix);
+    if (b->param_t[node] < 0) b->param_t[node] = t;
+    b->n_param[node]++;
+}
+
+/* Weight tensors of node i, Ultralytics names: model.0.conv.weight, model.0.bn.weight, ... */
+static void make_params(bld *b, int i) {
+    const yp_node *n = &b->g->nodes[i];
+    b->param_t[i] = -1;
+    if (n->op == YP_OP_CONV2D) {
+        const yp_conv_attrs *a = &n->a.conv;
+        add_param(b, i, n->name, ".weight", (int64_t)a->c_out * (a->c_in / a->groups) * a->k * a->k);
+        if (a->bias) add_param(b, i, n->name, ".bias", a->c_out);
+    } else if (n->op == YP_OP_BATCHNORM2D) {
+        add_param(b, i, n->name, ".weight", n->a.bn.c);
+        add_param(b, i, n->name, ".bias", n->a.bn.c);
+        add_param(b, i, n->name, ".running_mean", n->a.bn.c);
+        add_param(b, i, n->name, ".running_var", n->a.bn.c);
+    } else if (n->op == YP_OP_DETECT) {
+        const yp_detect_attrs *d = &n->a.detect;
+        int64_t no = (int64_t)d->na * (d->nc + 5);
+        for (int l = 0; l < d->nl; l++) {
+            char nm[YP_NAME_LEN + 16];
+            snprintf(nm, sizeof nm, "%s.m.%d", n->name, l);
+            add_param(b, i, nm, ".weight", no * d->c_in[l]);
+            add_param(b, i, nm, ".bias", no);
+        }
+    }
+}
+
+static int is_buffer(const yp_tensor *t) { return strstr(t->name, ".running_") != NULL; }
+
+/* Gradient, optimizer state, EMA and low-precision copies of every parameter. */
+static void make_param_state(bld *b) {
+    const yp_sched_opts *o = &b->s->opts;
+    int n_weights = b->n_weights = b->s->n_tensors;
+    b->grad_of = malloc((size_t)n_weights * sizeof(int));
+    b->lowp_of = malloc((size_t)n_weights * sizeof(int));
+    if (!b->grad_of || !b->lowp_of) {
+        b->oom = 1;
+        return;
+    }
+    for (int t = 0; t < n_weights; t++) {
+        yp_tensor w = b->s->tensors[t];
+        b->grad_of[t] = b->lowp_of[t] = -1;
+        if (w.kind != YP_KIND_WEIGHT) continue;
+        int64_t n = w.shape.w;
+        if (o->ema) new_tensor(b, YP_KIND_EMA, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "ema:%s%s", w.name, "");
+        if (is_buffer(&w) || !b->trainable[w.node]) continue;
+        b->grad_of[t] = new_tensor(b, YP_KIND_GRAD, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "grad:%s%s", w.name, "");
+        new_tensor(b, YP_KIND_OPTSTATE, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "%s%s",
+                   o->optimizer == YP_OPT_SGD ? "momentum:" : "adam.m:", w.name);
+        if (o->optimizer != YP_OPT_SGD)
+            new_tensor(b, YP_KIND_OPTSTATE, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "adam.v:%s%s", w.name, "");
+        if (o->act_dtype != YP_DTYPE_F32 && strstr(w.name, ".weight") && b->g->nodes[w.node].op != YP_OP_BATCHNORM2D)
+            b->lowp_of[t] = new_tensor(b, YP_KIND_LOWP, YP_SCALE_CONST, o->act_dtype, flat(n), w.node, "%s:%s",
+                                       yp_dtype_name(o->act_dtype), w.name);
+    }
+}
+
+/* The tensor a conv/detect step multiplies with: the low-precision copy under AMP. */
+static int weight_for_math(const bld *b, int t) {
+    return b->lowp_of[t] >= 0 ? b->lowp_of[t] : t;
+}
+
+static void params_in(bld *b, int i, int trainable_only) {
+    for (int k = 0; k < b->n_param[i]; k++) {
+        int t = b->param_t[i] + k;
+        if (trainable_only && is_buffer(&b->s->tensors[t])) continue;
+        op_in(b, weight_for_math(b, t));
+    }
+}
+
+/* ---------------------------------------------------------------- forward */
+
+static int64_t conv_ws_bytes(const yp_conv_attrs *a, yp_shape out, yp_dtype dt) {
+    if (a->k == 1 && a->s == 1 && a->p == 0) return 0; /* a 1x1 conv is a plain GEMM */
+    return (int64_t)(a->c_in / a->groups) * a->k * a->k * out.h * out.w * (int64_t)yp_dtype_size(dt);
+}
+
+/* Scratch tensor of a conv step: im2col of one image (the CPU executor loops over images). */
+static void conv_workspace(bld *b, int i, const char *what) {
+    const yp_node *n = &b->g->nodes[i];
+    if (n->op != YP_OP_CONV2D) return;
+    int64_t bytes = conv_ws_bytes(&n->a.conv, b->info[i].out[0], b->s->opts.act_dtype);
+    if (bytes == 0) return;
+    int t = new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, YP_DTYPE_F32, flat(bytes / 4), i, "ws:%s:%s", n->name, what);
+    op_out(b, t);
+}
+
+static int value_fwd(bld *b, int id, int level) {
+    return id == YP_INPUT_IMAGE ? b->image_t : b->out_t[id * YP_MAX_LEVELS + level];
+}
+
+static int64_t elementwise_flops(const yp_node *n, yp_shape out) {
+    int64_t numel = yp_shape_numel(out);
+    switch (n->op) {
+    case YP_OP_BATCHNORM2D: return 6 * numel; /* statistics + normalise + affine */
+    case YP_OP_SILU: return 5 * numel;
+    case YP_OP_MAXPOOL2D: return (int64_t)n->a.pool.k * n->a.pool.k * numel;
+    default: return numel;
+    }
+}
+
+static int64_t node_flops(const bld *b, int i) {
+    const yp_node *n = &b->g->nodes[i];
+    return b->info[i].flops ? b->info[i].flops : elementwise_flops(n, b->info[i].out[0]);
+}
+
+static void forward_node(bld *b, int i) {
+    const yp_node *n = &b->g->nodes[i];
+    const yp_sched_opts *o = &b->s->opts;
+    const yp_node_info *ni = &b->info[i];
+    for (int k = 0; k < n->n_inputs; k++) op_in(b, value_fwd(b, n->inputs[k], 0));
+    params_in(b, i, 0);
+    for (int l = 0; l < ni->n_out; l++) {
+        char lv[16] = "";
+        if (n->op == YP_OP_DETECT) snprintf(lv, sizeof lv, ".l%d", l);
+        int t = new_tensor(b, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, ni->out[l], i, "act:%s%s", n->name, lv);
+        b->out_t[i * YP_MAX_LEVELS + l] = t;
+        op_out(b, t);
+    }
+    if (n->op == YP_OP_BATCHNORM2D) {
+        b->stats_t[i] = new_tensor(b, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, flat(2 * (int64_t)n->a.bn.c), i, "stats:%s%s",
+                                   n->name, "");
+        op_out(b, b->stats_t[i]);
+        op_out(b, b->param_t[i] + 2); /* running mean and var are updated */
+        op_out(b, b->param_t[i] + 3);
+    }
+    if (n->op == YP_OP_MAXPOOL2D && o->policy == YP_SAVE_PYTORCH && b->rg[i]) {
+        b->idx_t[i] = new_tensor(b, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, "idx:%s%s", n->name, "");
+        op_out(b, b->idx_t[i]);
+    }
+    conv_workspace(b, i, "fwd");
+    emit(b, YP_PHASE_FORWARD, n->op, i, "", node_flops(b, i));
+}
+
+/* ---------------------------------------------------------------- loss */
+
+/* Target-assignment rows of YOLOv5's build_targets, all levels: every label is repeated for each
+ * anchor and up to 3 cells (its own + 2 neighbours), 7 floats each, plus the box, index and anchor
+ * rows kept for matches (10 more floats). */
+static int64_t loss_label_floats(const bld *b) { return 3 * (int64_t)b->g->nl * b->g->na * b->s->opts.labels * 17; }
+
+/* The objectness target maps, (batch, na, H, W) per level. */
+static int64_t loss_objmap_floats(const bld *b) {
+    const yp_node_info *d = &b->info[b->g->n_nodes - 1];
+    int64_t f = 0;
+    for (int l = 0; l < b->g->nl; l++) f += d->out[l].n * b->g->na * d->out[l].h * d->out[l].w;
+    return f;
+}
+
+static void loss_step(bld *b) {
+    const yp_graph *g = b->g;
+    int det = g->n_nodes - 1;
+    for (int l = 0; l < g->nl; l++) op_in(b, b->out_t[det * YP_MAX_LEVELS + l]);
+    op_in(b, b->targets_t);
+    int64_t lab = loss_label_floats(b), obj = loss_objmap_floats(b);
+    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(lab), -1, "loss:assign%s%s", "", ""));
+    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_BATCH_PIXELS, YP_DTYPE_F32, flat(obj), -1, "loss:objmap%s%s", "", ""));
+    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_CONST, YP_DTYPE_F32, flat(4), -1, "loss:value%s%s", "", ""));
+    for (int l = 0; l < g->nl && b->rg[det]; l++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, ".l%d", l);
+        int t = new_tensor(b, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[det].out[l], det,
+                           "dact:%s%s", g->nodes[det].name, nm);
+        b->grad_t[det * YP_MAX_LEVELS + l] = t;
+        op_out(b, t);
+    }
+    b->s->loss_step = emit(b, YP_PHASE_LOSS, -1, -1, "loss", 20 * (lab + obj));
+}
+
+/* ---------------------------------------------------------------- backward */
+
+/* Is node v's output kept from the forward pass (rather than recomputed)? Under the yoloplan
+ * policy only conv outputs are; a checkpointed layer drops all but its boundary conv, so its
+ * output stays cheap to rebuild for the layers that read it and the cost of checkpointing one
+ * layer does not depend on the others (what makes the checkpoint front a simple DP). */
+static int kept(const bld *b, int v) {
+    const yp_sched_opts *o = &b->s->opts;
+    if (o->policy == YP_SAVE_PYTORCH || !b->rg[v]) return 1;
+    const yp_node *n = &b->g->nodes[v];
+    return n->op == YP_OP_CONV2D && (!((o->ckpt_layers >> n->layer) & 1) || b->boundary[v]);
+}
+
+static void mark_boundaries(bld *b) {
+    const yp_graph *g = b->g;
+    for (int l = 0; l < g->n_layers; l++) {
+        int v = g->layers[l].output;
+        while (v >= 0 && g->nodes[v].layer == l &&
+               (g->nodes[v].op == YP_OP_SILU || g->nodes[v].op == YP_OP_BATCHNORM2D))
+            v = g->nodes[v].inputs[0];
+        if (v >= 0 && g->nodes[v].layer == l && g->nodes[v].op == YP_OP_CONV2D) b->boundary[v] = 1;
+    }
+}
+
+static int need_value(bld *b, int v);
+
+/* Emits a recompute step for node v's output; returns the new tensor. */
+static int recompute(bld *b, int v) {
+    const yp_node *n = &b->g->nodes[v];
+    int ins[YP_MAX_INPUTS];
+    for (int k = 0; k < n->n_inputs; k++) ins[k] = need_value(b, n->inputs[k]);
+    for (int k = 0; k < n->n_inputs; k++) op_in(b, ins[k]);
+    params_in(b, v, 1);
+    if (n->op == YP_OP_BATCHNORM2D) op_in(b, b->stats_t[v]); /* BN-apply with the saved statistics */
+    char tag[16];
+    snprintf(tag, sizeof tag, "#%d", b->n_recompute++);
+    int t = new_tensor(b, YP_KIND_RECOMPUTE, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[0], v, "re:%s%s", n->name, tag);
+    op_out(b, t);
+    conv_workspace(b, v, "re");
+    int64_t fl = node_flops(b, v);
+    emit(b, YP_PHASE_RECOMPUTE, n->op, v, "", fl);
+    b->s->recompute_flops += fl;
+    b->rec_t[v] = t, b->rec_stamp[v] = b->stamp;
+    return t;
+}
+
+/* The tensor holding node v's forward output for a backward step (image for YP_INPUT_IMAGE). */
+static int need_value(bld *b, int v) {
+    if (v == YP_INPUT_IMAGE || kept(b, v)) return value_fwd(b, v, 0);
+    if (b->rec_stamp[v] == b->stamp) return b->rec_t[v];
+    return recompute(b, v);
+}
+
+/* Tensors node i's backward reads besides its output gradients. */
+static void backward_needs(bld *b, int i, int *need, int *n_need) {
+    const yp_node *n = &b->g->nodes[i];
+    int pytorch = b->s->opts.policy == YP_SAVE_PYTORCH;
+    *n_need = 0;
+    switch (n->op) {
+    case YP_OP_CONV2D:
+        if (b->trainable[i]) need[(*n_need)++] = need_value(b, n->inputs[0]);
+        break;
+    case YP_OP_DETECT:
+        for (int l = 0; l < n->n_inputs && b->trainable[i]; l++) need[(*n_need)++] = need_value(b, n->inputs[l]);
+        break;
+    case YP_OP_BATCHNORM2D:
+        need[(*n_need)++] = need_value(b, n->inputs[0]);
+        need[(*n_need)++] = b->stats_t[i];
+        break;
+    case YP_OP_SILU: need[(*n_need)++] = need_value(b, n->inputs[0]); break;
+    case YP_OP_MAXPOOL2D:
+        need[(*n_need)++] = need_value(b, n->inputs[0]);
+        if (pytorch) need[(*n_need)++] = b->idx_t[i];
+        break;
+    default: break; /* add, concat, upsample, space_to_depth need only the gradient */
+    }
+}
+
+static int act_grad(bld *b, int v, int level) {
+    int *slot = &b->grad_t[v * YP_MAX_LEVELS + level];
+    if (*slot >= 0) {
+        op_in(b, *slot); /* accumulate into the existing gradient */
+        return *slot;
+    }
+    *slot = new_tensor(b, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[level], v, "dact:%s%s",
+                       b->g->nodes[v].name, "");
+    return *slot;
+}
+
+static void backward_node(bld *b, int i) {
+    const yp_node *n = &b->g->nodes[i];
+    int need[YP_MAX_INPUTS + 2], n_need, has_grad = 0;
+    for (int l = 0; l < b->info[i].n_out; l++) has_grad |= b->grad_t[i * YP_MAX_LEVELS + l] >= 0;
+    if (!has_grad) return; /* output unused by anything that needs gradients */
+    if (b->stamp != n->layer) b->stamp = n->layer; /* recomputed values live within one layer's backward */
+    backward_needs(b, i, need, &n_need);
+    for (int l = 0; l < b->info[i].n_out; l++)
+        if (b->grad_t[i * YP_MAX_LEVELS + l] >= 0) op_in(b, b->grad_t[i * YP_MAX_LEVELS + l]);
+    for (int k = 0; k < n_need; k++) op_in(b, need[k]);
+    if (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT || n->op == YP_OP_BATCHNORM2D) params_in(b, i, 1);
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        if (v != YP_INPUT_IMAGE && b->rg[v]) op_out(b, act_grad(b, v, 0));
+    }
+    for (int k = 0; k < b->n_param[i] && b->trainable[i]; k++) {
+        int gt = b->grad_of[b->param_t[i] + k];
+        if (gt >= 0) op_in(b, gt), op_out(b, gt);
+    }
+    conv_workspace(b, i, "bwd");
+    int64_t fl = node_flops(b, i) * (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT ? (b->trainable[i] ? 2 : 1) : 2);
+    emit(b, YP_PHASE_BACKWARD, n->op, i, "", fl);
+}
+
+/* ---------------------------------------------------------------- optimizer */
+
+static void optimizer_steps(bld *b) {
+    yp_schedule *s = b->s;
+    int64_t n_params = 0;
+    for (int t = 0; t < s->n_tensors; t++) {
+        yp_kind k = s->tensors[t].kind;
+        if (k == YP_KIND_GRAD) op_in(b, t), n_params += s->tensors[t].shape.w;
+        if (k == YP_KIND_OPTSTATE || k == YP_KIND_LOWP) op_in(b, t), op_out(b, t);
+        if (k == YP_KIND_WEIGHT && !is_buffer(&s->tensors[t]) && b->trainable[s->tensors[t].node])
+            op_in(b, t), op_out(b, t);
+    }
+    emit(b, YP_PHASE_OPTIMIZER, -1, -1, "optimizer", 10 * n_params);
+    if (!s->opts.ema) return;
+    for (int t = 0; t < s->n_tensors; t++) {
+        yp_kind k = s->tensors[t].kind;
+        if (k == YP_KIND_WEIGHT) op_in(b, t);
+        if (k == YP_KIND_EMA) op_in(b, t), op_out(b, t);
+    }
+    emit(b, YP_PHASE_OPTIMIZER, -1, -1, "ema", 3 * n_params);
+}
+
+/* ---------------------------------------------------------------- lives */
+
+static int persistent(yp_kind k) {
+    return k == YP_KIND_WEIGHT || k == YP_KIND_GRAD || k == YP_KIND_OPTSTATE || k == YP_KIND_EMA || k == YP_KIND_LOWP;
+}
+
+/* Producer, consumers and live interval of every tensor; ACT read after the loss becomes SAVED. */
+static void compute_lives(bld *b) {
+    yp_schedule *s = b->s;
+    int *count = calloc((size_t)s->n_tensors + 1, sizeof *count);
+    if (!count) {
+        b->oom = 1;
+        return;
+    }
+    for (int t = 0; t < s->n_tensors; t++) s->tensors[t].first = s->tensors[t].last = -1;
+    for (int st = 0; st < s->n_steps; st++) {
+        const yp_step *p = &s->steps[st];
+        for (int k = 0; k < p->n_out; k++) {
+            yp_tensor *t = &s->tensors[s->refs[p->out_off + k]];
+            if (t->producer < 0 && !persistent(t->kind)) t->producer = st;
+            if (t->first < 0) t->first = st;
+            t->last = st;
+        }
+        for (int k = 0; k < p->n_in; k++) {
+            yp_tensor *t = &s->tensors[s->refs[p->in_off + k]];
+            count[s->refs[p->in_off + k]]++;
+            if (t->first < 0) t->first = st;
+            t->last = st;
+            if (t->kind == YP_KIND_ACT && st > s->loss_step) t->kind = YP_KIND_SAVED;
+        }
+    }
+    int total = 0;
+    for (int t = 0; t < s->n_tensors; t++) total += count[t];
+    int *cons = malloc(((size_t)total + 1) * sizeof *cons), off = 0;
+    s->refs = grow(s->refs, &s->cap_r, s->n_refs + total, &b->oom);
+    if (!cons || b->oom) {
+        free(cons), free(count);
+        b->oom = 1;
+        return;
+    }
+    for (int t = 0; t < s->n_tensors; t++) s->tensors[t].cons_off = s->n_refs + off, off += count[t], count[t] = 0;
+    for (int st = 0; st < s->n_steps; st++) {
+        const yp_step *p = &s->steps[st];
+        for (int k = 0; k < p->n_in; k++) {
+            int id = s->refs[p->in_off + k];
+            yp_tensor *t = &s->tensors[id];
+            if (t->n_cons && s->refs[t->cons_off + t->n_cons - 1] == st) continue; /* read twice by one step */
+            s->refs[t->cons_off + t->n_cons++] = st;
+        }
+    }
+    s->n_refs += total;
+    for (int t = 0; t < s->n_tensors; t++) {
+        yp_tensor *tt = &s->tensors[t];
+        if (persistent(tt->kind)) tt->first = 0, tt->last = s->n_steps - 1;
+        if (tt->kind == YP_KIND_INPUT || tt->producer < 0) tt->first = 0; /* loaded before the step starts */
+        if (tt->last < 0) tt->last = tt->first;
+    }
+    free(cons);
+    free(count);
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static void mark_grads(bld *b) {
+    const yp_graph *g = b->g;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const yp_node *n = &g->nodes[i];
+        b->trainable[i] = b->info[i].params > 0 && n->layer >= b->s->opts.freeze;
+        b->rg[i] = b->trainable[i];
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] != YP_INPUT_IMAGE && b->rg[n->inputs[k]]) b->rg[i] = 1;
+    }
+}
+
+static int alloc_builder(bld *b, int n) {
+    int **arrays[] = {&b->rg,     &b->trainable, &b->stats_t,   &b->idx_t,   &b->param_t,
+                       &b->n_param, &b->rec_t,     &b->rec_stamp, &b->boundary};
+    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
+        if (!(*arrays[k] = calloc((size_t)n, sizeof(int)))) return -1;
+    b->out_t = malloc((size_t)n * YP_MAX_LEVELS * sizeof(int));
+    b->grad_t = malloc((size_t)n * YP_MAX_LEVELS * sizeof(int));
+    b->info = calloc((size_t)n, sizeof *b->info);
+    if (!b->out_t || !b->grad_t || !b->info) return -1;
+    for (int i = 0; i < n * YP_MAX_LEVELS; i++) b->out_t[i] = b->grad_t[i] = -1;
+    for (int i = 0; i < n; i++) b->rec_stamp[i] = -1, b->idx_t[i] = -1;
+    return 0;
+}
+
+static void free_builder(bld *b) {
+    free(b->rg), free(b->trainable), free(b->stats_t), free(b->idx_t), free(b->param_t), free(b->n_param);
+    free(b->rec_t), free(b->rec_stamp), free(b->boundary), free(b->grad_of), free(b->lowp_of), free(b->out_t), free(b->grad_t), free(b->info), free(b->tin), free(b->tout);
+}
+
+static void build(bld *b) {
+    const yp_graph *g = b->g;
+    const yp_sched_opts *o = &b->s->opts;
+    mark_grads(b);
+    mark_boundaries(b);
+    yp_shape img = {o->batch, g->in_channels, o->h, o->w};
+    b->image_t = new_tensor(b, YP_KIND_INPUT, YP_SCALE_BATCH_PIXELS, o->act_dtype, img, -1, "input:images%s%s", "", "");
+    b->targets_t = new_tensor(b, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(6 * o->labels), -1, "loss:targets%s%s", "", "");
+    for (int i = 0; i < g->n_nodes; i++) make_params(b, i);
+    make_param_state(b);
+    if (b->oom) return;
+    for (int i = 0; i < g->n_nodes && !b->oom; i++) forward_node(b, i);
+    loss_step(b);
+    b->stamp = -1;
+    for (int i = g->n_nodes - 1; i >= 0 && !b->oom; i--)
+        if (b->rg[i]) backward_node(b, i);
+    optimizer_steps(b);
+    if (!b->oom) compute_lives(b);
+}
+
+yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_err *err) {
+    if (opts->labels < 0) {
+        yp_err_set(err, "labels %lld: must not be negative", (long long)opts->labels);
+        return NULL;
+    }
+    yp_schedule *s = calloc(1, sizeof *s);
+    bld b = {0};
+    if (!s || alloc_builder(&b, g->n_nodes)) {
+        yp_err_set(err, "out of memory building the schedule");
+        goto fail;
+    }
+    s->g = g, s->opts = *opts, b.s = s, b.g = g;
+    if (yp_graph_infer(g, opts->batch, opts->h, opts->w, b.info, err)) goto fail;
+    build(&b);
+    if (b.oom) {
+        yp_err_set(err, "out of memory building the schedule");
+        goto fail;
+    }
+    free_builder(&b);
+    return s;
+fail:
+    free_builder(&b);
+    yp_schedule_free(s);
+    return NULL;
+}
+
+void yp_schedule_free(yp_schedule *s) {
+    if (!s) return;
+    free(s->tensors), free(s->steps), free(s->refs), free(s);
+}
+
+int yp_schedule_find(const yp_schedule *s, const char *name) {
+    for (int t = s->n_tensors - 1; t >= 0; t--)
+        if (strcmp(s->tensors[t].name, name) == 0) return t;
+    return -1;
+}
+
+int64_t yp_schedule_saved_bytes(const yp_schedule *s) {
+    int64_t total = 0;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *tt = &s->tensors[t];
+        if (tt->kind == YP_KIND_SAVED || (tt->kind == YP_KIND_INPUT && tt->last > s->loss_step)) total += tt->bytes;
+    }
+    return total;
+}
+
+void yp_schedule_print(const yp_schedule *s, FILE *f) {
+    fprintf(f, "# %d steps, %d tensors (loss at step %d)\n", s->n_steps, s->n_tensors, s->loss_step);
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *st = &s->steps[i];
+        const char *what = st->node >= 0 ? s->g->nodes[st->node].name : st->label;
+        fprintf(f, "step %4d %-9s %-17s %-28s reads", i, yp_phase_name(st->phase),
+                st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", what);
+        for (int k = 0; k < st->n_in && k < 8; k++) fprintf(f, " %s", s->tensors[yp_step_inputs(s, st)[k]].name);
+        if (st->n_in > 8) fprintf(f, " ... (%d)", st->n_in);
+        fprintf(f, " writes");
+        for (int k = 0; k < st->n_out && k < 8; k++) fprintf(f, " %s", s->tensors[yp_step_outputs(s, st)[k]].name);
+        if (st->n_out > 8) fprintf(f, " ... (%d)", st->n_out);
+        fputc('\n', f);
+    }
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *tt = &s->tensors[t];
+        fprintf(f, "tensor %5d %-10s %-4s %12lld B  steps %4d..%-4d  %s\n", t, yp_kind_name(tt->kind),
+                yp_dtype_name(tt->dtype), (long long)tt->bytes, tt->first, tt->last, tt->name);
+    }
+}

@@ -1,0 +1,134 @@
+/* yp_graph.h - the YOLOv5 network as yoloplan sees it: layers (the 25 top-level
+ * Ultralytics modules) expanded into primitive nodes (conv2d, batchnorm2d, ...).
+ *
+ * Defines: the op enum and op table, node/layer/graph types, shape inference.
+ * Ownership: a yp_graph is created by yp_ir_load / yp_yaml_import and released
+ * with yp_graph_free; every array inside it is owned by the graph. */
+#ifndef YP_GRAPH_H
+#define YP_GRAPH_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "yp_error.h"
+
+#define YP_IR_FORMAT "yoloplan-ir"
+#define YP_IR_VERSION 1
+#define YP_MAX_INPUTS 4     /* concat of SPPF takes 4 */
+#define YP_MAX_LEVELS 4     /* detection levels (P3..P6) */
+#define YP_MAX_ANCHORS 8    /* anchors per level */
+#define YP_MAX_ARGS 8       /* display arguments of a layer */
+#define YP_NAME_LEN 64
+#define YP_INPUT_IMAGE (-1) /* node/layer input id meaning "the network's input image" */
+
+typedef enum {
+    YP_OP_CONV2D,
+    YP_OP_BATCHNORM2D,
+    YP_OP_SILU,
+    YP_OP_ADD,
+    YP_OP_CONCAT,
+    YP_OP_UPSAMPLE_NEAREST,
+    YP_OP_MAXPOOL2D,
+    YP_OP_DETECT,
+    YP_OP_SPACE_TO_DEPTH, /* Focus (YOLOv5 <= v5.0): 2x2 pixel blocks to channels, c -> 4c */
+    YP_OP_COUNT
+} yp_op;
+
+typedef struct { int c_in, c_out, k, s, p, groups, bias; } yp_conv_attrs;
+typedef struct { int c; double eps, momentum; } yp_bn_attrs;
+typedef struct { int axis; } yp_concat_attrs;
+typedef struct { int scale; } yp_upsample_attrs;
+typedef struct { int k, s, p; } yp_pool_attrs;
+/* Detect: per level a 1x1 conv with bias c_in[l] -> na*(nc+5); anchors live in yp_graph. */
+typedef struct { int nc, na, nl; int c_in[YP_MAX_LEVELS]; } yp_detect_attrs;
+
+typedef union {
+    yp_conv_attrs conv;
+    yp_bn_attrs bn;
+    yp_concat_attrs concat;
+    yp_upsample_attrs up;
+    yp_pool_attrs pool;
+    yp_detect_attrs detect;
+} yp_attrs;
+
+typedef struct {
+    int id;                       /* == index in yp_graph.nodes; nodes are in topological order */
+    yp_op op;
+    char name[YP_NAME_LEN];       /* Ultralytics state-dict prefix, e.g. "model.2.m.0.cv1.conv" */
+    int layer;                    /* top-level layer this node belongs to */
+    int n_inputs;
+    int inputs[YP_MAX_INPUTS];    /* node ids, or YP_INPUT_IMAGE */
+    yp_attrs a;
+} yp_node;
+
+typedef struct {
+    int index;
+    int n_from;
+    int from[YP_MAX_INPUTS];      /* absolute layer indices, or YP_INPUT_IMAGE */
+    int repeats;                  /* after depth scaling (C3 bottleneck count) */
+    char module[32];              /* "Conv", "C3", "SPPF", "nn.Upsample", "Concat", "Detect", ... */
+    int n_args;
+    int args[YP_MAX_ARGS];        /* scaled arguments, for display (e.g. Conv: c1 c2 k s p) */
+    int output;                   /* node id of the layer's output */
+} yp_layer;
+
+typedef struct {
+    char name[YP_NAME_LEN];
+    int nc;
+    double depth_multiple, width_multiple; /* informational */
+    int in_channels;
+    int nl, na;                            /* detection levels, anchors per level */
+    int strides[YP_MAX_LEVELS];
+    float anchors[YP_MAX_LEVELS][YP_MAX_ANCHORS][2]; /* pixels (w, h) */
+    int n_layers;
+    yp_layer *layers;
+    int n_nodes;
+    yp_node *nodes;
+} yp_graph;
+
+/* ---- op table: one row per op (STYLE.md) ---- */
+typedef struct {
+    yp_op op;
+    const char *name;      /* IR spelling */
+    int min_inputs, max_inputs;
+} yp_op_info;
+
+const yp_op_info *yp_op_get(yp_op op);
+/* Returns the op for an IR name, or -1 if unknown. */
+int yp_op_from_name(const char *name);
+
+/* ---- graph lifetime ---- */
+/* Allocates an empty graph with room for n_layers layers and n_nodes nodes; NULL on OOM. */
+yp_graph *yp_graph_new(int n_layers, int n_nodes);
+void yp_graph_free(yp_graph *g);
+
+/* Checks the structural invariants a loaded/imported graph must satisfy (inputs exist and come
+ * earlier, channel counts agree, detect matches nl/na, ...). Returns 0, or -1 with err set. */
+int yp_graph_check(const yp_graph *g, const char *file, yp_err *err);
+
+/* ---- shapes ---- */
+typedef struct { int64_t n, c, h, w; } yp_shape; /* logical NCHW; detect outputs: c = na*(nc+5) */
+
+typedef struct {
+    int n_out;                       /* 1, or nl for detect */
+    yp_shape out[YP_MAX_LEVELS];
+    int64_t params;                  /* trainable parameters (conv weight/bias, BN weight/bias) */
+    int64_t buffers;                 /* non-trainable state (BN running mean/var) */
+    int64_t flops;                   /* forward FLOPs, 2*MACs (conv only), for the given batch */
+} yp_node_info;
+
+static inline int64_t yp_shape_numel(yp_shape s) { return s.n * s.c * s.h * s.w; }
+
+/* Largest stride of the network (the input size must be a multiple of it). */
+int yp_graph_max_stride(const yp_graph *g);
+
+/* Infers every node's output shapes, params and FLOPs for a batch of `batch` images of h x w.
+ * info must hold g->n_nodes entries (caller owns). Returns 0, or -1 with err set (bad size,
+ * overflow of 64-bit element counts). */
+int yp_graph_infer(const yp_graph *g, int64_t batch, int64_t h, int64_t w, yp_node_info *info,
+                   yp_err *err);
+
+/* Totals over the whole graph. */
+int64_t yp_graph_params(const yp_graph *g);
+
+#endif

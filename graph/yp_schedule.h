@@ -1,0 +1,136 @@
+/* yp_schedule.h - the training step derived from a graph: forward steps in topological order,
+ * the loss, backward steps in reverse order (with the recomputation the saving policy needs),
+ * the optimizer and the EMA update; every tensor with its kind, bytes, producer, consumers and
+ * live interval. This is the planner's input (DESIGN.md §6).
+ *
+ * Ownership: yp_schedule_build returns a schedule the caller frees with yp_schedule_free; it
+ * keeps a pointer to the graph, which must outlive it. */
+#ifndef YP_SCHEDULE_H
+#define YP_SCHEDULE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "yp_graph.h"
+
+typedef enum { YP_DTYPE_F32, YP_DTYPE_F16, YP_DTYPE_BF16, YP_DTYPE_I64, YP_DTYPE_COUNT } yp_dtype;
+
+typedef enum {
+    YP_KIND_WEIGHT,    /* fp32 master parameters and BN running statistics (persistent) */
+    YP_KIND_GRAD,      /* weight gradients (persistent across micro-batches) */
+    YP_KIND_OPTSTATE,  /* SGD momentum, Adam moments (persistent) */
+    YP_KIND_EMA,       /* EMA copy of parameters and BN statistics (persistent) */
+    YP_KIND_LOWP,      /* fp16/bf16 copies of conv weights under AMP (persistent) */
+    YP_KIND_INPUT,     /* the input image batch */
+    YP_KIND_ACT,       /* forward activation freed during the forward pass */
+    YP_KIND_SAVED,     /* forward tensor kept until backward reads it */
+    YP_KIND_ACTGRAD,   /* gradient of an activation (transient, backward) */
+    YP_KIND_RECOMPUTE, /* forward value recomputed during backward (transient) */
+    YP_KIND_WORKSPACE, /* scratch of one step (im2col, library workspace) */
+    YP_KIND_LOSS,      /* targets, target-assignment buffers, loss value */
+    YP_KIND_COUNT
+} yp_kind;
+
+typedef enum {
+    YP_PHASE_FORWARD,
+    YP_PHASE_LOSS,
+    YP_PHASE_RECOMPUTE,
+    YP_PHASE_BACKWARD,
+    YP_PHASE_OPTIMIZER,
+    YP_PHASE_COUNT
+} yp_phase;
+
+/* What the forward pass keeps for backward (DESIGN.md §6). */
+typedef enum {
+    YP_SAVE_YOLOPLAN, /* conv outputs (pre-BN) + BN statistics; the rest is recomputed */
+    YP_SAVE_PYTORCH   /* what PyTorch autograd saves: conv/BN/SiLU inputs, BN stats, maxpool input+indices */
+} yp_save_policy;
+
+typedef enum { YP_OPT_SGD, YP_OPT_ADAM, YP_OPT_ADAMW, YP_OPT_COUNT } yp_optimizer;
+
+typedef struct {
+    int64_t batch, h, w;
+    yp_dtype act_dtype;    /* activations and their gradients: F32, or F16/BF16 under AMP */
+    yp_save_policy policy;
+    uint64_t ckpt_layers;  /* bit L: layer L is checkpointed (its conv outputs are recomputed too) */
+    int freeze;            /* layers 0..freeze-1 get no gradients and save nothing */
+    int64_t labels;        /* labels in the whole batch (target assignment buffers grow with it) */
+    yp_optimizer optimizer;
+    int ema;               /* keep an EMA copy */
+} yp_sched_opts;
+
+/* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image. */
+yp_sched_opts yp_sched_opts_default(int64_t batch, int64_t h, int64_t w);
+
+/* How a tensor's bytes grow with the candidate: every tensor is exactly one of these, so bytes at
+ * (batch b, image h x w, L labels) = unit * {1, q, b*q, L} with q = h*w / stride_max^2. The
+ * planner builds one schedule at the unit size and scales it (DESIGN.md §6: linear in batch). */
+typedef enum {
+    YP_SCALE_CONST,        /* weights, optimizer state, BN statistics */
+    YP_SCALE_PIXELS,       /* per-image scratch (im2col of one image) */
+    YP_SCALE_BATCH_PIXELS, /* activations, their gradients, the input batch, objectness targets */
+    YP_SCALE_LABELS,       /* targets and target-assignment rows */
+    YP_SCALE_COUNT
+} yp_scale;
+
+typedef struct {
+    char name[96];
+    yp_kind kind;
+    yp_scale scale;
+    yp_dtype dtype;
+    yp_shape shape;      /* logical shape; flat tensors use n=1, c=1, h=1, w=numel */
+    int64_t bytes;
+    int node;            /* graph node it belongs to, or -1 */
+    int producer;        /* first step that writes it; -1 when it is live on entry */
+    int first, last;     /* live interval, steps inclusive */
+    int cons_off, n_cons; /* consumer steps: sched->refs[cons_off .. cons_off + n_cons) */
+} yp_tensor;
+
+typedef struct {
+    yp_phase phase;
+    int op;              /* yp_op, or -1 for loss, optimizer and EMA steps */
+    int node;            /* graph node, or -1 */
+    char label[32];      /* "loss", "optimizer", "ema" for steps without a node */
+    int in_off, n_in;    /* tensors read:    sched->refs[in_off ..] */
+    int out_off, n_out;  /* tensors written: sched->refs[out_off ..] (accumulation: in both lists) */
+    int64_t flops;
+} yp_step;
+
+typedef struct {
+    const yp_graph *g;
+    yp_sched_opts opts;
+    int n_tensors, n_steps, n_refs;
+    yp_tensor *tensors;
+    yp_step *steps;
+    int *refs;
+    int loss_step;       /* index of the loss step: forward before, backward after */
+    int64_t recompute_flops;
+    int cap_t, cap_s, cap_r; /* internal capacities */
+} yp_schedule;
+
+size_t yp_dtype_size(yp_dtype d);
+const char *yp_dtype_name(yp_dtype d);
+const char *yp_kind_name(yp_kind k);
+const char *yp_phase_name(yp_phase p);
+
+/* Builds the training step of g under opts. NULL with err set on bad options (size, batch). */
+yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_err *err);
+void yp_schedule_free(yp_schedule *s);
+
+static inline const int *yp_step_inputs(const yp_schedule *s, const yp_step *st) { return s->refs + st->in_off; }
+static inline const int *yp_step_outputs(const yp_schedule *s, const yp_step *st) { return s->refs + st->out_off; }
+static inline const int *yp_tensor_consumers(const yp_schedule *s, const yp_tensor *t) {
+    return s->refs + t->cons_off;
+}
+
+/* Index of the tensor with this name, or -1. */
+int yp_schedule_find(const yp_schedule *s, const char *name);
+
+/* Bytes saved for backward by one forward pass: tensors of kind SAVED plus the input batch when
+ * backward reads it (each tensor counted once). */
+int64_t yp_schedule_saved_bytes(const yp_schedule *s);
+
+/* Human-readable listing of steps and tensors (for `yoloplan schedule` and debugging). */
+void yp_schedule_print(const yp_schedule *s, FILE *f);
+
+#endif

@@ -1,0 +1,183 @@
+// backend.cu - the CUDA backend's table and host glue: device probing, cudaMalloc'd memory, copies,
+// sync, the thread's last error, and the build description. Ops live in one .cu file per op.
+// Everything runs on device 0 and the legacy default stream, so work is ordered without events.
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "yp_backend.h"
+#include "yp_cuda.h"
+#include "yp_cuda_config.h"  // generated: YP_CUDA_ARCHS, YP_CUDA_MIN_ARCH
+
+// cudaMalloc returns 256-byte aligned memory; arena offsets aligned the same keep every tensor
+// aligned for vector loads and cuDNN.
+static const size_t kCudaAlignment = 256;
+
+static thread_local char cuda_last_error[512];
+
+extern "C" int yp_cuda_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cuda_last_error, sizeof cuda_last_error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+extern "C" int yp_cuda_check_launch(const char *what) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return yp_cuda_fail("%s: launch failed: %s (%s)", what, cudaGetErrorString(e),
+                            cudaGetErrorName(e));
+    return 0;
+}
+
+static const char *cuda_last_error_get(void) {
+    return cuda_last_error;
+}
+
+// Returns device memory of at least max(bytes, 1) rounded up to the alignment, or NULL with the
+// reason (including free/total device memory on OOM). The caller frees it with cuda_mem_free.
+static void *cuda_mem_alloc(size_t bytes) {
+    if (bytes > SIZE_MAX - kCudaAlignment) {
+        yp_cuda_fail("cuda alloc: %zu bytes is too large", bytes);
+        return nullptr;
+    }
+    size_t rounded = (bytes + kCudaAlignment - 1) / kCudaAlignment * kCudaAlignment;
+    if (rounded == 0)
+        rounded = kCudaAlignment;
+    void *p = nullptr;
+    cudaError_t e = cudaMalloc(&p, rounded);
+    if (e != cudaSuccess) {
+        cudaGetLastError();  // an allocation failure is not sticky; keep later launch checks clean
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        cudaGetLastError();
+        const double gib = 1024.0 * 1024.0 * 1024.0;
+        yp_cuda_fail("cudaMalloc of %zu bytes (%.2f GiB) failed: %s; device has %.2f GiB free of %.2f GiB",
+                     rounded, (double)rounded / gib, cudaGetErrorString(e), (double)free_b / gib,
+                     (double)total_b / gib);
+        return nullptr;
+    }
+    return p;
+}
+
+static void cuda_mem_free(void *ptr) {
+    if (ptr)
+        cudaFree(ptr);
+}
+
+static int cuda_mem_copy(void *dst, const void *src, size_t bytes, yp_copy dir) {
+    cudaMemcpyKind kind;
+    switch (dir) {
+    case YP_COPY_HOST_TO_DEVICE: kind = cudaMemcpyHostToDevice; break;
+    case YP_COPY_DEVICE_TO_HOST: kind = cudaMemcpyDeviceToHost; break;
+    case YP_COPY_DEVICE_TO_DEVICE: kind = cudaMemcpyDeviceToDevice; break;
+    default: return yp_cuda_fail("cuda mem_copy: invalid direction %d", (int)dir);
+    }
+    if (bytes == 0)
+        return 0;
+    if (!dst || !src)
+        return yp_cuda_fail("cuda mem_copy: NULL pointer with %zu bytes", bytes);
+    cudaError_t e = cudaMemcpy(dst, src, bytes, kind);
+    if (e != cudaSuccess)
+        return yp_cuda_fail("cudaMemcpy of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
+    return 0;
+}
+
+static int cuda_mem_set(void *dst, int value, size_t bytes) {
+    if (bytes == 0)
+        return 0;
+    if (!dst)
+        return yp_cuda_fail("cuda mem_set: NULL pointer with %zu bytes", bytes);
+    cudaError_t e = cudaMemset(dst, value, bytes);
+    if (e != cudaSuccess)
+        return yp_cuda_fail("cudaMemset of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
+    return 0;
+}
+
+static int cuda_sync(void) {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess)
+        return yp_cuda_fail("cudaDeviceSynchronize: %s (%s)", cudaGetErrorString(e),
+                            cudaGetErrorName(e));
+    return 0;
+}
+
+static const yp_backend cuda_backend = {
+    /* name */ "cuda",
+    /* alignment */ kCudaAlignment,
+    /* host_memory */ 0,
+    /* mem_alloc */ cuda_mem_alloc,
+    /* mem_free */ cuda_mem_free,
+    /* mem_copy */ cuda_mem_copy,
+    /* mem_set */ cuda_mem_set,
+    /* sync */ cuda_sync,
+    /* last_error */ cuda_last_error_get,
+    /* silu_forward */ yp_cuda_silu_forward,
+    /* silu_backward */ yp_cuda_silu_backward,
+};
+
+// Writes a reason into why (if any) and returns NULL.
+static const yp_backend *unavailable(char *why, size_t why_len, const char *fmt, ...) {
+    if (why && why_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+    }
+    return nullptr;
+}
+
+// Probes the driver and device 0 and makes it current. Needs nothing at link time: the static
+// runtime loads libcuda.so.1 here, so a machine without a driver gets a reason, not a crash.
+extern "C" const yp_backend *yp_cuda_backend_get(char *why, size_t why_len) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return unavailable(why, why_len, "no usable CUDA driver or GPU (cudaGetDeviceCount: %s)",
+                           cudaGetErrorString(e));
+    }
+    if (count == 0)
+        return unavailable(why, why_len, "no CUDA device found");
+    cudaDeviceProp prop;
+    e = cudaGetDeviceProperties(&prop, 0);
+    if (e != cudaSuccess)
+        return unavailable(why, why_len, "cudaGetDeviceProperties(0): %s", cudaGetErrorString(e));
+    int arch = prop.major * 10 + prop.minor;
+    if (arch < YP_CUDA_MIN_ARCH)
+        return unavailable(why, why_len,
+                           "GPU 0 (%s) is sm_%d, older than the oldest architecture built (%s)",
+                           prop.name, arch, YP_CUDA_ARCHS);
+    e = cudaSetDevice(0);
+    if (e == cudaSuccess)
+        e = cudaFree(nullptr);  // creates the context now, so a busy or broken device shows here
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return unavailable(why, why_len, "cannot use GPU 0 (%s): %s", prop.name,
+                           cudaGetErrorString(e));
+    }
+    return &cuda_backend;
+}
+
+// Versions: CUDART_VERSION is 1000*major + 10*minor; cudnnGetVersion() (the library actually
+// loaded) is 10000*major + 100*minor + patch in cuDNN 9.
+static const char *make_build_info(void) {
+    static char buf[256];
+    size_t loaded = cudnnGetVersion();
+    int n = snprintf(buf, sizeof buf, "built for %s with CUDA %d.%d, cuDNN %d.%d.%d", YP_CUDA_ARCHS,
+                     CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, CUDNN_MAJOR, CUDNN_MINOR,
+                     CUDNN_PATCHLEVEL);
+    if (loaded != (size_t)CUDNN_VERSION && n > 0 && (size_t)n < sizeof buf)
+        snprintf(buf + n, sizeof buf - (size_t)n, " (loaded %zu.%zu.%zu)", loaded / 10000,
+                 loaded / 100 % 100, loaded % 100);
+    return buf;
+}
+
+extern "C" const char *yp_cuda_build_info(void) {
+    static const char *info = make_build_info();  // C++ guarantees one thread-safe initialisation
+    return info;
+}

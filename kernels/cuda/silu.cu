@@ -1,0 +1,65 @@
+// silu.cu - SiLU forward and backward on the GPU, fp32. Same formulas as kernels/cpu/silu.c.
+// Elementwise and memory-bound: one grid-stride loop per kernel, 64-bit indices.
+#include <cuda_runtime.h>
+
+#include "yp_cuda.h"
+
+// ----------------------------------------------------------------------------
+// kernels
+
+// No __restrict__: the backend contract allows x == y (and dx == dy), in place.
+static __global__ void silu_forward_kernel(const float *x, float *y, int64_t n) {
+    int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float v = x[i];
+        y[i] = v / (1.0f + expf(-v));
+    }
+}
+
+static __global__ void silu_backward_kernel(const float *x, const float *dy, float *dx, int64_t n) {
+    int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float v = x[i];
+        float s = 1.0f / (1.0f + expf(-v));
+        dx[i] = dy[i] * s * (1.0f + v * (1.0f - s));
+    }
+}
+
+// ----------------------------------------------------------------------------
+// launchers
+
+static const int kBlockSize = 256;
+// 65536 blocks of 256 threads cover every GPU we target many times over; larger n loops.
+static const int64_t kMaxBlocks = 65536;
+
+static int grid_size(int64_t n) {
+    int64_t blocks = (n + kBlockSize - 1) / kBlockSize;
+    return (int)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+// Shared argument checks: 0, or -1 with the reason recorded.
+static int check_args(const char *op, int64_t n, const void *a, const void *b, const void *c) {
+    if (n < 0)
+        return yp_cuda_fail("%s: negative element count %lld", op, (long long)n);
+    if (n > 0 && (!a || !b || !c))
+        return yp_cuda_fail("%s: NULL buffer with %lld elements", op, (long long)n);
+    return 0;
+}
+
+extern "C" int yp_cuda_silu_forward(const float *x, float *y, int64_t n) {
+    if (check_args("silu_forward", n, x, y, y))
+        return -1;
+    if (n == 0)
+        return 0;  // a zero-block launch is an error in CUDA
+    silu_forward_kernel<<<grid_size(n), kBlockSize>>>(x, y, n);
+    return yp_cuda_check_launch("silu_forward");
+}
+
+extern "C" int yp_cuda_silu_backward(const float *x, const float *dy, float *dx, int64_t n) {
+    if (check_args("silu_backward", n, x, dy, dx))
+        return -1;
+    if (n == 0)
+        return 0;
+    silu_backward_kernel<<<grid_size(n), kBlockSize>>>(x, dy, dx, n);
+    return yp_cuda_check_launch("silu_backward");
+}

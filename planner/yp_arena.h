@@ -1,0 +1,35 @@
+/* yp_arena.h - byte offsets for every tensor of a schedule in one arena (DESIGN.md §2, §6).
+ *
+ * Heuristic (ggml-alloc's measure pass done statically, TFLite's greedy-by-size in spirit):
+ * tensors alive for the whole step (weights, gradients, optimizer state, EMA, low-precision
+ * copies) are packed first, back to back from offset 0. Every other tensor is then placed, in a
+ * given order, at the best-fitting gap (the smallest one that holds it) among the tensors already
+ * placed whose lives overlap its own, or on top of them when no gap fits. Several orders are
+ * tried (size descending, life length descending, size x life descending, birth order) and the
+ * smallest arena wins. Sizes are rounded up to YP_ALIGN, so every offset is 256-byte aligned.
+ *
+ * Planner and executor share this code: the executor allocates exactly `size` bytes and binds
+ * tensor t at base + offsets[t]. Ownership: offsets is malloc'd; free with yp_arena_free. */
+#ifndef YP_ARENA_H
+#define YP_ARENA_H
+
+#include "yp_liveness.h"
+
+typedef struct {
+    int64_t *offsets;     /* per tensor */
+    int64_t size;         /* arena bytes */
+    int64_t lower_bound;  /* peak live bytes (aligned): no arena can be smaller */
+    int64_t persistent;   /* bytes of the whole-step region at the bottom */
+    const char *order;    /* name of the order that won */
+} yp_arena;
+
+/* Assigns offsets. lower_bound is the liveness peak of s. 0, or -1 with err set. */
+int yp_arena_plan(const yp_schedule *s, int64_t lower_bound, yp_arena *out, yp_err *err);
+
+/* Proves the assignment valid: every tensor inside the arena, aligned, and no two tensors that
+ * are live at a common step share a byte. 0, or -1 with err naming the first conflict. */
+int yp_arena_check(const yp_schedule *s, const yp_arena *a, yp_err *err);
+
+void yp_arena_free(yp_arena *a);
+
+#endif

@@ -1,0 +1,11 @@
+# tests/kernels.cmake - kernel tests (included by tests/CMakeLists.txt) and the fuzz targets.
+
+yp_add_test(test_kernels_silu LIBS yp_kernels ${MATH_LIB} LABELS unit)
+if(YP_HAVE_CUDA)
+  # Skips itself (exit 77) on machines without a driver or GPU, such as CI.
+  yp_add_test(test_cuda_silu LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+endif()
+
+if(YP_FUZZ)
+  add_subdirectory(${CMAKE_CURRENT_LIST_DIR}/fuzz ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
+endif()

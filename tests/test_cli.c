@@ -1,0 +1,100 @@
+/* test_cli.c - the yoloplan binary end to end: exit codes (0 ok, 2 bad input), one-line errors
+ * on stderr, `info` text and JSON, `import`. */
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "yp_test.h"
+
+static char out[1 << 17], errtxt[1 << 14];
+
+/* Runs the binary with args (a shell-quoted string); fills out/errtxt; returns the exit code. */
+static int run(const char *args) {
+    char cmd[1024];
+    const char *errfile = "/tmp/yp_test_cli.err";
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>%s", YP_BINARY, args, errfile);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    FILE *e = fopen(errfile, "rb");
+    n = e ? fread(errtxt, 1, sizeof errtxt - 1, e) : 0;
+    errtxt[n] = 0;
+    if (e) fclose(e);
+    unlink(errfile);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static void test_info_text(void) {
+    CHECK_EQ_I64(run("info --model yolov5s"), 0);
+    CHECK_STR_HAS(out, "7235389 parameters");
+    CHECK_STR_HAS(out, "16.4 GFLOPs at 640x640");
+    CHECK_STR_HAS(out, "[17, 20, 23]");
+    CHECK_EQ_I64(run("info --model yolov5n --img 320"), 0);
+    CHECK_STR_HAS(out, "1872157 parameters");
+    CHECK_STR_HAS(out, "at 320x320");
+}
+
+static void test_info_json(void) {
+    CHECK_EQ_I64(run("info --model yolov5x --json"), 0);
+    cJSON *j = cJSON_Parse(out);
+    CHECK(j != NULL);
+    const cJSON *t = cJSON_GetObjectItem(j, "totals");
+    CHECK(t && cJSON_GetObjectItem(t, "params")->valuedouble == 86749405.0);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "layers")) == 25);
+    cJSON_Delete(j);
+}
+
+static void test_nc_override(void) {
+    /* Detect with nc 1: (128+256+512)*18 + 3*18 = 16182 instead of 229245 */
+    CHECK_EQ_I64(run("info --model yolov5s --nc 1"), 0);
+    CHECK_STR_HAS(out, "7022326 parameters");
+}
+
+static void test_import(void) {
+    CHECK_EQ_I64(run("import '" YP_MODELS_DIR "/yolov5s.yaml' -o /tmp/yp_test_cli_s.json --nc 3"), 0);
+    CHECK_EQ_I64(run("info --model /tmp/yp_test_cli_s.json"), 0);
+    /* nc 3: detect = (896)*24 + 3*24 = 21576 */
+    CHECK_STR_HAS(out, "7027720 parameters");
+    unlink("/tmp/yp_test_cli_s.json");
+}
+
+static void test_bad_input_exit_2(void) {
+    CHECK_EQ_I64(run("info --model yolov5s --img 650"), 2);
+    CHECK_STR_HAS(errtxt, "multiple of 32");
+    CHECK_EQ_I64(count_lines(errtxt), 1);
+    CHECK_EQ_I64(run("info --model yolov7"), 2);
+    CHECK_STR_HAS(errtxt, "bundled: yolov5n, yolov5s");
+    CHECK_EQ_I64(run("info --model yolov5s --img abc"), 2);
+    CHECK_EQ_I64(run("info --model yolov5s --frobnicate"), 2);
+    CHECK_EQ_I64(run("frobnicate"), 2);
+    FILE *f = fopen("/tmp/yp_test_cli_bad.json", "w");
+    if (f) {
+        fputs("{\"format\": \"yoloplan-ir\",\n \"version\": 1\n \"name\": 3}\n", f);
+        fclose(f);
+    }
+    CHECK_EQ_I64(run("info --model /tmp/yp_test_cli_bad.json"), 2);
+    CHECK_STR_HAS(errtxt, "/tmp/yp_test_cli_bad.json:3:");
+    CHECK_EQ_I64(count_lines(errtxt), 1);
+    unlink("/tmp/yp_test_cli_bad.json");
+    CHECK_EQ_I64(run("import /nonexistent.yaml -o /tmp/x.json"), 2);
+    CHECK_STR_HAS(errtxt, "/nonexistent.yaml");
+}
+
+int main(void) {
+    YP_RUN(test_info_text);
+    YP_RUN(test_info_json);
+    YP_RUN(test_nc_override);
+    YP_RUN(test_import);
+    YP_RUN(test_bad_input_exit_2);
+    return yp_test_summary();
+}

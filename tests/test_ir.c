@@ -1,0 +1,73 @@
+/* test_ir.c - the IR loads, writes back identically, and the atomic writer leaves no temp file. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "yp_ir.h"
+#include "yp_test.h"
+
+static void test_load_tiny(void) {
+    yp_err err;
+    yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny.json", &err);
+    CHECK(g != NULL);
+    if (!g) return;
+    CHECK_EQ_I64(g->n_layers, 4);
+    CHECK_EQ_I64(g->n_nodes, 8);
+    CHECK_EQ_I64(g->nl, 1);
+    CHECK_EQ_I64(g->na, 1);
+    CHECK(g->nodes[0].op == YP_OP_CONV2D && g->nodes[0].a.conv.k == 3 && g->nodes[0].inputs[0] == YP_INPUT_IMAGE);
+    CHECK(g->nodes[1].a.bn.eps == 0.001);
+    CHECK(strcmp(g->nodes[7].name, "model.3") == 0);
+    CHECK_EQ_I64(g->layers[2].from[1], 1);
+    /* params: conv 4*3*9 + bn 8 + conv 16 + bn 8 + detect 8*6 + 6 */
+    CHECK_EQ_I64(yp_graph_params(g), 108 + 8 + 16 + 8 + 48 + 6);
+    yp_graph_free(g);
+}
+
+static void test_round_trip(void) {
+    yp_err err;
+    yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny.json", &err);
+    CHECK(g != NULL);
+    if (!g) return;
+    char *a = yp_ir_write_string(g);
+    CHECK(a != NULL);
+    yp_graph *g2 = a ? yp_ir_load_buffer(a, strlen(a), "roundtrip", &err) : NULL;
+    CHECK(g2 != NULL);
+    char *b = g2 ? yp_ir_write_string(g2) : NULL;
+    CHECK(b != NULL && strcmp(a, b) == 0);
+    /* the file writer is atomic: the target appears complete and no .tmp is left behind */
+    char path[] = "/tmp/yp_test_ir_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        close(fd);
+        CHECK(yp_ir_write_file(g, path, &err) == 0);
+        yp_graph *g3 = yp_ir_load_file(path, &err);
+        CHECK(g3 != NULL);
+        yp_graph_free(g3);
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        CHECK(access(tmp, F_OK) != 0);
+        unlink(path);
+    }
+    CHECK(yp_ir_write_file(g, "/nonexistent-dir/x.json", &err) == -1);
+    CHECK_STR_HAS(err.msg, "cannot write");
+    free(a);
+    free(b);
+    yp_graph_free(g);
+    yp_graph_free(g2);
+}
+
+static void test_op_table(void) {
+    for (int op = 0; op < YP_OP_COUNT; op++) {
+        CHECK((int)yp_op_get((yp_op)op)->op == op);
+        CHECK_EQ_I64(yp_op_from_name(yp_op_get((yp_op)op)->name), op);
+    }
+    CHECK_EQ_I64(yp_op_from_name("gelu"), -1);
+}
+
+int main(void) {
+    YP_RUN(test_load_tiny);
+    YP_RUN(test_round_trip);
+    YP_RUN(test_op_table);
+    return yp_test_summary();
+}
