@@ -158,3 +158,17 @@ int yp_graph_check(const yp_graph *g, const char *file, yp_err *err) {
     if (rc == 0) rc = check_layers(g, file, err);
     return rc;
 }
+
+int yp_layer_boundary_conv(const yp_graph *g, int l) {
+    int v = g->layers[l].output;
+    while (v >= 0 && g->nodes[v].layer == l &&
+           (g->nodes[v].op == YP_OP_SILU || g->nodes[v].op == YP_OP_BATCHNORM2D))
+        v = g->nodes[v].inputs[0];
+    return v >= 0 && g->nodes[v].layer == l && g->nodes[v].op == YP_OP_CONV2D ? v : -1;
+}
+
+int yp_layer_inner_convs(const yp_graph *g, int l) {
+    int n = 0, b = yp_layer_boundary_conv(g, l);
+    for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].layer == l && g->nodes[i].op == YP_OP_CONV2D && i != b;
+    return n;
+}

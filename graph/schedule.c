@@ -328,13 +328,9 @@ static int kept(const bld *b, int v) {
 }
 
 static void mark_boundaries(bld *b) {
-    const yp_graph *g = b->g;
-    for (int l = 0; l < g->n_layers; l++) {
-        int v = g->layers[l].output;
-        while (v >= 0 && g->nodes[v].layer == l &&
-               (g->nodes[v].op == YP_OP_SILU || g->nodes[v].op == YP_OP_BATCHNORM2D))
-            v = g->nodes[v].inputs[0];
-        if (v >= 0 && g->nodes[v].layer == l && g->nodes[v].op == YP_OP_CONV2D) b->boundary[v] = 1;
+    for (int l = 0; l < b->g->n_layers; l++) {
+        int v = yp_layer_boundary_conv(b->g, l);
+        if (v >= 0) b->boundary[v] = 1;
     }
 }
 

@@ -106,6 +106,13 @@ void yp_graph_free(yp_graph *g);
  * earlier, channel counts agree, detect matches nl/na, ...). Returns 0, or -1 with err set. */
 int yp_graph_check(const yp_graph *g, const char *file, yp_err *err);
 
+/* The conv whose output, through BN and SiLU, is layer l's output (a Conv's conv, a C3's cv3,
+ * an SPPF's cv2), or -1 when the layer ends otherwise (concat, upsample, detect). */
+int yp_layer_boundary_conv(const yp_graph *g, int l);
+
+/* Number of convs of layer l other than its boundary conv: what checkpointing l recomputes. */
+int yp_layer_inner_convs(const yp_graph *g, int l);
+
 /* ---- shapes ---- */
 typedef struct { int64_t n, c, h, w; } yp_shape; /* logical NCHW; detect outputs: c = na*(nc+5) */
 
