@@ -19,7 +19,7 @@ if ! command -v "$cc" >/dev/null; then
   exit 2
 fi
 
-build=build-fuzz
+build="build-fuzz"
 work="$build/fuzz"
 mkdir -p "$work"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="$cc" -DYP_FUZZ=ON -DYP_CUDA=OFF \
@@ -41,10 +41,10 @@ for f in models/*.json; do
 done
 [ "$n_models" -gt 0 ] || echo "fuzz_ir.sh: no models/*.json yet; seeding from tests/fuzz/corpus only" >&2
 log="$work/fuzz.log"
-echo "fuzz_ir.sh: fuzzing yp_ir_load_buffer for ${secs}s ($(ls "$work/seeds" | wc -l) seeds, log $log)"
+echo "fuzz_ir.sh: fuzzing yp_ir_load_buffer for ${secs}s ($(find "$work/seeds" -type f | wc -l) seeds, log $log)"
 
 set +e
-# -max_len: the bundled models are ~100 KB; let mutations reach that size. -timeout: one input
+# -max_len: model IRs are ~26 KB (yolov5s); let mutations grow well past that. -timeout: one input
 # taking over 10 s is reported as a hang (a crash).
 "$bin" "$work/corpus" "$work/seeds" -max_total_time="$secs" -max_len=262144 -timeout=10 \
        -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$work/artifacts/" >"$log" 2>&1

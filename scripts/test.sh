@@ -8,7 +8,7 @@
 #   3. build-asan/: -DYP_SANITIZE=ON (ASan + UBSan), CUDA off, the unit tests.
 # Runs every stage it can, prints a summary line, and exits non-zero if any stage failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 failed=()

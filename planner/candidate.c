@@ -1,0 +1,78 @@
+/* candidate.c - candidate defaults, names, and their schedule options. */
+#include <math.h>
+#include <string.h>
+
+#include "yp_candidate.h"
+
+/* COCO train2017: 860,001 boxes over 117,266 images = 7.3 labels per image. */
+#define YP_COCO_LABELS_PER_IMAGE 7.3
+
+yp_candidate yp_candidate_default(void) {
+    yp_candidate c = {0};
+    c.batch = 16, c.img_w = c.img_h = 640;
+    c.precision = YP_PREC_FP32;
+    c.mosaic = 1, c.optimizer = YP_OPT_SGD, c.ema = 1;
+    c.policy = YP_SAVE_YOLOPLAN;
+    c.labels_per_image = YP_COCO_LABELS_PER_IMAGE;
+    return c;
+}
+
+static const char *const prec_names[YP_PREC_COUNT] = {"fp32", "amp-fp16", "amp-bf16"};
+static const char *const opt_names[YP_OPT_COUNT] = {"sgd", "adam", "adamw"};
+
+const char *yp_precision_name(yp_precision p) { return prec_names[p]; }
+const char *yp_optimizer_name(yp_optimizer o) { return opt_names[o]; }
+
+int yp_precision_parse(const char *s) {
+    for (int i = 0; i < YP_PREC_COUNT; i++)
+        if (!strcmp(s, prec_names[i])) return i;
+    if (!strcmp(s, "fp16") || !strcmp(s, "amp")) return YP_PREC_AMP_FP16;
+    if (!strcmp(s, "bf16")) return YP_PREC_AMP_BF16;
+    return -1;
+}
+
+int yp_optimizer_parse(const char *s) {
+    for (int i = 0; i < YP_OPT_COUNT; i++)
+        if (!strcmp(s, opt_names[i])) return i;
+    return -1;
+}
+
+yp_dtype yp_precision_dtype(yp_precision p) {
+    return p == YP_PREC_FP32 ? YP_DTYPE_F32 : p == YP_PREC_AMP_FP16 ? YP_DTYPE_F16 : YP_DTYPE_BF16;
+}
+
+void yp_candidate_train_size(const yp_candidate *c, int stride, int64_t *w, int64_t *h) {
+    *w = c->img_w, *h = c->img_h;
+    if (!c->multi_scale) return;
+    /* YOLOv5 train.py: sz = randrange(imgsz * 0.5, imgsz * 1.5 + gs) // gs * gs; its largest value */
+    *w = (c->img_w * 3 / 2 + stride - 1) / stride * stride;
+    *h = (c->img_h * 3 / 2 + stride - 1) / stride * stride;
+}
+
+int64_t yp_candidate_labels(const yp_candidate *c, int64_t batch) {
+    return (int64_t)ceil((double)batch * c->labels_per_image * (c->mosaic ? 4.0 : 1.0));
+}
+
+yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride) {
+    int64_t w, h;
+    yp_candidate_train_size(c, stride, &w, &h);
+    yp_sched_opts o = yp_sched_opts_default(c->batch, h, w);
+    o.act_dtype = yp_precision_dtype(c->precision);
+    o.policy = c->policy;
+    o.ckpt_layers = c->ckpt_layers;
+    o.freeze = c->freeze;
+    o.labels = yp_candidate_labels(c, c->batch);
+    o.optimizer = c->optimizer;
+    o.ema = c->ema;
+    return o;
+}
+
+yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int n_layers) {
+    yp_sched_opts o = yp_sched_opts_default(2 * c->batch, c->img_h, c->img_w);
+    o.act_dtype = yp_precision_dtype(c->precision);
+    o.freeze = n_layers;
+    o.labels = (int64_t)ceil(2.0 * (double)c->batch * c->labels_per_image);
+    o.optimizer = c->optimizer;
+    o.ema = 0;
+    return o;
+}

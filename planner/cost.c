@@ -1,0 +1,54 @@
+/* cost.c - roofline step time and images per second at the nominal batch. */
+#include <math.h>
+#include <string.h>
+
+#include "yp_cost.h"
+
+int yp_accumulate(int64_t batch) {
+    long a = lround((double)YP_NOMINAL_BATCH / (double)batch);
+    return a < 1 ? 1 : (int)a;
+}
+
+static double conv_rate_tflops(const yp_gpu *gpu, yp_precision p) {
+    double r = p == YP_PREC_AMP_FP16 ? gpu->fp16_tflops : p == YP_PREC_AMP_BF16 ? gpu->bf16_tflops : gpu->tf32_tflops;
+    return r > 0 ? r : gpu->fp32_tflops; /* no tensor cores for this precision: CUDA cores */
+}
+
+double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes) {
+    int conv = op == YP_OP_CONV2D || op == YP_OP_DETECT;
+    double rate = conv ? conv_rate_tflops(gpu, p) * 1e12 * YP_CONV_EFFICIENCY
+                       : gpu->fp32_tflops * 1e12 * YP_ELTWISE_EFFICIENCY;
+    double compute = flops / rate, memory = bytes / (gpu->bw_gbs * 1e9 * YP_BW_EFFICIENCY);
+    int kernels = conv && phase == YP_PHASE_BACKWARD ? 2 : 1; /* data and weight gradients */
+    return (compute > memory ? compute : memory) + kernels * YP_LAUNCH_S;
+}
+
+void yp_timing_add(yp_timing *t, yp_phase phase, double s) {
+    double ms = s * 1e3;
+    switch (phase) {
+    case YP_PHASE_FORWARD: t->forward_ms += ms; break;
+    case YP_PHASE_LOSS: t->loss_ms += ms; break;
+    case YP_PHASE_RECOMPUTE: t->recompute_ms += ms; break;
+    case YP_PHASE_BACKWARD: t->backward_ms += ms; break;
+    default: t->optimizer_ms += ms; break;
+    }
+}
+
+void yp_timing_finish(yp_timing *t, int64_t batch) {
+    t->accumulate = yp_accumulate(batch);
+    t->micro_ms = t->forward_ms + t->loss_ms + t->recompute_ms + t->backward_ms;
+    t->update_ms = t->accumulate * t->micro_ms + t->optimizer_ms;
+    t->images_per_s = t->update_ms > 0 ? (double)t->accumulate * (double)batch / (t->update_ms * 1e-3) : 0;
+}
+
+void yp_cost_schedule(const yp_schedule *s, const yp_gpu *gpu, yp_precision p, yp_timing *out) {
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *st = &s->steps[i];
+        double bytes = 0;
+        for (int k = 0; k < st->n_in; k++) bytes += (double)s->tensors[yp_step_inputs(s, st)[k]].bytes;
+        for (int k = 0; k < st->n_out; k++) bytes += (double)s->tensors[yp_step_outputs(s, st)[k]].bytes;
+        yp_timing_add(out, st->phase, yp_cost_step_s(gpu, p, st->op, st->phase, (double)st->flops, bytes));
+    }
+    yp_timing_finish(out, s->opts.batch);
+}

@@ -1,0 +1,47 @@
+/* yp_candidate.h - the knobs of one training configuration (DESIGN.md §7) and how they map to
+ * the schedule options of its training step and of its validation pass. */
+#ifndef YP_CANDIDATE_H
+#define YP_CANDIDATE_H
+
+#include "yp_schedule.h"
+
+typedef enum { YP_PREC_FP32, YP_PREC_AMP_FP16, YP_PREC_AMP_BF16, YP_PREC_COUNT } yp_precision;
+
+typedef struct {
+    int64_t batch;
+    int64_t img_w, img_h;     /* nominal training size (multiple of the largest stride) */
+    yp_precision precision;
+    uint64_t ckpt_layers;     /* checkpoint set */
+    int mosaic;               /* mosaic on: ~4x the labels per training image */
+    yp_optimizer optimizer;
+    int ema;
+    int freeze;               /* first N layers frozen */
+    yp_save_policy policy;
+    double labels_per_image;  /* mean labels per source image (dataset scan or default) */
+    int multi_scale;          /* --multi-scale: training sizes up to 1.5x the nominal size */
+} yp_candidate;
+
+/* Defaults of a YOLOv5 training run: batch 16 at 640, fp32, mosaic, SGD, EMA, no freeze,
+ * yoloplan policy, COCO's 7.3 labels per image. */
+yp_candidate yp_candidate_default(void);
+
+const char *yp_precision_name(yp_precision p);   /* "fp32", "amp-fp16", "amp-bf16" */
+int yp_precision_parse(const char *s);           /* -1 if unknown */
+const char *yp_optimizer_name(yp_optimizer o);   /* "sgd", "adam", "adamw" */
+int yp_optimizer_parse(const char *s);           /* -1 if unknown */
+yp_dtype yp_precision_dtype(yp_precision p);
+
+/* Largest training image side multi-scale can draw: 1.5x, rounded up to the stride. */
+void yp_candidate_train_size(const yp_candidate *c, int stride, int64_t *w, int64_t *h);
+
+/* Labels in one training batch: batch x labels per image, x4 with mosaic, rounded up. */
+int64_t yp_candidate_labels(const yp_candidate *c, int64_t batch);
+
+/* Schedule options of the training step (worst-case size and labels). */
+yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride);
+
+/* Schedule options of validation: batch 2x, nominal size, no gradients (every layer frozen),
+ * letterboxed images without mosaic. */
+yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int n_layers);
+
+#endif

@@ -1,0 +1,45 @@
+/* yp_cost.h - the step-time model (DESIGN.md §7): a roofline per step of the schedule.
+ *
+ * A step takes max(FLOPs / (rate x compute efficiency), bytes / (bandwidth x memory efficiency))
+ * plus a launch overhead. Convolutions (conv2d, detect) run at the tensor-core rate of their
+ * precision: FP16 or BF16 under AMP, TF32 in fp32 on cards that have it (cuDNN's default for
+ * convolutions, as in PyTorch), else the FP32 rate. Every other op is elementwise and
+ * bandwidth-bound in practice. Bytes are the tensors a step reads plus those it writes.
+ * Figures are estimates for ranking candidates on one card; bench/ compares them with
+ * measurements where a GPU is available. */
+#ifndef YP_COST_H
+#define YP_COST_H
+
+#include "yp_candidate.h"
+#include "yp_gpu.h"
+
+#define YP_NOMINAL_BATCH 64
+#define YP_CONV_EFFICIENCY 0.50   /* fraction of peak tensor/FP32 rate a cuDNN conv reaches */
+#define YP_ELTWISE_EFFICIENCY 0.25
+#define YP_BW_EFFICIENCY 0.70     /* fraction of peak bandwidth a streaming kernel reaches */
+#define YP_LAUNCH_S 5e-6          /* per kernel launch */
+
+typedef struct {
+    double forward_ms, loss_ms, recompute_ms, backward_ms, optimizer_ms;
+    double micro_ms;      /* one micro-batch: forward + loss + recompute + backward */
+    double update_ms;     /* accumulate micro-batches + one optimizer step and EMA update */
+    double images_per_s;  /* at the nominal batch of 64 */
+    int accumulate;
+} yp_timing;
+
+/* YOLOv5: accumulate = max(round(64 / batch), 1). */
+int yp_accumulate(int64_t batch);
+
+/* Seconds of one step (op is a yp_op or -1) moving `bytes` and computing `flops`. */
+double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes);
+
+/* Adds one step's time to t (by phase). */
+void yp_timing_add(yp_timing *t, yp_phase phase, double seconds);
+
+/* Fills accumulate, micro_ms, update_ms and images_per_s from the per-phase times. */
+void yp_timing_finish(yp_timing *t, int64_t batch);
+
+/* The timing of a concrete schedule. */
+void yp_cost_schedule(const yp_schedule *s, const yp_gpu *gpu, yp_precision p, yp_timing *out);
+
+#endif
