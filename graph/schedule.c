@@ -94,7 +94,7 @@ static int new_tensor(bld *b, yp_kind kind, yp_scale scale, yp_dtype dt, yp_shap
     yp_tensor *t = &s->tensors[s->n_tensors];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, fmt, a, c);
-    t->kind = kind, t->scale = scale, t->dtype = dt, t->shape = sh, t->node = node, t->producer = -1;
+    t->kind = kind, t->scale = scale, t->dtype = dt, t->shape = sh, t->node = node, t->producer = -1, t->grad = -1;
     t->bytes = yp_shape_numel(sh) * (int64_t)yp_dtype_size(dt);
     return s->n_tensors++;
 }
@@ -192,11 +192,12 @@ static void make_param_state(bld *b) {
         if (o->ema) new_tensor(b, YP_KIND_EMA, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "ema:%s%s", w.name, "");
         if (is_buffer(&w) || !b->trainable[w.node]) continue;
         b->grad_of[t] = new_tensor(b, YP_KIND_GRAD, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "grad:%s%s", w.name, "");
+        if (!b->oom) b->s->tensors[t].grad = b->grad_of[t];
         new_tensor(b, YP_KIND_OPTSTATE, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "%s%s",
                    o->optimizer == YP_OPT_SGD ? "momentum:" : "adam.m:", w.name);
         if (o->optimizer != YP_OPT_SGD)
             new_tensor(b, YP_KIND_OPTSTATE, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "adam.v:%s%s", w.name, "");
-        if (o->act_dtype != YP_DTYPE_F32 && strstr(w.name, ".weight") && b->g->nodes[w.node].op != YP_OP_BATCHNORM2D)
+        if (o->act_dtype != YP_DTYPE_F32 && !b->oom && yp_tensor_amp_copied(b->s, &b->s->tensors[t]))
             b->lowp_of[t] = new_tensor(b, YP_KIND_LOWP, YP_SCALE_CONST, o->act_dtype, flat(n), w.node, "%s:%s",
                                        yp_dtype_name(o->act_dtype), w.name);
     }
@@ -587,6 +588,11 @@ fail:
 void yp_schedule_free(yp_schedule *s) {
     if (!s) return;
     free(s->tensors), free(s->steps), free(s->refs), free(s);
+}
+
+int yp_tensor_amp_copied(const yp_schedule *s, const yp_tensor *t) {
+    return t->kind == YP_KIND_WEIGHT && t->grad >= 0 && strstr(t->name, ".weight") &&
+           s->g->nodes[t->node].op != YP_OP_BATCHNORM2D;
 }
 
 int yp_schedule_find(const yp_schedule *s, const char *name) {

@@ -81,6 +81,7 @@ typedef struct {
     yp_shape shape;      /* logical shape; flat tensors use n=1, c=1, h=1, w=numel */
     int64_t bytes;
     int node;            /* graph node it belongs to, or -1 */
+    int grad;            /* for a trainable parameter: its gradient tensor; else -1 */
     int producer;        /* first step that writes it; -1 when it is live on entry */
     int first, last;     /* live interval, steps inclusive */
     int cons_off, n_cons; /* consumer steps: sched->refs[cons_off .. cons_off + n_cons) */
@@ -122,6 +123,9 @@ static inline const int *yp_step_outputs(const yp_schedule *s, const yp_step *st
 static inline const int *yp_tensor_consumers(const yp_schedule *s, const yp_tensor *t) {
     return s->refs + t->cons_off;
 }
+
+/* Does this parameter get a low-precision copy under AMP (trainable conv and detect weights)? */
+int yp_tensor_amp_copied(const yp_schedule *s, const yp_tensor *t);
 
 /* Index of the tensor with this name, or -1. */
 int yp_schedule_find(const yp_schedule *s, const char *name);

@@ -67,6 +67,15 @@ static int live_steps(const yp_schedule *s, int skip_whole, yp_lin **out, int *n
     return 0;
 }
 
+/* A tensor's bytes as a step moves them: a conv's weight is read as the AMP copy when there is one. */
+static yp_lin operand_lin(const yp_schedule *s, const yp_step *st, const yp_tensor *t) {
+    yp_lin l = tensor_lin(t);
+    int math = st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT;
+    if (math && st->phase != YP_PHASE_OPTIMIZER && yp_tensor_amp_copied(s, t))
+        l.act[YP_SCALE_CONST] = l.fixed[YP_SCALE_CONST], l.fixed[YP_SCALE_CONST] = 0;
+    return l;
+}
+
 static int cost_steps(const yp_schedule *s, yp_family *f) {
     f->steps = calloc((size_t)s->n_steps, sizeof *f->steps);
     if (!f->steps) return -1;
@@ -75,13 +84,21 @@ static int cost_steps(const yp_schedule *s, yp_family *f) {
         const yp_step *st = &s->steps[i];
         yp_family_step *fs = &f->steps[i];
         fs->op = st->op, fs->phase = st->phase;
-        fs->flops.fixed[st->phase == YP_PHASE_OPTIMIZER ? YP_SCALE_CONST : YP_SCALE_BATCH_PIXELS] = (double)st->flops;
+        if (st->phase != YP_PHASE_LOSS)
+            fs->flops.fixed[st->phase == YP_PHASE_OPTIMIZER ? YP_SCALE_CONST : YP_SCALE_BATCH_PIXELS] = (double)st->flops;
+        for (int k = 0; k < st->n_out && st->phase == YP_PHASE_LOSS; k++) { /* 20 FLOPs per buffer float */
+            const yp_tensor *t = &s->tensors[yp_step_outputs(s, st)[k]];
+            if (t->kind == YP_KIND_LOSS && t->scale != YP_SCALE_CONST) fs->flops.fixed[t->scale] += 5.0 * (double)t->bytes;
+        }
         for (int k = 0; k < st->n_in; k++) {
-            yp_lin l = tensor_lin(&s->tensors[yp_step_inputs(s, st)[k]]);
+            const yp_tensor *t = &s->tensors[yp_step_inputs(s, st)[k]];
+            yp_lin l = operand_lin(s, st, t);
             lin_add(&fs->bytes, &l, 1);
+            if (st->phase == YP_PHASE_OPTIMIZER && !strcmp(st->label, "optimizer") && yp_tensor_amp_copied(s, t))
+                fs->amp_extra += (double)t->bytes; /* the fp16 copy is read and written: 2 x half */
         }
         for (int k = 0; k < st->n_out; k++) {
-            yp_lin l = tensor_lin(&s->tensors[yp_step_outputs(s, st)[k]]);
+            yp_lin l = operand_lin(s, st, &s->tensors[yp_step_outputs(s, st)[k]]);
             lin_add(&fs->bytes, &l, 1);
         }
     }
@@ -94,9 +111,7 @@ static void totals(const yp_schedule *s, yp_family *f) {
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *tt = &s->tensors[t];
         if (tt->first == 0 && tt->last == s->n_steps - 1) f->persistent_fixed += (double)tt->bytes;
-        if (tt->kind == YP_KIND_GRAD && strstr(tt->name, ".weight") &&
-            s->g->nodes[tt->node].op != YP_OP_BATCHNORM2D)
-            f->lowp_bytes += (double)tt->bytes / 2;
+        if (yp_tensor_amp_copied(s, tt)) f->lowp_bytes += (double)tt->bytes / 2;
         if (tt->kind == YP_KIND_SAVED || (tt->kind == YP_KIND_INPUT && tt->last > s->loss_step)) {
             if (tt->scale == YP_SCALE_CONST) f->saved_const += (double)tt->bytes;
             else f->saved_unit[follows_act(tt)] += (double)tt->bytes;
@@ -196,7 +211,7 @@ void yp_family_timing(const yp_family *f, const yp_graph *g, const yp_candidate 
     for (int i = 0; i < f->n_steps; i++) {
         const yp_family_step *st = &f->steps[i];
         double fl = yp_lin_eval(&st->flops, b, k.q_train, labels, 1.0);
-        double by = yp_lin_eval(&st->bytes, b, k.q_train, labels, k.act);
+        double by = yp_lin_eval(&st->bytes, b, k.q_train, labels, k.act) + (k.lowp > 0 ? st->amp_extra : 0);
         yp_timing_add(out, st->phase, yp_cost_step_s(gpu, c->precision, st->op, st->phase, fl, by));
     }
     yp_timing_finish(out, c->batch);

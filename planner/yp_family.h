@@ -27,7 +27,8 @@ typedef struct {
 typedef struct {
     int op;
     yp_phase phase;
-    yp_lin flops, bytes;
+    yp_lin flops, bytes;  /* bytes: weights a conv multiplies count as act-typed (AMP reads the copy) */
+    double amp_extra;     /* bytes moved only under AMP (the optimizer refreshing the weight copies) */
 } yp_family_step;
 
 typedef struct {

@@ -1,0 +1,281 @@
+/* plan_io.c - plan.json writer and verifying loader. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "yp_ir.h"
+#include "yp_plan_io.h"
+
+static void add_i64(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
+
+static cJSON *candidate_json(const yp_candidate *c) {
+    cJSON *j = cJSON_CreateObject();
+    add_i64(j, "batch", c->batch), add_i64(j, "img_w", c->img_w), add_i64(j, "img_h", c->img_h);
+    cJSON_AddStringToObject(j, "precision", yp_precision_name(c->precision));
+    char ck[24];
+    snprintf(ck, sizeof ck, "%llx", (unsigned long long)c->ckpt_layers);
+    cJSON_AddStringToObject(j, "ckpt_layers_hex", ck);
+    cJSON_AddBoolToObject(j, "mosaic", c->mosaic);
+    cJSON_AddStringToObject(j, "optimizer", yp_optimizer_name(c->optimizer));
+    cJSON_AddBoolToObject(j, "ema", c->ema);
+    cJSON_AddNumberToObject(j, "freeze", c->freeze);
+    cJSON_AddStringToObject(j, "policy", c->policy == YP_SAVE_PYTORCH ? "pytorch" : "yoloplan");
+    cJSON_AddNumberToObject(j, "labels_per_image", c->labels_per_image);
+    cJSON_AddBoolToObject(j, "multi_scale", c->multi_scale);
+    return j;
+}
+
+static cJSON *gpu_json(const yp_gpu *g) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", g->name);
+    cJSON_AddStringToObject(j, "desc", g->desc);
+    add_i64(j, "mem_bytes", g->mem_bytes), add_i64(j, "fixed_bytes", g->fixed_bytes);
+    cJSON_AddNumberToObject(j, "fp32_tflops", g->fp32_tflops);
+    cJSON_AddNumberToObject(j, "tf32_tflops", g->tf32_tflops);
+    cJSON_AddNumberToObject(j, "fp16_tflops", g->fp16_tflops);
+    cJSON_AddNumberToObject(j, "bf16_tflops", g->bf16_tflops);
+    cJSON_AddNumberToObject(j, "bw_gbs", g->bw_gbs);
+    cJSON_AddBoolToObject(j, "from_table", g->from_table);
+    return j;
+}
+
+static cJSON *tensor_json(const yp_plan *p, int t) {
+    const yp_tensor *x = &p->sched->tensors[t];
+    cJSON *j = cJSON_CreateObject();
+    add_i64(j, "id", t);
+    cJSON_AddStringToObject(j, "name", x->name);
+    cJSON_AddStringToObject(j, "kind", yp_kind_name(x->kind));
+    cJSON_AddStringToObject(j, "dtype", yp_dtype_name(x->dtype));
+    int sh[4] = {(int)x->shape.n, (int)x->shape.c, (int)x->shape.h, (int)x->shape.w};
+    cJSON_AddItemToObject(j, "shape", cJSON_CreateIntArray(sh, 4));
+    add_i64(j, "bytes", x->bytes), add_i64(j, "offset", p->arena.offsets[t]);
+    add_i64(j, "first", x->first), add_i64(j, "last", x->last), add_i64(j, "producer", x->producer);
+    add_i64(j, "node", x->node);
+    return j;
+}
+
+static cJSON *step_json(const yp_schedule *s, int i) {
+    const yp_step *st = &s->steps[i];
+    cJSON *j = cJSON_CreateObject();
+    add_i64(j, "id", i);
+    cJSON_AddStringToObject(j, "phase", yp_phase_name(st->phase));
+    cJSON_AddStringToObject(j, "op", st->op >= 0 ? yp_op_get((yp_op)st->op)->name : st->label);
+    add_i64(j, "node", st->node);
+    cJSON_AddItemToObject(j, "inputs", cJSON_CreateIntArray(yp_step_inputs(s, st), st->n_in));
+    cJSON_AddItemToObject(j, "outputs", cJSON_CreateIntArray(yp_step_outputs(s, st), st->n_out));
+    add_i64(j, "flops", st->flops);
+    return j;
+}
+
+static cJSON *plan_json(const yp_plan *p) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", YP_PLAN_FORMAT);
+    cJSON_AddNumberToObject(j, "version", YP_PLAN_VERSION);
+    char *ir = yp_ir_write_string(p->g);
+    cJSON_AddItemToObject(j, "model", ir ? cJSON_Parse(ir) : cJSON_CreateNull());
+    free(ir);
+    cJSON_AddItemToObject(j, "candidate", candidate_json(&p->cand));
+    cJSON_AddItemToObject(j, "gpu", gpu_json(&p->gpu));
+    add_i64(j, "reserve_bytes", p->reserve_bytes);
+    add_i64(j, "arena_bytes", p->arena_bytes), add_i64(j, "train_arena_bytes", p->arena.size);
+    add_i64(j, "val_arena_bytes", p->val_bytes), add_i64(j, "lower_bound_bytes", p->live.peak);
+    add_i64(j, "peak_step", p->live.peak_step), add_i64(j, "loss_step", p->sched->loss_step);
+    cJSON *ts = cJSON_AddArrayToObject(j, "tensors"), *ss = cJSON_AddArrayToObject(j, "steps");
+    for (int t = 0; t < p->sched->n_tensors; t++) cJSON_AddItemToArray(ts, tensor_json(p, t));
+    for (int i = 0; i < p->sched->n_steps; i++) cJSON_AddItemToArray(ss, step_json(p->sched, i));
+    return j;
+}
+
+int yp_plan_save(const yp_plan *p, const char *path, yp_err *err) {
+    cJSON *j = plan_json(p);
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!s) return yp_err_set(err, "%s: out of memory serialising the plan", path);
+    size_t n = strlen(path) + 8;
+    char *tmp = malloc(n);
+    int rc = -1;
+    FILE *f = NULL;
+    if (tmp) snprintf(tmp, n, "%s.tmp", path), f = fopen(tmp, "wb");
+    if (!f) {
+        yp_err_set(err, "%s: cannot write: %s; check that the folder exists and is writable", path, strerror(errno));
+    } else {
+        size_t len = strlen(s);
+        int bad = fwrite(s, 1, len, f) != len || fputc('\n', f) == EOF;
+        bad |= fclose(f) != 0;
+        if (bad || rename(tmp, path)) {
+            yp_err_set(err, "%s: write failed: %s", path, strerror(errno));
+            remove(tmp);
+        } else
+            rc = 0;
+    }
+    free(tmp);
+    free(s);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+typedef struct {
+    const char *file;
+    yp_err *err;
+} ctx;
+
+static const cJSON *need(ctx *c, const cJSON *o, const char *path, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v) yp_err_set(c->err, "%s: %s%s%s: missing; this is not a complete plan.json (write one with --save-plan)",
+                       c->file, path, *path ? "." : "", key);
+    return v;
+}
+
+static int num(ctx *c, const cJSON *o, const char *path, const char *key, double *out) {
+    const cJSON *v = need(c, o, path, key);
+    if (!v) return -1;
+    if (!cJSON_IsNumber(v) && !cJSON_IsBool(v))
+        return yp_err_set(c->err, "%s: %s.%s: expected a number", c->file, path, key);
+    *out = cJSON_IsBool(v) ? (double)cJSON_IsTrue(v) : v->valuedouble;
+    return 0;
+}
+
+static const char *str(ctx *c, const cJSON *o, const char *path, const char *key) {
+    const cJSON *v = need(c, o, path, key);
+    if (v && !cJSON_IsString(v)) {
+        yp_err_set(c->err, "%s: %s.%s: expected a string", c->file, path, key);
+        return NULL;
+    }
+    return v ? v->valuestring : NULL;
+}
+
+static int load_candidate(ctx *c, const cJSON *j, yp_candidate *k) {
+    double v[9];
+    static const char *const keys[] = {"batch", "img_w", "img_h", "mosaic", "ema", "freeze", "labels_per_image",
+                                       "multi_scale"};
+    for (int i = 0; i < 8; i++)
+        if (num(c, j, "candidate", keys[i], &v[i])) return -1;
+    const char *prec = str(c, j, "candidate", "precision"), *opt = prec ? str(c, j, "candidate", "optimizer") : NULL;
+    const char *pol = opt ? str(c, j, "candidate", "policy") : NULL, *ck = pol ? str(c, j, "candidate", "ckpt_layers_hex") : NULL;
+    if (!ck) return -1;
+    int p = yp_precision_parse(prec), o = yp_optimizer_parse(opt);
+    if (p < 0 || o < 0 || (strcmp(pol, "yoloplan") && strcmp(pol, "pytorch")))
+        return yp_err_set(c->err, "%s: candidate: unknown precision, optimizer or policy", c->file);
+    *k = yp_candidate_default();
+    k->batch = (int64_t)v[0], k->img_w = (int64_t)v[1], k->img_h = (int64_t)v[2];
+    k->mosaic = (int)v[3], k->ema = (int)v[4], k->freeze = (int)v[5], k->labels_per_image = v[6];
+    k->multi_scale = (int)v[7], k->precision = (yp_precision)p, k->optimizer = (yp_optimizer)o;
+    k->policy = strcmp(pol, "pytorch") ? YP_SAVE_YOLOPLAN : YP_SAVE_PYTORCH;
+    k->ckpt_layers = strtoull(ck, NULL, 16);
+    if (k->batch < 1) return yp_err_set(c->err, "%s: candidate.batch: must be at least 1", c->file);
+    return 0;
+}
+
+static int load_gpu(ctx *c, const cJSON *j, yp_gpu *g) {
+    double v[8];
+    static const char *const keys[] = {"mem_bytes", "fixed_bytes", "fp32_tflops", "tf32_tflops",
+                                       "fp16_tflops", "bf16_tflops", "bw_gbs", "from_table"};
+    const char *name = str(c, j, "gpu", "name"), *desc = name ? str(c, j, "gpu", "desc") : NULL;
+    if (!desc) return -1;
+    for (int i = 0; i < 8; i++)
+        if (num(c, j, "gpu", keys[i], &v[i])) return -1;
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    snprintf(g->desc, sizeof g->desc, "%s", desc);
+    g->mem_bytes = (int64_t)v[0], g->fixed_bytes = (int64_t)v[1], g->fp32_tflops = v[2], g->tf32_tflops = v[3];
+    g->fp16_tflops = v[4], g->bf16_tflops = v[5], g->bw_gbs = v[6], g->from_table = (int)v[7];
+    return 0;
+}
+
+/* The re-planned plan must equal the file, tensor by tensor. */
+static int verify(ctx *c, const cJSON *j, const yp_plan *p) {
+    const cJSON *ts = need(c, j, "", "tensors"), *ss = ts ? need(c, j, "", "steps") : NULL;
+    double arena;
+    if (!ss || num(c, j, "", "arena_bytes", &arena)) return -1;
+    if (cJSON_GetArraySize(ts) != p->sched->n_tensors || cJSON_GetArraySize(ss) != p->sched->n_steps)
+        return yp_err_set(c->err, "%s: %d tensors and %d steps, but re-planning gives %d and %d; the file comes "
+                          "from another yoloplan version: save the plan again", c->file, cJSON_GetArraySize(ts),
+                          cJSON_GetArraySize(ss), p->sched->n_tensors, p->sched->n_steps);
+    if ((int64_t)arena != p->arena_bytes)
+        return yp_err_set(c->err, "%s: arena_bytes %.0f, but re-planning gives %lld; save the plan again", c->file, arena,
+                          (long long)p->arena_bytes);
+    int t = 0;
+    for (const cJSON *x = ts->child; x; x = x->next, t++) {
+        char path[32];
+        double off, bytes, first, last;
+        snprintf(path, sizeof path, "tensors[%d]", t);
+        const char *name = str(c, x, path, "name");
+        if (!name || num(c, x, path, "offset", &off) || num(c, x, path, "bytes", &bytes) ||
+            num(c, x, path, "first", &first) || num(c, x, path, "last", &last))
+            return -1;
+        const yp_tensor *y = &p->sched->tensors[t];
+        if (strcmp(name, y->name) || (int64_t)off != p->arena.offsets[t] || (int64_t)bytes != y->bytes ||
+            (int)first != y->first || (int)last != y->last)
+            return yp_err_set(c->err, "%s: %s (%s): differs from the re-planned tensor (%s at offset %lld, %lld bytes, "
+                              "steps %d..%d); save the plan again", c->file, path, name, y->name,
+                              (long long)p->arena.offsets[t], (long long)y->bytes, y->first, y->last);
+    }
+    return 0;
+}
+
+static char *slurp(const char *path, yp_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        yp_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (len + 1 >= cap) {
+            cap = cap ? cap * 2 : 1 << 20;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf), fclose(f);
+                yp_err_set(err, "%s: out of memory", path);
+                return NULL;
+            }
+            buf = nb;
+        }
+        got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+    } while (got > 0);
+    fclose(f);
+    buf[len] = 0;
+    return buf;
+}
+
+int yp_plan_load(const char *path, yp_plan *out, yp_graph **graph, yp_err *err) {
+    ctx c = {path, err};
+    *graph = NULL;
+    memset(out, 0, sizeof *out);
+    char *text = slurp(path, err);
+    if (!text) return -1;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j) return yp_err_set(err, "%s: malformed JSON; not a plan.json written by --save-plan", path);
+    int rc = -1;
+    yp_candidate cand;
+    yp_gpu gpu;
+    double reserve;
+    const char *fmt = str(&c, j, "", "format");
+    const cJSON *model = fmt ? need(&c, j, "", "model") : NULL;
+    if (fmt && strcmp(fmt, YP_PLAN_FORMAT)) {
+        yp_err_set(err, "%s: format \"%s\" is not \"%s\"", path, fmt, YP_PLAN_FORMAT);
+        goto done;
+    }
+    if (!model || load_candidate(&c, need(&c, j, "", "candidate"), &cand) ||
+        load_gpu(&c, need(&c, j, "", "gpu"), &gpu) || num(&c, j, "", "reserve_bytes", &reserve))
+        goto done;
+    char *ir = cJSON_PrintUnformatted(model);
+    *graph = ir ? yp_ir_load_buffer(ir, strlen(ir), path, err) : NULL;
+    free(ir);
+    if (!*graph || yp_plan_build(*graph, &cand, &gpu, (int64_t)reserve, 0, out, err)) goto done;
+    rc = verify(&c, j, out);
+done:
+    cJSON_Delete(j);
+    if (rc) {
+        yp_plan_free(out);
+        yp_graph_free(*graph);
+        *graph = NULL;
+    }
+    return rc;
+}

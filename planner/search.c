@@ -1,0 +1,142 @@
+/* search.c - enumerate candidates, size their batch, rank them by images per second. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "yp_family.h"
+#include "yp_search.h"
+
+yp_search_opts yp_search_opts_default(void) {
+    yp_search_opts o;
+    memset(&o, 0, sizeof o);
+    o.prec_mask = (1u << YP_PREC_COUNT) - 1;
+    o.mosaic_mask = 3;
+    o.base = yp_candidate_default();
+    return o;
+}
+
+typedef struct {
+    yp_row *rows;
+    int n, cap;
+} row_vec;
+
+static int push(row_vec *v, const yp_row *r) {
+    if (v->n == v->cap) {
+        int cap = v->cap ? v->cap * 2 : 256;
+        yp_row *nr = realloc(v->rows, (size_t)cap * sizeof *nr);
+        if (!nr) return -1;
+        v->rows = nr, v->cap = cap;
+    }
+    v->rows[v->n++] = *r;
+    return 0;
+}
+
+static int faster_first(const void *a, const void *b) {
+    const yp_row *x = a, *y = b;
+    if (x->time.images_per_s != y->time.images_per_s) return x->time.images_per_s < y->time.images_per_s ? 1 : -1;
+    return (x->peak_bytes > y->peak_bytes) - (x->peak_bytes < y->peak_bytes);
+}
+
+/* A precision the card cannot run (bf16 before Ampere) is not a candidate. */
+static int supported(const yp_gpu *gpu, int p) { return p != YP_PREC_AMP_BF16 || gpu->bf16_tflops > 0; }
+
+/* Evaluates every (size, precision, mosaic) of one family; appends feasible rows. */
+static int sweep_family(const yp_search_opts *o, int m, const yp_family *f, const yp_candidate *base,
+                        const yp_gpu *gpu, double budget, row_vec *rows, yp_search_result *out) {
+    const yp_graph *g = o->models[m];
+    for (int s = 0; s < o->n_sizes; s++)
+        for (int p = 0; p < YP_PREC_COUNT; p++) {
+            if (!(o->prec_mask >> p & 1) || !supported(gpu, p)) continue;
+            for (int mo = 0; mo < 2; mo++) {
+                if (!(o->mosaic_mask >> mo & 1)) continue;
+                yp_row r;
+                memset(&r, 0, sizeof r);
+                r.model = m, r.cand = *base;
+                r.cand.img_w = o->size_w[s], r.cand.img_h = o->size_h[s];
+                r.cand.precision = (yp_precision)p, r.cand.mosaic = mo;
+                out->n_candidates++;
+                r.cand.batch = 1;
+                double least = yp_family_peak(f, g, &r.cand, 1);
+                if (out->smallest_bytes <= 0 || least < out->smallest_bytes)
+                    out->smallest = r, out->smallest.peak_bytes = least, out->smallest_bytes = least;
+                if (o->batch > 0) {
+                    r.cand.batch = o->batch;
+                    if (yp_family_peak(f, g, &r.cand, o->batch) > budget) continue;
+                } else {
+                    r.cand.batch = yp_family_max_batch(f, g, &r.cand, budget, YP_MAX_BATCH);
+                    if (r.cand.batch < 1) continue;
+                }
+                r.peak_bytes = yp_family_peak(f, g, &r.cand, r.cand.batch);
+                yp_family_timing(f, g, &r.cand, gpu, &r.time);
+                if (push(rows, &r)) return -1;
+            }
+        }
+    return 0;
+}
+
+/* The checkpoint sets to try for model g: the whole front, or the pinned set. */
+static int ckpt_sets(const yp_search_opts *o, const yp_graph *g, yp_front *f, yp_err *err) {
+    if (o->ckpt_pinned || o->base.policy == YP_SAVE_PYTORCH) {
+        f->n = 1;
+        f->p = calloc(1, sizeof *f->p);
+        if (!f->p) return yp_err_set(err, "out of memory");
+        f->p[0].layers = o->ckpt_pinned ? o->base.ckpt_layers : 0;
+        return 0;
+    }
+    int s = 2 * yp_graph_max_stride(g); /* the front's sets do not depend on the size: use a small one */
+    return yp_front_compute(g, s, s, f, err);
+}
+
+int yp_search(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve, yp_search_result *out, yp_err *err) {
+    memset(out, 0, sizeof *out);
+    double budget = (double)(gpu->mem_bytes - gpu->fixed_bytes - reserve);
+    row_vec rows = {0};
+    for (int m = 0; m < o->n_models; m++) {
+        yp_front front;
+        if (ckpt_sets(o, o->models[m], &front, err)) goto fail;
+        for (int k = 0; k < front.n; k++) {
+            yp_candidate base = o->base;
+            base.ckpt_layers = front.p[k].layers;
+            yp_family f;
+            if (yp_family_build(o->models[m], &base, &f, err)) {
+                yp_front_free(&front);
+                goto fail;
+            }
+            int rc = sweep_family(o, m, &f, &base, gpu, budget, &rows, out);
+            yp_family_free(&f);
+            if (rc) {
+                yp_front_free(&front);
+                yp_err_set(err, "out of memory");
+                goto fail;
+            }
+        }
+        yp_front_free(&front);
+    }
+    qsort(rows.rows, (size_t)rows.n, sizeof *rows.rows, faster_first);
+    out->rows = rows.rows, out->n_rows = rows.n;
+    out->smallest_bytes += (double)(gpu->fixed_bytes + reserve);
+    return 0;
+fail:
+    free(rows.rows);
+    return -1;
+}
+
+void yp_search_free(yp_search_result *r) {
+    free(r->rows);
+    r->rows = NULL;
+    r->n_rows = 0;
+}
+
+int yp_search_realize(const yp_search_opts *o, const yp_row *r, const yp_gpu *gpu, int64_t reserve,
+                      int64_t n_images, yp_plan *out, yp_err *err) {
+    yp_candidate c = r->cand;
+    const yp_graph *g = o->models[r->model];
+    for (;;) {
+        if (yp_plan_build(g, &c, gpu, reserve, n_images, out, err)) return -1;
+        if (out->fits || o->batch > 0 || c.batch == 1) return 0;
+        /* the aligned arena is a little larger than the model: shrink in proportion, then by one */
+        int64_t next = (int64_t)floor((double)c.batch * (double)out->budget_bytes / (double)out->arena_bytes);
+        c.batch = next < c.batch ? (next > 0 ? next : 1) : c.batch - 1;
+        yp_plan_free(out);
+    }
+}

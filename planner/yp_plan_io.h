@@ -1,0 +1,22 @@
+/* yp_plan_io.h - plan.json: the chosen plan written completely (the model IR, the candidate, the
+ * GPU, every tensor with dtype, shape, bytes, offset and life, every step with its operands), so
+ * the executor can run it verbatim. Loading re-plans from the embedded model and candidate and
+ * checks that every tensor and step comes out identical; a file from another planner version or
+ * edited by hand is refused, naming the first difference.
+ * Ownership: yp_plan_load returns a plan (free with yp_plan_free) and the graph it refers to
+ * (free with yp_graph_free after the plan). */
+#ifndef YP_PLAN_IO_H
+#define YP_PLAN_IO_H
+
+#include "yp_plan.h"
+
+#define YP_PLAN_FORMAT "yoloplan-plan"
+#define YP_PLAN_VERSION 1
+
+/* Writes p to path atomically (temp file + rename). 0, or -1 with err set. */
+int yp_plan_save(const yp_plan *p, const char *path, yp_err *err);
+
+/* Reads path, re-plans and verifies. 0, or -1 with err set (file, JSON path, fix). */
+int yp_plan_load(const char *path, yp_plan *out, yp_graph **graph, yp_err *err);
+
+#endif

@@ -1,0 +1,60 @@
+/* yp_search.h - the candidate search (DESIGN.md §7): for each (model, image size, precision,
+ * checkpoint-front point, mosaic) the largest batch that fits the GPU, ranked by predicted images
+ * per second at the nominal batch of 64.
+ *
+ * Each structure (model, checkpoint set) is built once at the unit size (yp_family) and scaled;
+ * the largest batch comes from the per-step linear bound (exact for the unaligned model), and
+ * yp_search_realize then builds the real plan of a row and steps its batch down until the real,
+ * aligned arena fits too. Ownership: yp_search fills a result the caller frees with
+ * yp_search_free. */
+#ifndef YP_SEARCH_H
+#define YP_SEARCH_H
+
+#include "yp_front.h"
+#include "yp_plan.h"
+
+#define YP_SEARCH_MAX_MODELS 8
+#define YP_SEARCH_MAX_SIZES 64
+#define YP_MAX_BATCH 1024 /* AutoBatch's ceiling too */
+
+typedef struct {
+    int n_models;
+    const yp_graph *models[YP_SEARCH_MAX_MODELS];
+    int n_sizes;
+    int64_t size_w[YP_SEARCH_MAX_SIZES], size_h[YP_SEARCH_MAX_SIZES];
+    unsigned prec_mask;    /* bit p: precision p is a candidate */
+    unsigned mosaic_mask;  /* bit 0: mosaic off, bit 1: mosaic on */
+    int ckpt_pinned;       /* 1: only base.ckpt_layers; 0: every point of the front */
+    int64_t batch;         /* > 0: pinned batch (rows that do not fit are dropped); 0: largest that fits */
+    yp_candidate base;     /* optimizer, EMA, freeze, policy, labels per image, multi-scale */
+} yp_search_opts;
+
+typedef struct {
+    int model;             /* index into opts.models */
+    yp_candidate cand;
+    double peak_bytes;     /* predicted arena peak (unaligned model) */
+    yp_timing time;
+} yp_row;
+
+typedef struct {
+    int n_rows;
+    yp_row *rows;          /* feasible candidates, fastest first */
+    int64_t n_candidates;  /* configurations evaluated */
+    yp_row smallest;       /* the configuration needing the least memory (batch 1), fits or not */
+    double smallest_bytes; /* its device bytes (peak + fixed + reserve) */
+} yp_search_result;
+
+/* Search options with the defaults: every precision the card supports, mosaic on and off, the
+ * whole checkpoint front, largest batch. Models and sizes are left empty. */
+yp_search_opts yp_search_opts_default(void);
+
+/* Runs the search for gpu with `reserve` bytes kept free. 0, or -1 with err set. */
+int yp_search(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve, yp_search_result *out, yp_err *err);
+void yp_search_free(yp_search_result *r);
+
+/* Builds the real plan of row r; when its aligned arena does not fit and the batch was searched,
+ * lowers the batch until it does. 0, or -1 with err set. */
+int yp_search_realize(const yp_search_opts *o, const yp_row *r, const yp_gpu *gpu, int64_t reserve,
+                      int64_t n_images, yp_plan *out, yp_err *err);
+
+#endif

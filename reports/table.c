@@ -1,0 +1,130 @@
+/* table.c - the plan table in text and JSON. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "yp_front.h"
+#include "yp_report.h"
+
+const char *yp_fmt_bytes(int64_t bytes, char *buf, size_t n) {
+    const char *sign = bytes < 0 ? "-" : "";
+    double b = fabs((double)bytes);
+    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%s%.2f GiB", sign, b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024) snprintf(buf, n, "%s%.1f MiB", sign, b / (1024.0 * 1024));
+    else if (b >= 1024.0) snprintf(buf, n, "%s%.1f KiB", sign, b / 1024.0);
+    else snprintf(buf, n, "%s%.0f B", sign, b);
+    return buf;
+}
+
+static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
+
+void yp_report_candidate_str(const yp_graph *g, const yp_candidate *c, char *buf, size_t n) {
+    char ck[160], img[32];
+    yp_front_layers_str(c->ckpt_layers, ck, sizeof ck);
+    if (c->img_w == c->img_h) snprintf(img, sizeof img, "%" PRId64, c->img_w);
+    else snprintf(img, sizeof img, "%" PRId64 "x%" PRId64, c->img_w, c->img_h);
+    snprintf(buf, n, "%s img %s batch %" PRId64 " %s ckpt %s mosaic %s%s", g->name, img, c->batch,
+             yp_precision_name(c->precision), ck, c->mosaic ? "on" : "off", c->multi_scale ? " multi-scale" : "");
+}
+
+void yp_report_table(FILE *f, const yp_plan *plans, int n, int chosen) {
+    fprintf(f, "   %-8s %9s %5s %3s %-8s %-18s %-3s | %8s %5s | %7s %7s %7s %7s %7s | %8s %7s\n", "model", "img", "batch",
+            "acc", "precision", "checkpoint", "mos", "peak GiB", "%GPU", "weights", "grads", "optim", "activ", "wspace",
+            "step ms", "img/s");
+    for (int i = 0; i < n; i++) {
+        const yp_plan *p = &plans[i];
+        const yp_candidate *c = &p->cand;
+        yp_plan_groups g = yp_plan_groups_at_peak(p);
+        char ck[160], img[32];
+        yp_front_layers_str(c->ckpt_layers, ck, sizeof ck);
+        if (strlen(ck) > 18) snprintf(ck + 15, sizeof ck - 15, "...");
+        if (c->img_w == c->img_h) snprintf(img, sizeof img, "%" PRId64, c->img_w);
+        else snprintf(img, sizeof img, "%" PRId64 "x%" PRId64, c->img_w, c->img_h);
+        fprintf(f, "%c%-2d %-8s %9s %5" PRId64 " %3d %-8s %-18s %-3s | %8.2f %4.0f%% | %7.2f %7.2f %7.2f %7.2f %7.2f | %8.1f %7.1f\n",
+                i == chosen ? '*' : ' ', i + 1, p->g->name, img, c->batch, p->time.accumulate,
+                yp_precision_name(c->precision), ck, c->mosaic ? "on" : "off",
+                gib(p->arena_bytes + p->gpu.fixed_bytes), 100.0 * (double)p->device_bytes / (double)p->gpu.mem_bytes,
+                gib(g.weights + g.ema + g.lowp), gib(g.grads), gib(g.optimizer), gib(g.activations), gib(g.workspace),
+                p->time.micro_ms, p->time.images_per_s);
+    }
+    fprintf(f, "(peak = arena + fixed device cost; weights include the EMA copy and AMP copies; memory columns in GiB at the "
+               "peak step; img/s at nominal batch 64)\n");
+}
+
+static void add_i64(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
+
+static cJSON *candidate_json(const yp_plan *p) {
+    const yp_candidate *c = &p->cand;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", p->g->name);
+    int img[2] = {(int)c->img_w, (int)c->img_h};
+    cJSON_AddItemToObject(j, "img", cJSON_CreateIntArray(img, 2));
+    add_i64(j, "batch", c->batch);
+    cJSON_AddNumberToObject(j, "accumulate", p->time.accumulate);
+    cJSON_AddStringToObject(j, "precision", yp_precision_name(c->precision));
+    cJSON *ck = cJSON_AddArrayToObject(j, "checkpoint");
+    for (int l = 0; l < 64; l++)
+        if (c->ckpt_layers >> l & 1) cJSON_AddItemToArray(ck, cJSON_CreateNumber(l));
+    cJSON_AddBoolToObject(j, "mosaic", c->mosaic);
+    cJSON_AddStringToObject(j, "optimizer", yp_optimizer_name(c->optimizer));
+    cJSON_AddBoolToObject(j, "ema", c->ema);
+    cJSON_AddNumberToObject(j, "freeze", c->freeze);
+    cJSON_AddStringToObject(j, "policy", c->policy == YP_SAVE_PYTORCH ? "pytorch" : "yoloplan");
+    cJSON_AddNumberToObject(j, "labels_per_image", c->labels_per_image);
+    cJSON_AddBoolToObject(j, "multi_scale", c->multi_scale);
+    return j;
+}
+
+cJSON *yp_report_plan_json(const yp_plan *p) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToObject(j, "candidate", candidate_json(p));
+    cJSON_AddBoolToObject(j, "fits", p->fits);
+    add_i64(j, "peak_bytes", p->arena_bytes + p->gpu.fixed_bytes + p->reserve_bytes);
+    add_i64(j, "arena_bytes", p->arena_bytes);
+    add_i64(j, "train_arena_bytes", p->arena.size);
+    add_i64(j, "val_arena_bytes", p->val_bytes);
+    add_i64(j, "lower_bound_bytes", p->live.peak);
+    add_i64(j, "saved_bytes", p->saved_bytes);
+    add_i64(j, "fixed_bytes", p->gpu.fixed_bytes);
+    add_i64(j, "reserve_bytes", p->reserve_bytes);
+    add_i64(j, "gpu_bytes", p->gpu.mem_bytes);
+    cJSON_AddNumberToObject(j, "gpu_fraction", (double)p->device_bytes / (double)p->gpu.mem_bytes);
+    cJSON_AddNumberToObject(j, "peak_step", p->live.peak_step);
+    yp_plan_groups g = yp_plan_groups_at_peak(p);
+    cJSON *m = cJSON_AddObjectToObject(j, "at_peak");
+    add_i64(m, "weights", g.weights), add_i64(m, "ema", g.ema), add_i64(m, "lowp_weights", g.lowp);
+    add_i64(m, "grads", g.grads), add_i64(m, "optimizer", g.optimizer);
+    add_i64(m, "activations", g.activations), add_i64(m, "workspace", g.workspace);
+    cJSON *k = cJSON_AddObjectToObject(j, "at_peak_by_kind");
+    for (int i = 0; i < YP_KIND_COUNT; i++) add_i64(k, yp_kind_name((yp_kind)i), p->live.at_peak[i]);
+    cJSON *t = cJSON_AddObjectToObject(j, "time");
+    cJSON_AddNumberToObject(t, "forward_ms", p->time.forward_ms);
+    cJSON_AddNumberToObject(t, "loss_ms", p->time.loss_ms);
+    cJSON_AddNumberToObject(t, "recompute_ms", p->time.recompute_ms);
+    cJSON_AddNumberToObject(t, "backward_ms", p->time.backward_ms);
+    cJSON_AddNumberToObject(t, "optimizer_ms", p->time.optimizer_ms);
+    cJSON_AddNumberToObject(t, "step_ms", p->time.micro_ms);
+    cJSON_AddNumberToObject(t, "update_ms", p->time.update_ms);
+    cJSON_AddNumberToObject(t, "images_per_s", p->time.images_per_s);
+    cJSON *h = cJSON_AddObjectToObject(j, "host");
+    add_i64(h, "mosaic_canvases", p->host.mosaic_canvases), add_i64(h, "decoded_images", p->host.decoded_images);
+    add_i64(h, "prefetch", p->host.prefetch), add_i64(h, "pinned_batch", p->host.pinned_batch);
+    add_i64(h, "image_cache", p->host.image_cache), add_i64(h, "total", p->host.total);
+    return j;
+}
+
+cJSON *yp_report_gpu_json(const yp_gpu *gpu, int64_t reserve) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", gpu->name);
+    cJSON_AddStringToObject(j, "desc", gpu->desc);
+    add_i64(j, "mem_bytes", gpu->mem_bytes);
+    add_i64(j, "fixed_bytes", gpu->fixed_bytes);
+    add_i64(j, "reserve_bytes", reserve);
+    add_i64(j, "budget_bytes", gpu->mem_bytes - gpu->fixed_bytes - reserve);
+    cJSON_AddNumberToObject(j, "fp32_tflops", gpu->fp32_tflops);
+    cJSON_AddNumberToObject(j, "tf32_tflops", gpu->tf32_tflops);
+    cJSON_AddNumberToObject(j, "fp16_tflops", gpu->fp16_tflops);
+    cJSON_AddNumberToObject(j, "bf16_tflops", gpu->bf16_tflops);
+    cJSON_AddNumberToObject(j, "bandwidth_gbs", gpu->bw_gbs);
+    return j;
+}

@@ -1,0 +1,220 @@
+/* test_plan.c - the planner: the scaled family equals the real schedule at any size, the search
+ * returns plans whose real arena fits and is valid, plan.json round-trips and refuses tampering,
+ * and what-if remedies save memory. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "yp_family.h"
+#include "yp_ir.h"
+#include "yp_plan_io.h"
+#include "yp_search.h"
+#include "yp_test.h"
+#include "yp_whatif.h"
+
+static yp_graph *load(const char *name) {
+    char path[256];
+    yp_err err;
+    snprintf(path, sizeof path, "%s/%s.json", YP_MODELS_DIR, name);
+    yp_graph *g = yp_ir_load_file(path, &err);
+    if (!g) fprintf(stderr, "%s\n", err.msg);
+    return g;
+}
+
+/* Unaligned peak of live bytes; whole-step tensors skipped if skip_whole. */
+static double peak_unaligned(const yp_schedule *s, int skip_whole, double *whole) {
+    double *d = calloc((size_t)s->n_steps + 1, sizeof *d), run = 0, peak = 0;
+    *whole = 0;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *x = &s->tensors[t];
+        int w = x->first == 0 && x->last == s->n_steps - 1;
+        if (w) *whole += (double)x->bytes;
+        if (w && skip_whole) continue;
+        d[x->first] += (double)x->bytes, d[x->last + 1] -= (double)x->bytes;
+    }
+    for (int i = 0; i < s->n_steps; i++) run += d[i], peak = run > peak ? run : peak;
+    free(d);
+    return peak;
+}
+
+/* The family's prediction equals the real schedules' peaks and cost, for assorted candidates. */
+static void test_family_is_exact(void) {
+    yp_graph *g = load("yolov5s");
+    CHECK(g != NULL);
+    if (!g) return;
+    yp_gpu gpu;
+    yp_err err;
+    CHECK(yp_gpu_parse("a100-40gb", &gpu, &err) == 0);
+    struct { int64_t b, w, h; yp_precision p; uint64_t ck; int mosaic, ms, freeze; yp_optimizer opt; } cases[] = {
+        {1, 320, 320, YP_PREC_FP32, 0, 1, 0, 0, YP_OPT_SGD},
+        {16, 640, 640, YP_PREC_AMP_FP16, 0, 1, 0, 0, YP_OPT_SGD},
+        {7, 640, 384, YP_PREC_AMP_BF16, 1u << 2 | 1u << 17, 0, 0, 0, YP_OPT_ADAM},
+        {3, 1280, 1280, YP_PREC_FP32, 1u << 4 | 1u << 6 | 1u << 9, 1, 1, 0, YP_OPT_ADAMW},
+        {32, 416, 416, YP_PREC_AMP_FP16, 0, 1, 0, 10, YP_OPT_SGD},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        yp_candidate c = yp_candidate_default();
+        c.batch = cases[i].b, c.img_w = cases[i].w, c.img_h = cases[i].h, c.precision = cases[i].p;
+        c.ckpt_layers = cases[i].ck, c.mosaic = cases[i].mosaic, c.multi_scale = cases[i].ms;
+        c.freeze = cases[i].freeze, c.optimizer = cases[i].opt;
+        yp_family f;
+        CHECK(yp_family_build(g, &c, &f, &err) == 0);
+        yp_sched_opts to = yp_candidate_train_opts(&c, 32), vo = yp_candidate_val_opts(&c, g->n_layers);
+        yp_schedule *ts = yp_schedule_build(g, &to, &err), *vs = yp_schedule_build(g, &vo, &err);
+        CHECK(ts && vs);
+        if (ts && vs) {
+            double whole, vwhole, train = peak_unaligned(ts, 0, &whole), val = peak_unaligned(vs, 1, &vwhole);
+            double expect = train > whole + val ? train : whole + val, got = yp_family_peak(&f, g, &c, c.batch);
+            if (fabs(got - expect) > 0.5) fprintf(stderr, "case %zu: family %.0f vs real %.0f\n", i, got, expect);
+            CHECK(fabs(got - expect) <= 0.5);
+            yp_timing a, b;
+            yp_family_timing(&f, g, &c, &gpu, &a);
+            yp_cost_schedule(ts, &gpu, c.precision, &b);
+            CHECK(fabs(a.update_ms - b.update_ms) <= 1e-9 * b.update_ms);
+        }
+        yp_schedule_free(ts);
+        yp_schedule_free(vs);
+        yp_family_free(&f);
+    }
+    yp_graph_free(g);
+}
+
+/* The largest batch is the largest: it fits and one more does not. */
+static void test_max_batch(void) {
+    yp_graph *g = load("yolov5s");
+    if (!g) return;
+    yp_candidate c = yp_candidate_default();
+    yp_family f;
+    yp_err err;
+    CHECK(yp_family_build(g, &c, &f, &err) == 0);
+    double budget = 6.0 * (1 << 30);
+    int64_t b = yp_family_max_batch(&f, g, &c, budget, YP_MAX_BATCH);
+    CHECK(b > 1);
+    CHECK(yp_family_peak(&f, g, &c, b) <= budget);
+    CHECK(yp_family_peak(&f, g, &c, b + 1) > budget);
+    CHECK_EQ_I64(yp_family_max_batch(&f, g, &c, 1e6, YP_MAX_BATCH), 0);
+    yp_family_free(&f);
+    yp_graph_free(g);
+}
+
+static void test_search_and_realize(void) {
+    yp_graph *g = load("yolov5s");
+    if (!g) return;
+    yp_gpu gpu;
+    yp_err err;
+    CHECK(yp_gpu_parse("8GB", &gpu, &err) == 0);
+    yp_search_opts o = yp_search_opts_default();
+    o.n_models = 1, o.models[0] = g, o.n_sizes = 1, o.size_w[0] = o.size_h[0] = 640;
+    yp_search_result r;
+    CHECK(yp_search(&o, &gpu, 0, &r, &err) == 0);
+    CHECK(r.n_rows > 0);
+    CHECK(r.n_candidates == 3 * 2 * (int64_t)r.n_candidates / 6); /* precisions x mosaic x front */
+    for (int i = 1; i < r.n_rows; i++) CHECK(r.rows[i].time.images_per_s <= r.rows[i - 1].time.images_per_s);
+    for (int i = 0; i < r.n_rows && i < 3; i++) {
+        yp_plan p;
+        CHECK(yp_search_realize(&o, &r.rows[i], &gpu, 0, 0, &p, &err) == 0);
+        CHECK(p.fits);
+        CHECK(p.arena_bytes + gpu.fixed_bytes <= gpu.mem_bytes);
+        CHECK(yp_arena_check(p.sched, &p.arena, &err) == 0);
+        CHECK((double)p.arena.size / (double)p.live.peak <= 1.02);
+        CHECK(p.cand.batch >= r.rows[i].cand.batch - 2); /* alignment costs at most a little */
+        yp_plan_free(&p);
+    }
+    yp_search_free(&r);
+    /* nothing fits: yolov5x on 1 GiB */
+    yp_graph *x = load("yolov5x");
+    CHECK(yp_gpu_parse("1GB", &gpu, &err) == 0);
+    o.models[0] = x;
+    CHECK(yp_search(&o, &gpu, 0, &r, &err) == 0);
+    CHECK_EQ_I64(r.n_rows, 0);
+    CHECK(r.smallest_bytes > (double)gpu.mem_bytes);
+    CHECK(r.smallest.cand.batch == 1 && r.smallest.cand.mosaic == 0);
+    yp_search_free(&r);
+    yp_graph_free(x);
+    yp_graph_free(g);
+}
+
+static void test_plan_json_round_trip(void) {
+    yp_graph *g = load("yolov5n"), *g2 = NULL;
+    if (!g) return;
+    yp_gpu gpu;
+    yp_err err;
+    yp_gpu_parse("t4", &gpu, &err);
+    yp_candidate c = yp_candidate_default();
+    c.batch = 4, c.img_w = c.img_h = 256, c.precision = YP_PREC_AMP_FP16, c.ckpt_layers = 1u << 2;
+    yp_plan p, q;
+    CHECK(yp_plan_build(g, &c, &gpu, 1 << 20, 0, &p, &err) == 0);
+    char path[] = "/tmp/yp_test_plan_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    CHECK(yp_plan_save(&p, path, &err) == 0);
+    CHECK(yp_plan_load(path, &q, &g2, &err) == 0);
+    if (g2) {
+        CHECK_EQ_I64(q.arena_bytes, p.arena_bytes);
+        CHECK_EQ_I64(q.sched->n_tensors, p.sched->n_tensors);
+        CHECK(memcmp(q.arena.offsets, p.arena.offsets, (size_t)p.sched->n_tensors * sizeof(int64_t)) == 0);
+        CHECK(q.cand.ckpt_layers == c.ckpt_layers && q.cand.precision == c.precision && q.reserve_bytes == 1 << 20);
+        yp_plan_free(&q);
+        yp_graph_free(g2);
+    }
+    /* tamper with the first offset that is not 0 */
+    FILE *f = fopen(path, "rb");
+    static char text[1 << 24];
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    char *at = strstr(text, "\"offset\":");
+    at = at ? strstr(at + 1, "\"offset\":") : NULL; /* the second tensor's offset, not 0 */
+    CHECK(at != NULL);
+    if (at) {
+        at[9] = at[9] == '9' ? '1' : '9';
+        f = fopen(path, "wb");
+        fwrite(text, 1, n, f);
+        fclose(f);
+        CHECK(yp_plan_load(path, &q, &g2, &err) == -1);
+        CHECK_STR_HAS(err.msg, "differs from the re-planned tensor");
+    }
+    unlink(path);
+    CHECK(yp_plan_load("/nonexistent/plan.json", &q, &g2, &err) == -1);
+    CHECK_STR_HAS(err.msg, "cannot open");
+    yp_plan_free(&p);
+    yp_graph_free(g);
+}
+
+static void test_whatif(void) {
+    yp_graph *g = load("yolov5s"), *n = load("yolov5n");
+    if (!g || !n) return;
+    yp_gpu gpu;
+    yp_err err;
+    yp_gpu_parse("8GB", &gpu, &err);
+    yp_candidate c = yp_candidate_default();
+    c.batch = 128;
+    yp_whatif w;
+    CHECK(yp_whatif_run(g, n, &c, &gpu, 0, &w, &err) == 0);
+    CHECK(!w.base.fits);
+    CHECK(w.n >= 8);
+    int amp = 0, half = 0;
+    for (int i = 0; i < w.n; i++) {
+        if (!strcmp(w.r[i].what, "AMP fp16")) {
+            amp = 1;
+            CHECK(w.r[i].plan.device_bytes < w.base.device_bytes);
+        }
+        if (w.r[i].plan.cand.batch == 64) {
+            half = 1;
+            CHECK(w.r[i].plan.device_bytes < w.base.device_bytes);
+        }
+    }
+    CHECK(amp && half);
+    yp_whatif_free(&w);
+    yp_graph_free(g);
+    yp_graph_free(n);
+}
+
+int main(void) {
+    YP_RUN(test_family_is_exact);
+    YP_RUN(test_max_batch);
+    YP_RUN(test_search_and_realize);
+    YP_RUN(test_plan_json_round_trip);
+    YP_RUN(test_whatif);
+    return yp_test_summary();
+}
