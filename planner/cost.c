@@ -14,13 +14,22 @@ static double conv_rate_tflops(const yp_gpu *gpu, yp_precision p) {
     return r > 0 ? r : gpu->fp32_tflops; /* no tensor cores for this precision: CUDA cores */
 }
 
+static int is_conv(int op) { return op == YP_OP_CONV2D || op == YP_OP_DETECT; }
+
+double yp_cost_s_per_flop(const yp_gpu *gpu, yp_precision p, int op) {
+    return is_conv(op) ? 1.0 / (conv_rate_tflops(gpu, p) * 1e12 * YP_CONV_EFFICIENCY)
+                       : 1.0 / (gpu->fp32_tflops * 1e12 * YP_ELTWISE_EFFICIENCY);
+}
+
+double yp_cost_s_per_byte(const yp_gpu *gpu) { return 1.0 / (gpu->bw_gbs * 1e9 * YP_BW_EFFICIENCY); }
+
+int yp_cost_launches(int op, yp_phase phase) {
+    return is_conv(op) && phase == YP_PHASE_BACKWARD ? 2 : 1; /* data and weight gradients */
+}
+
 double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes) {
-    int conv = op == YP_OP_CONV2D || op == YP_OP_DETECT;
-    double rate = conv ? conv_rate_tflops(gpu, p) * 1e12 * YP_CONV_EFFICIENCY
-                       : gpu->fp32_tflops * 1e12 * YP_ELTWISE_EFFICIENCY;
-    double compute = flops / rate, memory = bytes / (gpu->bw_gbs * 1e9 * YP_BW_EFFICIENCY);
-    int kernels = conv && phase == YP_PHASE_BACKWARD ? 2 : 1; /* data and weight gradients */
-    return (compute > memory ? compute : memory) + kernels * YP_LAUNCH_S;
+    double compute = flops * yp_cost_s_per_flop(gpu, p, op), memory = bytes * yp_cost_s_per_byte(gpu);
+    return (compute > memory ? compute : memory) + yp_cost_launches(op, phase) * YP_LAUNCH_S;
 }
 
 void yp_timing_add(yp_timing *t, yp_phase phase, double s) {

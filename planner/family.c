@@ -76,13 +76,31 @@ static yp_lin operand_lin(const yp_schedule *s, const yp_step *st, const yp_tens
     return l;
 }
 
+/* Does the step's cost grow only with batch x pixels? */
+static int pure(const yp_family_step *fs) {
+    for (int k = 0; k < YP_SCALE_COUNT; k++)
+        if (k != YP_SCALE_BATCH_PIXELS && (fs->flops.fixed[k] || fs->bytes.fixed[k] || fs->bytes.act[k])) return 0;
+    return fs->amp_extra == 0;
+}
+
+static void add_pure(yp_family *f, const yp_family_step *fs) {
+    int x = YP_SCALE_BATCH_PIXELS;
+    for (int p = 0; p < YP_PREC_COUNT; p++) {
+        double act = p == YP_PREC_FP32 ? 1.0 : 0.5;
+        double compute = fs->flops.fixed[x] * yp_cost_s_per_flop(&f->gpu, (yp_precision)p, fs->op);
+        double memory = (fs->bytes.fixed[x] + act * fs->bytes.act[x]) * yp_cost_s_per_byte(&f->gpu);
+        f->pure.slope_s[p][fs->phase] += compute > memory ? compute : memory;
+    }
+    f->pure.launches[fs->phase] += yp_cost_launches(fs->op, fs->phase);
+}
+
 static int cost_steps(const yp_schedule *s, yp_family *f) {
     f->steps = calloc((size_t)s->n_steps, sizeof *f->steps);
     if (!f->steps) return -1;
-    f->n_steps = s->n_steps;
     for (int i = 0; i < s->n_steps; i++) {
         const yp_step *st = &s->steps[i];
-        yp_family_step *fs = &f->steps[i];
+        yp_family_step *fs = &f->steps[f->n_steps];
+        memset(fs, 0, sizeof *fs);
         fs->op = st->op, fs->phase = st->phase;
         if (st->phase != YP_PHASE_LOSS)
             fs->flops.fixed[st->phase == YP_PHASE_OPTIMIZER ? YP_SCALE_CONST : YP_SCALE_BATCH_PIXELS] = (double)st->flops;
@@ -101,6 +119,8 @@ static int cost_steps(const yp_schedule *s, yp_family *f) {
             yp_lin l = operand_lin(s, st, &s->tensors[yp_step_outputs(s, st)[k]]);
             lin_add(&fs->bytes, &l, 1);
         }
+        if (pure(fs)) add_pure(f, fs);
+        else f->n_steps++;
     }
     return 0;
 }
@@ -119,8 +139,9 @@ static void totals(const yp_schedule *s, yp_family *f) {
     }
 }
 
-int yp_family_build(const yp_graph *g, const yp_candidate *c, yp_family *out, yp_err *err) {
+int yp_family_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, yp_family *out, yp_err *err) {
     memset(out, 0, sizeof *out);
+    out->gpu = *gpu;
     int stride = yp_graph_max_stride(g);
     yp_candidate u = *c;
     u.batch = 1, u.img_w = u.img_h = stride, u.precision = YP_PREC_FP32, u.multi_scale = 0;
@@ -203,16 +224,24 @@ int64_t yp_family_max_batch(const yp_family *f, const yp_graph *g, const yp_cand
     return b;
 }
 
-void yp_family_timing(const yp_family *f, const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu,
-                      yp_timing *out) {
+void yp_family_timing(const yp_family *f, const yp_graph *g, const yp_candidate *c, yp_timing *out) {
     scales k = scales_of(g, c, f);
-    double b = (double)c->batch, labels = ceil(b * k.lab_per_img_train);
-    memset(out, 0, sizeof *out);
+    double b = (double)c->batch, labels = ceil(b * k.lab_per_img_train), x = b * k.q_train;
+    double m[YP_SCALE_COUNT] = {1, k.q_train, x, labels}, ph[YP_PHASE_COUNT] = {0};
+    double spf_conv = yp_cost_s_per_flop(&f->gpu, c->precision, YP_OP_CONV2D);
+    double spf_elt = yp_cost_s_per_flop(&f->gpu, c->precision, -1), spb = yp_cost_s_per_byte(&f->gpu);
     for (int i = 0; i < f->n_steps; i++) {
         const yp_family_step *st = &f->steps[i];
-        double fl = yp_lin_eval(&st->flops, b, k.q_train, labels, 1.0);
-        double by = yp_lin_eval(&st->bytes, b, k.q_train, labels, k.act) + (k.lowp > 0 ? st->amp_extra : 0);
-        yp_timing_add(out, st->phase, yp_cost_step_s(gpu, c->precision, st->op, st->phase, fl, by));
+        double fl = 0, by = k.lowp > 0 ? st->amp_extra : 0;
+        for (int s = 0; s < YP_SCALE_COUNT; s++)
+            fl += m[s] * st->flops.fixed[s], by += m[s] * (st->bytes.fixed[s] + k.act * st->bytes.act[s]);
+        double compute = fl * (st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT ? spf_conv : spf_elt);
+        double memory = by * spb;
+        ph[st->phase] += (compute > memory ? compute : memory) + yp_cost_launches(st->op, st->phase) * YP_LAUNCH_S;
     }
+    memset(out, 0, sizeof *out);
+    for (int p = 0; p < YP_PHASE_COUNT; p++)
+        yp_timing_add(out, (yp_phase)p,
+                      ph[p] + x * f->pure.slope_s[c->precision][p] + f->pure.launches[p] * YP_LAUNCH_S);
     yp_timing_finish(out, c->batch);
 }

@@ -67,7 +67,7 @@ static int sweep_family(const yp_search_opts *o, int m, const yp_family *f, cons
                     if (r.cand.batch < 1) continue;
                 }
                 r.peak_bytes = yp_family_peak(f, g, &r.cand, r.cand.batch);
-                yp_family_timing(f, g, &r.cand, gpu, &r.time);
+                yp_family_timing(f, g, &r.cand, &r.time);
                 if (push(rows, &r)) return -1;
             }
         }
@@ -98,7 +98,7 @@ int yp_search(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve, yp_se
             yp_candidate base = o->base;
             base.ckpt_layers = front.p[k].layers;
             yp_family f;
-            if (yp_family_build(o->models[m], &base, &f, err)) {
+            if (yp_family_build(o->models[m], &base, gpu, &f, err)) {
                 yp_front_free(&front);
                 goto fail;
             }

@@ -41,7 +41,7 @@ static int ckpt_remedies(yp_whatif *w, const yp_graph *g, const yp_candidate *c,
 static int accumulate_remedy(yp_whatif *w, const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu,
                              int64_t reserve, yp_err *err) {
     yp_family f;
-    if (yp_family_build(g, c, &f, err)) return -1;
+    if (yp_family_build(g, c, gpu, &f, err)) return -1;
     int64_t b = yp_family_max_batch(&f, g, c, (double)(gpu->mem_bytes - gpu->fixed_bytes - reserve), c->batch);
     yp_family_free(&f);
     if (b < 1 || b >= c->batch) return 0;

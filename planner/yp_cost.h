@@ -33,6 +33,12 @@ int yp_accumulate(int64_t batch);
 /* Seconds of one step (op is a yp_op or -1) moving `bytes` and computing `flops`. */
 double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes);
 
+/* The parts of yp_cost_step_s: seconds per FLOP for this op and precision, seconds per byte,
+ * and the kernel launches of the step (step time = max(flops*spf, bytes*spb) + launches*YP_LAUNCH_S). */
+double yp_cost_s_per_flop(const yp_gpu *gpu, yp_precision p, int op);
+double yp_cost_s_per_byte(const yp_gpu *gpu);
+int yp_cost_launches(int op, yp_phase phase);
+
 /* Adds one step's time to t (by phase). */
 void yp_timing_add(yp_timing *t, yp_phase phase, double seconds);
 

@@ -31,22 +31,31 @@ typedef struct {
     double amp_extra;     /* bytes moved only under AMP (the optimizer refreshing the weight copies) */
 } yp_family_step;
 
+/* Steps whose FLOPs and bytes both grow only with batch x pixels take the same time per image
+ * pixel at any size, so their time is a slope per phase, summed once per precision. */
+typedef struct {
+    double slope_s[YP_PREC_COUNT][YP_PHASE_COUNT]; /* seconds per unit of batch x q */
+    int launches[YP_PHASE_COUNT];
+} yp_family_pure;
+
 typedef struct {
     int n_live;
     yp_lin *live;            /* live bytes at the steps that can hold the peak (training) */
     int n_val;
     yp_lin *val_live;        /* validation pass (2x batch) live bytes, whole-step tensors excluded */
     int n_steps;
-    yp_family_step *steps;   /* every training step, for the cost model */
+    yp_family_step *steps;   /* the training steps that are not pure, for the cost model */
+    yp_family_pure pure;     /* the others, aggregated (needs the GPU: see yp_family_build) */
+    yp_gpu gpu;              /* the card the pure slopes were computed for */
     double persistent_fixed; /* training whole-step bytes at fp32 */
     double lowp_bytes;       /* low-precision weight copies added under AMP */
     double saved_unit[2];    /* saved-for-backward bytes per image per q: [0] fixed dtype, [1] act */
     double saved_const;      /* BN statistics */
 } yp_family;
 
-/* Builds the family of candidate c's structure (its size, batch, precision are ignored) for g.
- * 0, or -1 with err set. */
-int yp_family_build(const yp_graph *g, const yp_candidate *c, yp_family *out, yp_err *err);
+/* Builds the family of candidate c's structure (its size, batch, precision are ignored) for g,
+ * with step costs on gpu. 0, or -1 with err set. */
+int yp_family_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, yp_family *out, yp_err *err);
 void yp_family_free(yp_family *f);
 
 /* Evaluates a coefficient vector. */
@@ -59,8 +68,8 @@ double yp_family_peak(const yp_family *f, const yp_graph *g, const yp_candidate 
 int64_t yp_family_max_batch(const yp_family *f, const yp_graph *g, const yp_candidate *c, double budget,
                             int64_t max_batch);
 
-/* Predicted timing of c (its batch) on gpu: yp_cost_schedule of the real schedule, by scaling. */
-void yp_family_timing(const yp_family *f, const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu,
-                      yp_timing *out);
+/* Predicted timing of c (its batch) on the family's GPU: yp_cost_schedule of the real schedule,
+ * by scaling. */
+void yp_family_timing(const yp_family *f, const yp_graph *g, const yp_candidate *c, yp_timing *out);
 
 #endif

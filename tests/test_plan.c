@@ -58,7 +58,7 @@ static void test_family_is_exact(void) {
         c.ckpt_layers = cases[i].ck, c.mosaic = cases[i].mosaic, c.multi_scale = cases[i].ms;
         c.freeze = cases[i].freeze, c.optimizer = cases[i].opt;
         yp_family f;
-        CHECK(yp_family_build(g, &c, &f, &err) == 0);
+        CHECK(yp_family_build(g, &c, &gpu, &f, &err) == 0);
         yp_sched_opts to = yp_candidate_train_opts(&c, 32), vo = yp_candidate_val_opts(&c, g->n_layers);
         yp_schedule *ts = yp_schedule_build(g, &to, &err), *vs = yp_schedule_build(g, &vo, &err);
         CHECK(ts && vs);
@@ -68,7 +68,7 @@ static void test_family_is_exact(void) {
             if (fabs(got - expect) > 0.5) fprintf(stderr, "case %zu: family %.0f vs real %.0f\n", i, got, expect);
             CHECK(fabs(got - expect) <= 0.5);
             yp_timing a, b;
-            yp_family_timing(&f, g, &c, &gpu, &a);
+            yp_family_timing(&f, g, &c, &a);
             yp_cost_schedule(ts, &gpu, c.precision, &b);
             CHECK(fabs(a.update_ms - b.update_ms) <= 1e-9 * b.update_ms);
         }
@@ -86,7 +86,9 @@ static void test_max_batch(void) {
     yp_candidate c = yp_candidate_default();
     yp_family f;
     yp_err err;
-    CHECK(yp_family_build(g, &c, &f, &err) == 0);
+    yp_gpu gpu;
+    yp_gpu_parse("8GB", &gpu, &err);
+    CHECK(yp_family_build(g, &c, &gpu, &f, &err) == 0);
     double budget = 6.0 * (1 << 30);
     int64_t b = yp_family_max_batch(&f, g, &c, budget, YP_MAX_BATCH);
     CHECK(b > 1);
