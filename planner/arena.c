@@ -50,7 +50,7 @@ static int whole_step(const yp_schedule *s, int t) {
 
 /* Places the items in their order above `base`; writes offsets; returns the top. */
 static int64_t place_all(const yp_schedule *s, const item *items, int n, int64_t base, int64_t *offsets, placed *pl,
-                         placed *tmp) {
+                         placed *tmp, int first_fit) {
     int n_pl = 0;
     int64_t top = base;
     for (int i = 0; i < n; i++) {
@@ -62,7 +62,10 @@ static int64_t place_all(const yp_schedule *s, const item *items, int n, int64_t
         qsort(tmp, (size_t)k, sizeof *tmp, by_off);
         for (int j = 0; j < k; j++) {
             int64_t gap = tmp[j].off - cursor;
-            if (gap >= size && gap < best_gap) best = cursor, best_gap = gap;
+            if (gap >= size && gap < best_gap) {
+                best = cursor, best_gap = gap;
+                if (first_fit) break;
+            }
             if (tmp[j].end > cursor) cursor = tmp[j].end;
         }
         if (best < 0) best = cursor; /* on top of everything overlapping in time */
@@ -97,11 +100,12 @@ int yp_arena_plan(const yp_schedule *s, int64_t lower_bound, yp_arena *out, yp_e
     }
     out->persistent = base;
     out->size = INT64_MAX;
-    for (size_t o = 0; o < sizeof orders / sizeof *orders; o++) {
-        qsort(rest, (size_t)n_rest, sizeof *rest, orders[o].cmp);
-        int64_t top = place_all(s, rest, n_rest, base, trial, pl, tmp);
+    for (size_t o = 0; o < 2 * sizeof orders / sizeof *orders; o++) {
+        size_t oi = o / 2;
+        qsort(rest, (size_t)n_rest, sizeof *rest, orders[oi].cmp);
+        int64_t top = place_all(s, rest, n_rest, base, trial, pl, tmp, (int)(o & 1));
         if (top < out->size) {
-            out->size = top, out->order = orders[o].name;
+            out->size = top, out->order = orders[oi].name;
             for (int i = 0; i < n_rest; i++) out->offsets[rest[i].t] = trial[rest[i].t];
         }
         if (top == lower_bound) break; /* optimal: no order can do better */

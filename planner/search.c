@@ -11,6 +11,7 @@ yp_search_opts yp_search_opts_default(void) {
     memset(&o, 0, sizeof o);
     o.prec_mask = (1u << YP_PREC_COUNT) - 1;
     o.mosaic_mask = 3;
+    o.max_batch = YP_NOMINAL_BATCH;
     o.base = yp_candidate_default();
     return o;
 }
@@ -31,9 +32,23 @@ static int push(row_vec *v, const yp_row *r) {
     return 0;
 }
 
+/* Images per second to 3 significant digits: candidates closer than that are equally fast. */
+static double speed_bucket(double ips) {
+    if (ips <= 0) return 0;
+    double scale = pow(10.0, 2 - floor(log10(ips)));
+    return round(ips * scale) / scale;
+}
+
+/* Fastest first; among equally fast ones YOLOv5's defaults first (mosaic on, fp16 before bf16),
+ * then fewer checkpointed layers, then less memory. */
 static int faster_first(const void *a, const void *b) {
     const yp_row *x = a, *y = b;
-    if (x->time.images_per_s != y->time.images_per_s) return x->time.images_per_s < y->time.images_per_s ? 1 : -1;
+    double sx = speed_bucket(x->time.images_per_s), sy = speed_bucket(y->time.images_per_s);
+    if (sx != sy) return sx < sy ? 1 : -1;
+    if (x->cand.mosaic != y->cand.mosaic) return y->cand.mosaic - x->cand.mosaic;
+    if (x->cand.precision != y->cand.precision) return (int)x->cand.precision - (int)y->cand.precision;
+    int cx = __builtin_popcountll(x->cand.ckpt_layers), cy = __builtin_popcountll(y->cand.ckpt_layers);
+    if (cx != cy) return cx - cy;
     return (x->peak_bytes > y->peak_bytes) - (x->peak_bytes < y->peak_bytes);
 }
 
@@ -63,7 +78,7 @@ static int sweep_family(const yp_search_opts *o, int m, const yp_family *f, cons
                     r.cand.batch = o->batch;
                     if (yp_family_peak(f, g, &r.cand, o->batch) > budget) continue;
                 } else {
-                    r.cand.batch = yp_family_max_batch(f, g, &r.cand, budget, YP_MAX_BATCH);
+                    r.cand.batch = yp_family_max_batch(f, g, &r.cand, budget, o->max_batch);
                     if (r.cand.batch < 1) continue;
                 }
                 r.peak_bytes = yp_family_peak(f, g, &r.cand, r.cand.batch);

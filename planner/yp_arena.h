@@ -3,10 +3,11 @@
  * Heuristic (ggml-alloc's measure pass done statically, TFLite's greedy-by-size in spirit):
  * tensors alive for the whole step (weights, gradients, optimizer state, EMA, low-precision
  * copies) are packed first, back to back from offset 0. Every other tensor is then placed, in a
- * given order, at the best-fitting gap (the smallest one that holds it) among the tensors already
- * placed whose lives overlap its own, or on top of them when no gap fits. Several orders are
- * tried (size descending, life length descending, size x life descending, birth order) and the
- * smallest arena wins. Sizes are rounded up to YP_ALIGN, so every offset is 256-byte aligned.
+ * given order, into a gap among the tensors already placed whose lives overlap its own (the
+ * smallest gap that holds it, or the lowest one), or on top of them when no gap fits. Four orders
+ * (size descending, life length descending, size x life descending, birth order) times the two
+ * gap rules are tried, stopping early at the lower bound, and the smallest arena wins. Sizes are
+ * rounded up to YP_ALIGN, so every offset is 256-byte aligned.
  *
  * Planner and executor share this code: the executor allocates exactly `size` bytes and binds
  * tensor t at base + offsets[t]. Ownership: offsets is malloc'd; free with yp_arena_free. */

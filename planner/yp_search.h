@@ -15,7 +15,7 @@
 
 #define YP_SEARCH_MAX_MODELS 8
 #define YP_SEARCH_MAX_SIZES 64
-#define YP_MAX_BATCH 1024 /* AutoBatch's ceiling too */
+#define YP_MAX_BATCH 1024 /* AutoBatch's ceiling too: the most --max-batch accepts */
 
 typedef struct {
     int n_models;
@@ -26,6 +26,8 @@ typedef struct {
     unsigned mosaic_mask;  /* bit 0: mosaic off, bit 1: mosaic on */
     int ckpt_pinned;       /* 1: only base.ckpt_layers; 0: every point of the front */
     int64_t batch;         /* > 0: pinned batch (rows that do not fit are dropped); 0: largest that fits */
+    int64_t max_batch;     /* largest batch searched: the nominal 64 by default, so the recipe's
+                            * effective batch is kept (larger batches change the training) */
     yp_candidate base;     /* optimizer, EMA, freeze, policy, labels per image, multi-scale */
 } yp_search_opts;
 

@@ -24,6 +24,6 @@ if ! { cmake -S . -B build "${cuda_args[@]}" && cmake --build build -j"$(nproc)"
 fi
 
 if [ "$#" -eq 0 ]; then
-  set -- info --model yolov5s
+  set -- --gpu 8GB
 fi
 exec ./build/yoloplan "$@"

@@ -11,6 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 jobs="$(nproc 2>/dev/null || echo 2)"
+rm -f build/ctest.log build-asan/ctest.log # counts below come from this run only
 failed=()
 notes=()
 
@@ -72,8 +73,15 @@ if stage asan-configure cmake -S . -B build-asan -DYP_SANITIZE=ON -DYP_CUDA=OFF 
   notes+=("asan unit: $(ctest_summary build-asan/ctest.log)")
 fi
 
+# One plain closing count over both test runs: "tests: N passed, N failed, N skipped".
+read -r total nfail nskip < <(cat build/ctest.log build-asan/ctest.log 2>/dev/null | awk '
+  /tests failed out of/ { for (i = 1; i <= NF; i++) { if ($i == "failed") f += $(i-2); if ($i == "of") t += $(i+1) } }
+  /\((Skipped|Not Run|Disabled)\)$/ { s++ }
+  END { print t + 0, f + 0, s + 0 }')
+
 summary="$(printf '%s; ' "$cuda_note" "${notes[@]}")"
 summary="${summary%; }"
+echo "tests: $((total - nfail - nskip)) passed, $nfail failed, $nskip skipped"
 if [ "${#failed[@]}" -eq 0 ]; then
   echo "test.sh: PASS ($summary)"
   exit 0
