@@ -27,5 +27,7 @@ int cli_fail(const yp_err *err);
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_bench_step(int argc, char **argv);
 
 #endif

@@ -7,13 +7,32 @@
 #include "yp_backend.h"
 
 static void usage(FILE *f) {
-    fputs("usage: yoloplan <command> [options]\n"
+    fputs("usage: yoloplan --gpu GPU [options]          which configurations fit, fastest first\n"
+          "       yoloplan <command> [options]\n"
+          "\n"
+          "planner options (yoloplan --gpu ...):\n"
+          "  --gpu G            card (rtx3070, t4, a100-40gb, h200, ...), memory (8GB, 8GiB, 7.5G, 8192MiB) or auto\n"
+          "  --model M          bundled name, IR .json, model .yaml, a comma list, or all (default yolov5s)\n"
+          "  --img S            640, 640x480 (width x height), a range 320-960, or all (320-1280; default 640)\n"
+          "  --batch B          pin the batch: with one model and size, answer what-if with remedies\n"
+          "  --max-batch B      largest batch searched (default 64, YOLOv5's nominal batch; at most 1024)\n"
+          "  --precision P      fp32, amp-fp16, amp-bf16 or all (default all the card supports)\n"
+          "  --ckpt SET         checkpoint set: none, 2,4,6 (layers), or front (default: the whole front)\n"
+          "  --mosaic on|off|both   --optimizer sgd|adam|adamw   --no-ema   --freeze N   --multi-scale\n"
+          "  --policy yoloplan|pytorch   what the forward pass saves for backward (default yoloplan)\n"
+          "  --labels L         mean labels per image (default 7.3, COCO); mosaic counts 4x\n"
+          "  --reserve SIZE     device memory to keep free besides the plan (e.g. 512MiB)\n"
+          "  --images N         training images, to size a RAM image cache in the host estimate\n"
+          "  --top K --row K --json --save-plan FILE --timeline DIR --format svg|png\n"
+          "  --load-plan FILE   verify a saved plan.json (re-planned, compared tensor by tensor) and show it\n"
           "\n"
           "commands:\n"
           "  info     --model M [--img S|WxH] [--nc N] [--json]   per-layer table: params, shapes, FLOPs\n"
           "  import   MODEL.yaml -o MODEL.json [--nc N]            convert an Ultralytics model yaml to the IR\n"
           "  schedule --model M [--batch B] [--img S] [--policy yoloplan|pytorch]\n"
           "                                                       list the training step: steps and tensors\n"
+          "  bench-step [--model M] [--batch B] [--img S] [--steps N] [--threads T] [--json]\n"
+          "                                                       time training steps on the CPU executor\n"
           "  version                                              build information\n"
           "\n"
           "M is a bundled model (yolov5n, yolov5s, yolov5m, yolov5l, yolov5x), an IR .json or a model .yaml.\n"
@@ -30,6 +49,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "import")) return cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "schedule")) return cmd_schedule(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench-step")) return cmd_bench_step(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("yoloplan 0.1 (%s)\n", yp_kernels_build_info());
         return YP_EXIT_OK;
@@ -38,6 +58,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return YP_EXIT_OK;
     }
+    if (!strcmp(cmd, "plan") || !strncmp(cmd, "--", 2)) return cmd_plan(argc - 1, argv + 1);
     fprintf(stderr, "yoloplan: unknown command \"%s\"; see `yoloplan help`\n", cmd);
     return YP_EXIT_USAGE;
 }

@@ -218,19 +218,33 @@ static void params_in(bld *b, int i, int trainable_only) {
 
 /* ---------------------------------------------------------------- forward */
 
-static int64_t conv_ws_bytes(const yp_conv_attrs *a, yp_shape out, yp_dtype dt) {
-    if (a->k == 1 && a->s == 1 && a->p == 0) return 0; /* a 1x1 conv is a plain GEMM */
-    return (int64_t)(a->c_in / a->groups) * a->k * a->k * out.h * out.w * (int64_t)yp_dtype_size(dt);
+/* Conv scratch as the CPU backend needs it (kernels/ops.c, yp_conv_workspace_split; a test
+ * checks that the two agree): im2col columns of one image (for a stride-1 conv with k > 1 also
+ * the columns of its transposed backward-data), and the weights reordered to match them. */
+static void conv_ws_floats(const yp_conv_attrs *a, yp_shape in, yp_shape out, int64_t *cols, int64_t *wt) {
+    *cols = *wt = 0;
+    if (a->k == 1 && a->s == 1 && a->p == 0) return; /* a 1x1 conv is a plain GEMM */
+    int64_t kk = (int64_t)a->k * a->k * (a->c_in / a->groups);
+    *cols = out.h * out.w * kk;
+    if (a->s == 1 && a->k > 1 && a->p <= a->k - 1) {
+        int64_t t = in.h * in.w * (int64_t)a->k * a->k * a->c_out;
+        *cols = t > *cols ? t : *cols;
+    }
+    *wt = a->k > 1 ? a->c_out * kk : 0;
 }
 
-/* Scratch tensor of a conv step: im2col of one image (the CPU executor loops over images). */
+/* Scratch tensors of a conv step: "ws:" columns (grow with the image, per image: the CPU executor
+ * loops over images) and "wt:" reordered weights (fixed, fp32). */
 static void conv_workspace(bld *b, int i, const char *what) {
     const yp_node *n = &b->g->nodes[i];
     if (n->op != YP_OP_CONV2D) return;
-    int64_t bytes = conv_ws_bytes(&n->a.conv, b->info[i].out[0], b->s->opts.act_dtype);
-    if (bytes == 0) return;
-    int t = new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, YP_DTYPE_F32, flat(bytes / 4), i, "ws:%s:%s", n->name, what);
-    op_out(b, t);
+    int v = n->inputs[0];
+    yp_shape in = v == YP_INPUT_IMAGE ? b->s->tensors[b->image_t].shape : b->info[v].out[0];
+    int64_t cols, wt;
+    conv_ws_floats(&n->a.conv, in, b->info[i].out[0], &cols, &wt);
+    yp_dtype dt = b->s->opts.act_dtype;
+    if (cols) op_out(b, new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, dt, flat(cols), i, "ws:%s:%s", n->name, what));
+    if (wt) op_out(b, new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_CONST, YP_DTYPE_F32, flat(wt), i, "wt:%s:%s", n->name, what));
 }
 
 static int value_fwd(bld *b, int id, int level) {
@@ -282,16 +296,20 @@ static void forward_node(bld *b, int i) {
 
 /* ---------------------------------------------------------------- loss */
 
-/* Target-assignment rows of YOLOv5's build_targets, all levels: every label is repeated for each
- * anchor and up to 3 cells (its own + 2 neighbours), 7 floats each, plus the box, index and anchor
- * rows kept for matches (10 more floats). */
-static int64_t loss_label_floats(const bld *b) { return 3 * (int64_t)b->g->nl * b->g->na * b->s->opts.labels * 17; }
+/* The loss's target-assignment buffer (executor/loss.c, yp_loss_assign_bytes): the positives of
+ * one level at a time, each label tried against every anchor in up to 5 cells (its own and the
+ * neighbours nearer than 0.5; a centre on a cell corner gets all four), 36 bytes (9 floats) each. */
+static int64_t loss_label_floats(const bld *b) { return 5 * (int64_t)b->g->na * b->s->opts.labels * 9; }
 
-/* The objectness target maps, (batch, na, H, W) per level. */
+/* The objectness targets of one level at a time, (batch, na, H, W), sized by the largest level
+ * (yp_loss_objmap_bytes). */
 static int64_t loss_objmap_floats(const bld *b) {
     const yp_node_info *d = &b->info[b->g->n_nodes - 1];
     int64_t f = 0;
-    for (int l = 0; l < b->g->nl; l++) f += d->out[l].n * b->g->na * d->out[l].h * d->out[l].w;
+    for (int l = 0; l < b->g->nl; l++) {
+        int64_t m = d->out[l].n * b->g->na * d->out[l].h * d->out[l].w;
+        f = m > f ? m : f;
+    }
     return f;
 }
 

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "yp_ops.h"
+
 typedef enum {
     YP_COPY_HOST_TO_DEVICE,
     YP_COPY_DEVICE_TO_HOST,
@@ -44,6 +46,11 @@ typedef struct yp_backend {
     int (*mem_set)(void *dst, int value, size_t bytes);
     int (*sync)(void); /* waits for all queued work; reports errors of asynchronous ops */
     const char *(*last_error)(void);
+    /* Optional: the device's name and its total and free memory now (cudaMemGetInfo). */
+    int (*device_info)(char *name, size_t name_len, int64_t *total_bytes, int64_t *free_bytes);
+
+    /* The training ops (yp_ops.h), or NULL when this backend has none yet. */
+    const yp_ops *ops;
 
     /* ---- ops (fp32) ---- */
     /* y[i] = x[i] * sigmoid(x[i]); x and y may be the same buffer (in place). */
@@ -54,6 +61,9 @@ typedef struct yp_backend {
 
 /* The CPU backend; always available. */
 const yp_backend *yp_backend_cpu(void);
+
+/* Threads the CPU backend's math library (OpenBLAS) may use; n < 1 leaves its default. */
+void yp_cpu_set_threads(int n);
 
 /* The CUDA backend on device 0, or NULL with a one-line reason in why (truncated to why_len; why
  * may be NULL) when the library was built without CUDA, no driver is loaded, no device is present,

@@ -44,7 +44,7 @@ static int accumulate_remedy(yp_whatif *w, const yp_graph *g, const yp_candidate
     if (yp_family_build(g, c, gpu, &f, err)) return -1;
     int64_t b = yp_family_max_batch(&f, g, c, (double)(gpu->mem_bytes - gpu->fixed_bytes - reserve), c->batch);
     yp_family_free(&f);
-    if (b < 1 || b >= c->batch) return 0;
+    if (b < 1 || b >= c->batch || b == c->batch / 2) return 0; /* nothing new beyond "batch halved" */
     yp_candidate k = *c;
     char what[64];
     k.batch = b;

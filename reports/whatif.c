@@ -8,7 +8,7 @@ static void verdict(FILE *f, const yp_plan *p) {
     yp_fmt_bytes(p->device_bytes, need, sizeof need);
     yp_fmt_bytes(p->gpu.mem_bytes, have, sizeof have);
     yp_fmt_bytes(p->gpu.mem_bytes - p->device_bytes, margin, sizeof margin);
-    fprintf(f, "%s on %s (%s):\n", desc, p->gpu.desc, have);
+    fprintf(f, "%s\non %s (%s):\n", desc, p->gpu.desc, have);
     fprintf(f, "  %s: needs %s (%.0f%% of the card), margin %s; peak at step %d of %d (%s)\n",
             p->fits ? "FITS" : "DOES NOT FIT", need, 100.0 * (double)p->device_bytes / (double)p->gpu.mem_bytes,
             margin, p->live.peak_step, p->sched->n_steps, yp_phase_name(p->sched->steps[p->live.peak_step].phase));

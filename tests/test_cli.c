@@ -90,11 +90,90 @@ static void test_bad_input_exit_2(void) {
     CHECK_STR_HAS(errtxt, "/nonexistent.yaml");
 }
 
+static void test_plan_table(void) {
+    CHECK_EQ_I64(run("--gpu 8GB"), 0);
+    CHECK_STR_HAS(out, "*1  yolov5s");
+    CHECK_STR_HAS(out, "img/s");
+    CHECK_EQ_I64(run("--gpu rtx3070 --model yolov5n,yolov5s --img 320-416 --precision amp-fp16 --top 3"), 0);
+    CHECK_EQ_I64(count_lines(out), 1 + 1 + 3 + 1);
+}
+
+static void test_plan_json(void) {
+    CHECK_EQ_I64(run("--gpu t4 --json --top 4"), 0);
+    cJSON *j = cJSON_Parse(out);
+    CHECK(j != NULL);
+    const cJSON *rows = cJSON_GetObjectItem(j, "rows");
+    CHECK(cJSON_GetArraySize(rows) == 4);
+    const cJSON *r0 = cJSON_GetArrayItem(rows, 0);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(r0, "chosen")));
+    double arena = cJSON_GetObjectItem(r0, "arena_bytes")->valuedouble;
+    double lb = cJSON_GetObjectItem(r0, "lower_bound_bytes")->valuedouble;
+    CHECK(arena >= lb && arena <= 1.02 * lb + 1);
+    CHECK(cJSON_GetObjectItem(r0, "peak_bytes")->valuedouble <= cJSON_GetObjectItem(r0, "gpu_bytes")->valuedouble);
+    CHECK(cJSON_GetObjectItem(r0, "saved_bytes")->valuedouble > 0);
+    cJSON_Delete(j);
+}
+
+static void test_plan_bad_input(void) {
+    static const char *bad[][2] = {
+        {"--gpu 8XB", "unknown unit"},
+        {"--gpu -1", "--gpu"},
+        {"--gpu 0", "--gpu"},
+        {"--gpu rtx9999", "rtx3070"},
+        {"--gpu 8GB --img 650", "multiple of 32"},
+        {"--gpu 8GB --batch 0", "--batch 0"},
+        {"--gpu 8GB --precision fp8", "fp32, amp-fp16, amp-bf16"},
+        {"--gpu 8GB --ckpt 31", "layer 31 does not exist"},
+        {"--gpu 8GB --ckpt 2 --policy pytorch", "drop one of them"},
+        {"--gpu t4 --precision amp-bf16", "no bf16"},
+        {"--gpu 8GB --freeze 25", "nothing to train"},
+        {"--gpu 8GB --row 20", "--row 20"},
+        {"--model yolov5s", "--gpu is required"},
+        {"--gpu 8GB --mosaic maybe", "off, on, both"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = run(bad[i][0]);
+        if (rc != 2) fprintf(stderr, "`%s` exited %d\n", bad[i][0], rc);
+        CHECK_EQ_I64(rc, 2);
+        CHECK_STR_HAS(errtxt, bad[i][1]);
+        CHECK_EQ_I64(count_lines(errtxt), 1);
+    }
+}
+
+static void test_nothing_fits_exit_1(void) {
+    CHECK_EQ_I64(run("--gpu 1GB --model yolov5x"), 1);
+    CHECK_STR_HAS(errtxt, "nothing fits");
+    CHECK_STR_HAS(errtxt, "needs");
+}
+
+static void test_whatif(void) {
+    CHECK_EQ_I64(run("--gpu 8GB --model yolov5s --img 640 --batch 128"), 1);
+    CHECK_STR_HAS(out, "DOES NOT FIT");
+    CHECK_STR_HAS(out, "AMP fp16");
+    CHECK_STR_HAS(out, "smaller model yolov5n");
+    CHECK_EQ_I64(run("--gpu 8GB --model yolov5s --img 640 --batch 16"), 0);
+    CHECK_STR_HAS(out, "FITS");
+}
+
+static void test_save_and_load_plan(void) {
+    CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 320 --save-plan /tmp/yp_test_cli_plan.json"), 0);
+    CHECK_EQ_I64(run("--load-plan /tmp/yp_test_cli_plan.json"), 0);
+    CHECK_STR_HAS(out, "verified");
+    CHECK_EQ_I64(run("--load-plan /tmp/yp_test_cli_plan.json --gpu 8GB"), 2);
+    unlink("/tmp/yp_test_cli_plan.json");
+}
+
 int main(void) {
     YP_RUN(test_info_text);
     YP_RUN(test_info_json);
     YP_RUN(test_nc_override);
     YP_RUN(test_import);
     YP_RUN(test_bad_input_exit_2);
+    YP_RUN(test_plan_table);
+    YP_RUN(test_plan_json);
+    YP_RUN(test_plan_bad_input);
+    YP_RUN(test_nothing_fits_exit_1);
+    YP_RUN(test_whatif);
+    YP_RUN(test_save_and_load_plan);
     return yp_test_summary();
 }

@@ -111,7 +111,8 @@ static void test_search_and_realize(void) {
     CHECK(yp_search(&o, &gpu, 0, &r, &err) == 0);
     CHECK(r.n_rows > 0);
     CHECK(r.n_candidates == 3 * 2 * (int64_t)r.n_candidates / 6); /* precisions x mosaic x front */
-    for (int i = 1; i < r.n_rows; i++) CHECK(r.rows[i].time.images_per_s <= r.rows[i - 1].time.images_per_s);
+    /* fastest first, to 3 significant digits (equally fast rows are ordered by defaults) */
+    for (int i = 1; i < r.n_rows; i++) CHECK(r.rows[i].time.images_per_s <= r.rows[i - 1].time.images_per_s * 1.005);
     for (int i = 0; i < r.n_rows && i < 3; i++) {
         yp_plan p;
         CHECK(yp_search_realize(&o, &r.rows[i], &gpu, 0, 0, &p, &err) == 0);

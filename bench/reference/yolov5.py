@@ -53,6 +53,8 @@ MULTIPLES = {
     "m": (0.67, 0.75),
     "l": (1.00, 1.00),
     "x": (1.33, 1.25),
+    # not an Ultralytics model: yolov5 "tiny", the same 25 layers at 1/16 width, for step tests
+    "t": (0.33, 0.0625),
 }
 
 #: anchors in pixels, (w, h) pairs, one row per level P3/8, P4/16, P5/32

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "yp_backend.h"
 #include "yp_cpu.h"
 
@@ -84,10 +86,15 @@ static const yp_backend cpu_backend = {
     .mem_set = cpu_mem_set,
     .sync = cpu_sync,
     .last_error = cpu_last_error_get,
+    .ops = &yp_cpu_ops,
     .silu_forward = yp_cpu_silu_forward,
     .silu_backward = yp_cpu_silu_backward,
 };
 
 const yp_backend *yp_backend_cpu(void) {
     return &cpu_backend;
+}
+
+void yp_cpu_set_threads(int n) {
+    if (n >= 1) openblas_set_num_threads(n);
 }

@@ -1,9 +1,13 @@
 /* yp_cpu.h - internal to kernels/cpu: the CPU backend's entries, shared between its files.
- * Defines: yp_cpu_fail (records last_error), yp_cpu_silu_forward, yp_cpu_silu_backward. */
+ * Defines: yp_cpu_fail (records last_error), the argument checks and the beta helper every op
+ * uses, yp_cpu_ops (the op table, ops_cpu.c) and one declaration per op entry (contracts in
+ * yp_ops.h and yp_backend.h). */
 #ifndef YP_CPU_H
 #define YP_CPU_H
 
 #include <stdint.h>
+
+#include "yp_ops.h"
 
 /* Records a formatted reason as the calling thread's last error. Always returns -1. */
 int yp_cpu_fail(const char *fmt, ...)
@@ -12,8 +16,60 @@ int yp_cpu_fail(const char *fmt, ...)
 #endif
     ;
 
-/* See yp_backend.h for the contract of each op. */
+/* Shared checks (ops_cpu.c). Each returns 0, or -1 with "<op>: <reason>" recorded. */
+int yp_cpu_check_count(const char *op, int64_t n);               /* n >= 0 */
+int yp_cpu_check_dims(const char *op, const char *what, yp_dims d); /* every extent >= 1 */
+int yp_cpu_check_ptrs(const char *op, int count, const void *const *ptrs); /* none NULL */
+
+/* x = beta*x over n floats: beta == 0 writes zeros without reading x (it may hold NaN garbage from
+ * the arena), beta == 1 does nothing. */
+void yp_cpu_scale_beta(float *x, int64_t n, float beta);
+
+/* The op table (ops_cpu.c); backend_cpu.c points its `ops` at it. */
+extern const yp_ops yp_cpu_ops;
+
 int yp_cpu_silu_forward(const float *x, float *y, int64_t n);
 int yp_cpu_silu_backward(const float *x, const float *dy, float *dx, int64_t n);
+
+/* conv.c */
+int yp_cpu_conv2d_forward(const yp_conv_desc *d, const float *x, const float *w, const float *bias, float *y,
+                          float *ws, float *wt);
+int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const float *w, float *dx, float beta,
+                                float *ws, float *wt);
+int yp_cpu_conv2d_backward_weights(const yp_conv_desc *d, const float *x, const float *dy, float *dw,
+                                   float *dbias, float beta, float *ws, float *wt);
+
+/* bn.c */
+int yp_cpu_bn_forward_train(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
+                            float *stats, float *running_mean, float *running_var);
+int yp_cpu_bn_forward_eval(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
+                           const float *running_mean, const float *running_var);
+int yp_cpu_bn_apply(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                    const float *stats, float *y);
+int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma,
+                       const float *dy, float *dx, float beta, float *dgamma, float *dbeta, float beta_w);
+
+/* eltwise.c */
+int yp_cpu_add_forward(const float *a, const float *b, float *y, int64_t n);
+int yp_cpu_axpy_grad(const float *dy, float *dx, float beta, int64_t n);
+int yp_cpu_concat_forward(int k, const float *const *xs, const int64_t *cs, yp_dims out, float *y);
+int yp_cpu_concat_backward(int k, float *const *dxs, const int64_t *cs, yp_dims out, const float *dy,
+                           const float *betas);
+int yp_cpu_upsample_forward(yp_dims in, int scale, const float *x, float *y);
+int yp_cpu_upsample_backward(yp_dims in, int scale, const float *dy, float *dx, float beta);
+int yp_cpu_space_to_depth_forward(yp_dims in, const float *x, float *y);
+int yp_cpu_space_to_depth_backward(yp_dims in, const float *dy, float *dx, float beta);
+
+/* pool.c */
+int yp_cpu_maxpool_forward(const yp_pool_desc *d, const float *x, float *y);
+int yp_cpu_maxpool_backward(const yp_pool_desc *d, const float *x, const float *dy, float *dx, float beta);
+
+/* optim.c */
+int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, float lr, float momentum, float wd,
+                    float scale);
+int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                     float eps, float wd, int decoupled, int64_t t, float scale);
+int yp_cpu_ema_update(float *ema, const float *w, int64_t n, float d);
+int yp_cpu_sum_squares(const float *x, int64_t n, double *out);
 
 #endif

@@ -106,6 +106,18 @@ static int cuda_sync(void) {
     return 0;
 }
 
+static int cuda_device_info(char *name, size_t name_len, int64_t *total_bytes, int64_t *free_bytes) {
+    cudaDeviceProp prop;
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e = cudaGetDeviceProperties(&prop, 0);
+    if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess) return yp_cuda_fail("cuda device_info: %s", cudaGetErrorString(e));
+    if (name && name_len > 0) snprintf(name, name_len, "%s", prop.name);
+    *total_bytes = (int64_t)total_b;
+    *free_bytes = (int64_t)free_b;
+    return 0;
+}
+
 static const yp_backend cuda_backend = {
     /* name */ "cuda",
     /* alignment */ kCudaAlignment,
@@ -116,6 +128,8 @@ static const yp_backend cuda_backend = {
     /* mem_set */ cuda_mem_set,
     /* sync */ cuda_sync,
     /* last_error */ cuda_last_error_get,
+    /* device_info */ cuda_device_info,
+    /* ops */ nullptr,
     /* silu_forward */ yp_cuda_silu_forward,
     /* silu_backward */ yp_cuda_silu_backward,
 };

@@ -1,0 +1,131 @@
+/* cmd_bench_step.c - `yoloplan bench-step`: N training steps of a plan on random images and
+ * targets on the CPU executor; prints ms/step, images/s and the process's peak RSS. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "yp_executor.h"
+
+typedef struct {
+    const char *model;
+    int64_t w, h;
+    long batch, steps, threads, warmup;
+    int json;
+    yp_save_policy policy;
+    uint64_t ckpt;
+} bench_opts;
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
+    *o = (bench_opts){"yolov5s", 320, 320, 8, 20, 2, 2, 0, YP_SAVE_YOLOPLAN, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(a, "--json")) continue;
+        if (!v) return yp_err_set(err, "bench-step: option %s needs a value", a);
+        if (!strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err);
+        else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 1, 4096, &o->batch, err);
+        else if (!strcmp(a, "--steps")) rc = cli_parse_int(a, v, 1, 100000, &o->steps, err);
+        else if (!strcmp(a, "--warmup")) rc = cli_parse_int(a, v, 0, 1000, &o->warmup, err);
+        else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err);
+        else if (!strcmp(a, "--policy") && (!strcmp(v, "pytorch") || !strcmp(v, "yoloplan")))
+            o->policy = strcmp(v, "pytorch") ? YP_SAVE_YOLOPLAN : YP_SAVE_PYTORCH;
+        else
+            return yp_err_set(err, "bench-step: unknown option %s; usage: yoloplan bench-step [--model M] [--batch B] "
+                              "[--img S] [--steps N] [--warmup N] [--threads T] [--policy yoloplan|pytorch] [--json]", a);
+        if (rc) return -1;
+        i++;
+    }
+    for (int i = 1; i < argc; i++) o->json |= !strcmp(argv[i], "--json");
+    return 0;
+}
+
+/* Random images in [0, 1] and 8 boxes per image, seeded. */
+static void random_batch(float *img, int64_t n_img, float *tg, int64_t n_tg, int64_t batch, int nc, uint64_t *s) {
+    for (int64_t i = 0; i < n_img; i++) *s = *s * 6364136223846793005ull + 1442695040888963407ull, img[i] = (float)(*s >> 40) / 16777216.0f;
+    for (int64_t k = 0; k < n_tg; k++) {
+        float *r = tg + 6 * k;
+        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(*s >> 11) / 9007199254740992.0;
+        r[0] = (float)(k % batch), r[1] = (float)(k % nc);
+        r[2] = (float)(0.2 + 0.6 * u), r[3] = (float)(0.8 - 0.6 * u), r[4] = (float)(0.05 + 0.3 * u), r[5] = (float)(0.35 - 0.3 * u);
+    }
+}
+
+static int run(const bench_opts *o, yp_err *err) {
+    yp_graph *g = cli_load_model(o->model, 0, err);
+    if (!g) return -1;
+    yp_gpu host;
+    yp_gpu_parse("1TB", &host, err); /* the CPU's memory is not what is being planned here */
+    yp_candidate c = yp_candidate_default();
+    c.batch = o->batch, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
+    yp_plan p;
+    yp_exec x;
+    if (yp_plan_build(g, &c, &host, 0, 0, &p, err)) {
+        yp_graph_free(g);
+        return -1;
+    }
+    yp_cpu_set_threads((int)o->threads);
+    if (yp_exec_init(&x, &p, yp_backend_cpu(), 0, 1, err)) {
+        yp_plan_free(&p);
+        yp_graph_free(g);
+        return -1;
+    }
+    int rc = 0;
+    int64_t n_img = o->batch * o->h * o->w * 3, n_tg = o->batch * 8;
+    float *img = malloc((size_t)n_img * sizeof *img), *tg = malloc((size_t)n_tg * 6 * sizeof *tg);
+    uint64_t seed = 1;
+    double loss[4], t0 = 0;
+    for (long i = 0; img && tg && !rc && i < o->warmup + o->steps; i++) {
+        if (i == o->warmup) t0 = now_s();
+        random_batch(img, n_img, tg, n_tg, o->batch, g->nc, &seed);
+        rc = yp_exec_micro_step(&x, img, tg, n_tg, loss, err) || yp_exec_update(&x, err);
+    }
+    double ms = (now_s() - t0) * 1e3 / (double)o->steps;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    int64_t rss = (int64_t)ru.ru_maxrss * 1024;
+    if (!rc && o->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "model", g->name);
+        cJSON_AddNumberToObject(j, "batch", (double)o->batch);
+        cJSON_AddNumberToObject(j, "img", (double)o->w);
+        cJSON_AddNumberToObject(j, "threads", (double)o->threads);
+        cJSON_AddNumberToObject(j, "ms_per_step", ms);
+        cJSON_AddNumberToObject(j, "images_per_s", (double)o->batch * 1e3 / ms);
+        cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)rss);
+        cJSON_AddNumberToObject(j, "arena_bytes", (double)p.arena_bytes);
+        cJSON_AddNumberToObject(j, "last_loss", loss[3]);
+        char *s = cJSON_Print(j);
+        puts(s ? s : "{}");
+        free(s);
+        cJSON_Delete(j);
+    } else if (!rc) {
+        printf("%s batch %ld img %lldx%lld, %ld threads, %ld steps (+%ld warm-up): %.1f ms/step, %.2f images/s, peak "
+               "RSS %.1f MiB (arena %.1f MiB), last loss %.4f\n", g->name, o->batch, (long long)o->w, (long long)o->h,
+               o->threads, o->steps, o->warmup, ms, (double)o->batch * 1e3 / ms, (double)rss / 1048576.0,
+               (double)p.arena_bytes / 1048576.0, loss[3]);
+    }
+    free(img), free(tg);
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+    yp_graph_free(g);
+    return rc ? -1 : 0;
+}
+
+int cmd_bench_step(int argc, char **argv) {
+    bench_opts o;
+    yp_err err;
+    if (parse(argc, argv, &o, &err) || run(&o, &err)) return cli_fail(&err);
+    return YP_EXIT_OK;
+}

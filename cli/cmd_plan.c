@@ -1,0 +1,151 @@
+/* cmd_plan.c - the main command: `yoloplan --gpu 8GB [...]`. Searches the candidates, builds the
+ * real plans of the top rows, prints the table (or JSON), and optionally saves the chosen plan
+ * or draws its timelines. With --batch (one model, one size) it answers what-if instead. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "plan_args.h"
+#include "yp_plan_io.h"
+#include "yp_report.h"
+#include "yp_timeline.h"
+
+static const char *const ladder[] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
+
+/* The next smaller bundled model than g, or NULL. The caller frees it. */
+static yp_graph *smaller_model(const yp_graph *g) {
+    for (int i = 1; i < 5; i++)
+        if (!strcmp(g->name, ladder[i])) return cli_load_model(ladder[i - 1], g->nc, NULL);
+    return NULL;
+}
+
+static int print_json(cJSON *j) {
+    char *s = cJSON_Print(j);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(j);
+    return s ? 0 : -1;
+}
+
+static int run_whatif(plan_args *a) {
+    yp_err err;
+    yp_candidate c = a->search.base;
+    c.batch = a->search.batch, c.img_w = a->search.size_w[0], c.img_h = a->search.size_h[0];
+    c.precision = (yp_precision)__builtin_ctz(a->search.prec_mask);
+    c.mosaic = a->search.mosaic_mask != 1;
+    yp_graph *smaller = smaller_model(a->search.models[0]);
+    yp_whatif w;
+    int rc = yp_whatif_run(a->search.models[0], smaller, &c, &a->gpu, a->reserve, &w, &err);
+    if (rc) {
+        yp_graph_free(smaller);
+        return cli_fail(&err);
+    }
+    if (a->json) print_json(yp_report_whatif_json(&w));
+    else yp_report_whatif(stdout, &w);
+    rc = w.base.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
+    yp_whatif_free(&w);
+    yp_graph_free(smaller);
+    return rc;
+}
+
+static int nothing_fits(const plan_args *a, const yp_search_result *r) {
+    char desc[200], need[32], have[32];
+    const yp_row *s = &r->smallest;
+    yp_report_candidate_str(a->search.models[s->model], &s->cand, desc, sizeof desc);
+    yp_fmt_bytes((int64_t)r->smallest_bytes, need, sizeof need);
+    yp_fmt_bytes(a->gpu.mem_bytes, have, sizeof have);
+    fprintf(stderr, "yoloplan: nothing fits on %s (%s): the smallest configuration (%s) needs %s\n", a->gpu.desc,
+            have, desc, need);
+    return YP_EXIT_NOFIT;
+}
+
+
+static cJSON *search_json(const plan_args *a, const yp_search_result *r, const yp_plan *plans, int n) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", "yoloplan-plans");
+    cJSON_AddNumberToObject(j, "version", 1);
+    cJSON_AddItemToObject(j, "gpu", yp_report_gpu_json(&a->gpu, a->reserve));
+    cJSON_AddNumberToObject(j, "candidates", (double)r->n_candidates);
+    cJSON_AddNumberToObject(j, "feasible", r->n_rows);
+    cJSON *rows = cJSON_AddArrayToObject(j, "rows");
+    for (int i = 0; i < n; i++) {
+        cJSON *p = yp_report_plan_json(&plans[i]);
+        cJSON_AddNumberToObject(p, "rank", i + 1);
+        cJSON_AddBoolToObject(p, "chosen", i == 0);
+        cJSON_AddItemToArray(rows, p);
+    }
+    return j;
+}
+
+/* Writes what --save-plan and --timeline ask for, for plan p. */
+static int outputs(const plan_args *a, const yp_plan *p) {
+    yp_err err;
+    if (a->save_plan && yp_plan_save(p, a->save_plan, &err)) return cli_fail(&err);
+    if (a->timeline && yp_timeline_write(p, a->timeline, a->format, &err)) return cli_fail(&err);
+    if (!a->json && (a->save_plan || a->timeline))
+        printf("wrote%s%s%s%s for row %d\n", a->save_plan ? " " : "", a->save_plan ? a->save_plan : "",
+               a->timeline ? " timelines in " : "", a->timeline ? a->timeline : "", a->row ? a->row : 1);
+    return YP_EXIT_OK;
+}
+
+static int run_search(plan_args *a) {
+    yp_err err;
+    yp_search_result r;
+    if (yp_search(&a->search, &a->gpu, a->reserve, &r, &err)) return cli_fail(&err);
+    if (r.n_rows == 0) {
+        int rc = nothing_fits(a, &r);
+        yp_search_free(&r);
+        return rc;
+    }
+    int n = r.n_rows < a->top_k ? r.n_rows : a->top_k, rc = YP_EXIT_OK;
+    yp_plan *plans = calloc((size_t)n, sizeof *plans);
+    for (int i = 0; plans && i < n && !rc; i++)
+        if (yp_search_realize(&a->search, &r.rows[i], &a->gpu, a->reserve, a->n_images, &plans[i], &err))
+            rc = cli_fail(&err), n = i;
+    if (!plans) rc = YP_EXIT_USAGE;
+    if (!rc) {
+        if (a->json) print_json(search_json(a, &r, plans, n));
+        else {
+            printf("%s: %lld candidates, %d fit; best %d by predicted images/s (* = chosen plan)\n", a->gpu.desc,
+                   (long long)r.n_candidates, r.n_rows, n);
+            yp_report_table(stdout, plans, n, 0);
+        }
+        int row = a->row ? a->row - 1 : 0;
+        if (row >= n) rc = yp_err_set(&err, "--row %d: only %d rows fit", a->row, n), rc = cli_fail(&err);
+        else rc = outputs(a, &plans[row]);
+    }
+    for (int i = 0; plans && i < n; i++) yp_plan_free(&plans[i]);
+    free(plans);
+    yp_search_free(&r);
+    return rc;
+}
+
+/* --load-plan FILE: re-plan from the file, verify it, show it (and draw or re-save it). */
+static int run_loaded(plan_args *a) {
+    yp_err err;
+    yp_plan p;
+    yp_graph *g;
+    if (yp_plan_load(a->load_plan, &p, &g, &err)) return cli_fail(&err);
+    if (a->json) print_json(yp_report_plan_json(&p));
+    else {
+        printf("%s: verified (%d tensors, %d steps, arena %lld bytes)\n", a->load_plan, p.sched->n_tensors,
+               p.sched->n_steps, (long long)p.arena_bytes);
+        yp_report_table(stdout, &p, 1, 0);
+    }
+    int rc = outputs(a, &p);
+    yp_plan_free(&p);
+    yp_graph_free(g);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv) {
+    plan_args a;
+    yp_err err;
+    if (plan_args_parse(argc, argv, &a, &err)) {
+        plan_args_free(&a);
+        return cli_fail(&err);
+    }
+    int rc = a.load_plan ? run_loaded(&a) : a.whatif ? run_whatif(&a) : run_search(&a);
+    plan_args_free(&a);
+    return rc;
+}

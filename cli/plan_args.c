@@ -1,0 +1,236 @@
+/* plan_args.c - option parsing for the planner command. Every bad value gets one line naming the
+ * option, the value and the fix (exit 2 in the caller). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "plan_args.h"
+#include "yp_backend.h"
+
+static const char *const bundled[] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
+
+static int add_model(plan_args *a, const char *spec, yp_err *err) {
+    yp_search_opts *o = &a->search;
+    if (o->n_models == YP_SEARCH_MAX_MODELS)
+        return yp_err_set(err, "--model: at most %d models", YP_SEARCH_MAX_MODELS);
+    yp_graph *g = cli_load_model(spec, 0, err);
+    if (!g) return -1;
+    a->owned[o->n_models] = g;
+    o->models[o->n_models++] = g;
+    return 0;
+}
+
+static int parse_models(plan_args *a, const char *v, yp_err *err) {
+    if (!strcmp(v, "all")) {
+        for (size_t i = 0; i < sizeof bundled / sizeof *bundled; i++)
+            if (add_model(a, bundled[i], err)) return -1;
+        return 0;
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (add_model(a, tok, err)) return -1;
+    return 0;
+}
+
+/* --img 640 | 640x480 | all (320..1280) | 320-960 (every multiple of 32 between). */
+static int parse_sizes(yp_search_opts *o, const char *v, yp_err *err) {
+    long lo = 0, hi = 0;
+    o->n_sizes = 0;
+    if (!strcmp(v, "all")) lo = 320, hi = 1280;
+    else if (strchr(v, '-')) {
+        char *end;
+        lo = strtol(v, &end, 10);
+        hi = *end == '-' ? strtol(end + 1, &end, 10) : 0;
+        if (*end || lo < 32 || hi < lo || hi > 8192)
+            return yp_err_set(err, "--img %s: expected a range like 320-1280 (multiples of 32)", v);
+    }
+    if (hi) {
+        for (long s = (lo + 31) / 32 * 32; s <= hi && o->n_sizes < YP_SEARCH_MAX_SIZES; s += 32)
+            o->size_w[o->n_sizes] = o->size_h[o->n_sizes] = s, o->n_sizes++;
+        return 0;
+    }
+    if (cli_parse_img(v, &o->size_w[0], &o->size_h[0], err)) return -1;
+    o->n_sizes = 1;
+    return 0;
+}
+
+static int parse_size_bytes(const char *opt, const char *v, int64_t *out, yp_err *err) {
+    yp_gpu tmp;
+    if (!strcmp(v, "0")) {
+        *out = 0;
+        return 0;
+    }
+    if (yp_gpu_parse(v, &tmp, err) || tmp.from_table)
+        return yp_err_set(err, "%s %s: expected a size like 512MiB or 1GiB", opt, v);
+    *out = tmp.mem_bytes;
+    return 0;
+}
+
+static int gpu_auto(yp_gpu *gpu, yp_err *err) {
+    char why[256], name[128];
+    const yp_backend *be = yp_backend_cuda(why, sizeof why);
+    int64_t total = 0, free_b = 0;
+    if (!be || !be->device_info || be->device_info(name, sizeof name, &total, &free_b))
+        return yp_err_set(err, "--gpu auto: no GPU to ask (%s); give the card (e.g. --gpu rtx3070) or its memory "
+                          "(e.g. --gpu 8GB)", be ? be->last_error() : why);
+    yp_gpu_from_device(name, total, gpu);
+    /* measured: what the context and handles already took is outside our budget */
+    gpu->fixed_bytes = total - free_b > gpu->fixed_bytes ? total - free_b : gpu->fixed_bytes;
+    return 0;
+}
+
+static int one_of(const char *opt, const char *v, const char *const *names, int n, yp_err *err) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i])) return i;
+    char list[160] = "";
+    for (int i = 0; i < n; i++) {
+        strncat(list, names[i], sizeof list - strlen(list) - 3);
+        if (i + 1 < n) strncat(list, ", ", sizeof list - strlen(list) - 1);
+    }
+    yp_err_set(err, "%s %s: expected one of %s", opt, v, list);
+    return -1;
+}
+
+typedef struct {
+    const char *gpu, *model, *img, *precision, *ckpt, *mosaic;
+    long batch, freeze;
+    int policy_given, ckpt_given;
+} raw_opts;
+
+/* Options that take a value; returns 1 if `a` was one (consuming v), 0 if not, -1 on error. */
+static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, yp_err *err) {
+    yp_candidate *b = &pa->search.base;
+    static const char *const mosaic_names[] = {"off", "on", "both"};
+    static const char *const policy_names[] = {"yoloplan", "pytorch"};
+    static const char *const format_names[] = {"svg", "png"};
+    if (!strcmp(a, "--gpu")) r->gpu = v;
+    else if (!strcmp(a, "--model")) r->model = v;
+    else if (!strcmp(a, "--img")) r->img = v;
+    else if (!strcmp(a, "--precision")) r->precision = v;
+    else if (!strcmp(a, "--ckpt")) r->ckpt = v, r->ckpt_given = 1;
+    else if (!strcmp(a, "--mosaic")) {
+        if (one_of(a, v, mosaic_names, 3, err) < 0) return -1;
+        r->mosaic = v;
+    } else if (!strcmp(a, "--batch")) {
+        if (cli_parse_int(a, v, 1, YP_MAX_BATCH, &r->batch, err)) return -1;
+    } else if (!strcmp(a, "--max-batch")) {
+        long mb;
+        if (cli_parse_int(a, v, 1, YP_MAX_BATCH, &mb, err)) return -1;
+        pa->search.max_batch = mb;
+    } else if (!strcmp(a, "--freeze")) {
+        if (cli_parse_int(a, v, 0, 63, &r->freeze, err)) return -1;
+    } else if (!strcmp(a, "--optimizer")) {
+        int o = yp_optimizer_parse(v);
+        if (o < 0) return yp_err_set(err, "--optimizer %s: expected one of sgd, adam, adamw", v);
+        b->optimizer = (yp_optimizer)o;
+    } else if (!strcmp(a, "--policy")) {
+        int p = one_of(a, v, policy_names, 2, err);
+        if (p < 0) return -1;
+        b->policy = p ? YP_SAVE_PYTORCH : YP_SAVE_YOLOPLAN, r->policy_given = 1;
+    } else if (!strcmp(a, "--labels")) {
+        char *end;
+        double l = strtod(v, &end);
+        if (*end || !(l >= 0 && l <= 10000))
+            return yp_err_set(err, "--labels %s: expected the mean labels per image, a number in 0..10000", v);
+        b->labels_per_image = l;
+    } else if (!strcmp(a, "--reserve")) {
+        if (parse_size_bytes(a, v, &pa->reserve, err)) return -1;
+    } else if (!strcmp(a, "--top")) {
+        long k;
+        if (cli_parse_int(a, v, 1, 1000, &k, err)) return -1;
+        pa->top_k = (int)k;
+    } else if (!strcmp(a, "--row")) {
+        long k;
+        if (cli_parse_int(a, v, 1, 1000, &k, err)) return -1;
+        pa->row = (int)k;
+    } else if (!strcmp(a, "--images")) {
+        long k;
+        if (cli_parse_int(a, v, 1, 1L << 30, &k, err)) return -1;
+        pa->n_images = k;
+    } else if (!strcmp(a, "--save-plan")) pa->save_plan = v;
+    else if (!strcmp(a, "--load-plan")) pa->load_plan = v;
+    else if (!strcmp(a, "--timeline")) pa->timeline = v;
+    else if (!strcmp(a, "--format")) {
+        if (one_of(a, v, format_names, 2, err) < 0) return -1;
+        pa->format = v;
+    } else
+        return 0;
+    return 1;
+}
+
+static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
+    yp_search_opts *o = &pa->search;
+    if (pa->load_plan && (r->gpu || r->model || r->img || r->batch || r->precision || r->ckpt))
+        return yp_err_set(err, "--load-plan replays a saved plan as it is; drop --gpu, --model, --img, --batch, "
+                          "--precision and --ckpt");
+    if (pa->load_plan) return 0;
+    if (!r->gpu)
+        return yp_err_set(err, "--gpu is required: the card (rtx3070, t4, a100-40gb, ...), its memory (8GB, 8192MiB) or auto");
+    if (r->gpu && (!strcmp(r->gpu, "auto") ? gpu_auto(&pa->gpu, err) : yp_gpu_parse(r->gpu, &pa->gpu, err))) return -1;
+    if (parse_models(pa, r->model ? r->model : "yolov5s", err) || parse_sizes(o, r->img ? r->img : "640", err)) return -1;
+    for (int m = 0; m < o->n_models; m++) {
+        int s = yp_graph_max_stride(o->models[m]);
+        for (int k = 0; k < o->n_sizes; k++)
+            if (o->size_w[k] % s || o->size_h[k] % s)
+                return yp_err_set(err, "--img %lldx%lld: must be a multiple of %d (the largest stride of %s); try %lld",
+                                  (long long)o->size_w[k], (long long)o->size_h[k], s, o->models[m]->name,
+                                  (long long)((o->size_w[k] + s - 1) / s * s));
+        if (r->freeze >= o->models[m]->n_layers)
+            return yp_err_set(err, "--freeze %ld: %s has %d layers; freezing all of them leaves nothing to train",
+                              r->freeze, o->models[m]->name, o->models[m]->n_layers);
+    }
+    o->base.freeze = (int)r->freeze;
+    if (r->precision && strcmp(r->precision, "all")) {
+        int p = yp_precision_parse(r->precision);
+        if (p < 0) return yp_err_set(err, "--precision %s: expected fp32, amp-fp16, amp-bf16 or all", r->precision);
+        if (p == YP_PREC_AMP_BF16 && pa->gpu.bf16_tflops <= 0)
+            return yp_err_set(err, "--precision amp-bf16: %s has no bf16 support; use amp-fp16", pa->gpu.desc);
+        o->prec_mask = 1u << p;
+    }
+    o->mosaic_mask = !r->mosaic || !strcmp(r->mosaic, "both") ? 3 : !strcmp(r->mosaic, "on") ? 2 : 1;
+    if (r->ckpt_given && r->policy_given && o->base.policy == YP_SAVE_PYTORCH && strcmp(r->ckpt, "none"))
+        return yp_err_set(err, "--ckpt %s with --policy pytorch: checkpoint sets need the yoloplan saving policy; drop "
+                          "one of them", r->ckpt);
+    if (r->ckpt && strcmp(r->ckpt, "front")) {
+        if (o->n_models != 1)
+            return yp_err_set(err, "--ckpt %s: a checkpoint set names layers of one model; pin --model too", r->ckpt);
+        if (yp_front_parse_layers(o->models[0], r->ckpt, &o->base.ckpt_layers, err)) return -1;
+        o->ckpt_pinned = 1;
+    }
+    o->batch = r->batch;
+    pa->whatif = r->batch > 0 && o->n_models == 1 && o->n_sizes == 1 && !pa->timeline && !pa->save_plan;
+    if (pa->row > pa->top_k)
+        return yp_err_set(err, "--row %d: the table has %d rows; raise --top or pick a smaller row", pa->row, pa->top_k);
+    return 0;
+}
+
+int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
+    memset(pa, 0, sizeof *pa);
+    pa->search = yp_search_opts_default();
+    pa->top_k = 10;
+    pa->format = "svg";
+    raw_opts r = {0};
+    err->msg[0] = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "plan")) continue;
+        if (!strcmp(a, "--json")) pa->json = 1;
+        else if (!strcmp(a, "--no-ema")) pa->search.base.ema = 0;
+        else if (!strcmp(a, "--multi-scale")) pa->search.base.multi_scale = 1;
+        else {
+            int k = v ? value_opt(pa, &r, a, v, err) : 0;
+            if (k < 0) return -1;
+            if (k == 0)
+                return yp_err_set(err, "unknown or incomplete option \"%s\"; see `yoloplan help`", a);
+            i++;
+        }
+    }
+    return apply(pa, &r, err);
+}
+
+void plan_args_free(plan_args *a) {
+    for (int i = 0; i < a->search.n_models; i++) yp_graph_free(a->owned[i]);
+    memset(a->owned, 0, sizeof a->owned);
+}

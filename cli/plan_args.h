@@ -1,0 +1,28 @@
+/* plan_args.h - the options of the planner command (`yoloplan --gpu 8GB ...`), parsed and
+ * checked into a search; shared by the table, what-if and timeline outputs. */
+#ifndef YP_PLAN_ARGS_H
+#define YP_PLAN_ARGS_H
+
+#include "yp_search.h"
+
+typedef struct {
+    yp_search_opts search;
+    yp_graph *owned[YP_SEARCH_MAX_MODELS]; /* graphs loaded for --model (freed by plan_args_free) */
+    yp_gpu gpu;
+    int64_t reserve;
+    int top_k;
+    int json;
+    int whatif;              /* --batch with one model and one size: fits? and remedies */
+    const char *save_plan;   /* --save-plan FILE */
+    const char *load_plan;   /* --load-plan FILE */
+    const char *timeline;    /* --timeline DIR */
+    const char *format;      /* --format svg|png */
+    int row;                 /* --row K (1-based), 0 = the chosen plan */
+    int64_t n_images;        /* dataset images (sizes the RAM cache), 0 unknown */
+} plan_args;
+
+/* Parses argv (argv[0] is the command name or the first option). 0, or -1 with err set. */
+int plan_args_parse(int argc, char **argv, plan_args *a, yp_err *err);
+void plan_args_free(plan_args *a);
+
+#endif

@@ -1,0 +1,249 @@
+/* executor.c - the arena, tensor binding, guard canaries, weight initialisation. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "yp_executor_internal.h"
+
+#define YP_GUARD_BYTE 0xA5
+
+yp_hyp yp_hyp_default(yp_optimizer opt) {
+    yp_hyp h;
+    h.lr = opt == YP_OPT_SGD ? 0.01 : 0.001;
+    h.momentum = 0.937, h.beta2 = 0.999, h.eps = 1e-8;
+    h.weight_decay = 5e-4, h.max_grad_norm = 10.0;
+    h.ema_decay = 0.9999, h.ema_tau = 2000.0;
+    return h;
+}
+
+void *yp_exec_tensor(const yp_exec *x, int t) { return x->arena + x->offset[t]; }
+
+static int by_offset(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Without guards: the plan's offsets. With guards g: offset + 2g*rank + g, rank = number of
+ * distinct planned offsets below it, which keeps g bytes free before and after every tensor
+ * against every tensor whose planned range is disjoint from it. */
+static int layout(yp_exec *x, yp_err *err) {
+    const yp_plan *p = x->plan;
+    int n = x->s->n_tensors;
+    x->offset = malloc((size_t)n * sizeof *x->offset);
+    if (!x->offset) return yp_err_set(err, "out of memory binding the arena");
+    memcpy(x->offset, p->arena.offsets, (size_t)n * sizeof *x->offset);
+    x->arena_bytes = p->arena_bytes;
+    if (!x->guard) return 0;
+    int64_t *sorted = malloc((size_t)n * sizeof *sorted);
+    if (!sorted) return yp_err_set(err, "out of memory binding the arena");
+    memcpy(sorted, x->offset, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_offset);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!m || sorted[m - 1] != sorted[i]) sorted[m++] = sorted[i];
+    for (int t = 0; t < n; t++) {
+        int lo = 0, hi = m; /* rank: distinct offsets strictly below */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (sorted[mid] < x->offset[t]) lo = mid + 1;
+            else hi = mid;
+        }
+        x->offset[t] += 2 * x->guard * lo + x->guard;
+    }
+    x->arena_bytes = p->arena_bytes + 2 * x->guard * m + x->guard;
+    free(sorted);
+    return 0;
+}
+
+void yp_exec_guard_arm(yp_exec *x, int step) {
+    for (int t = 0; t < x->s->n_tensors && x->guard; t++) {
+        const yp_tensor *tt = &x->s->tensors[t];
+        if (tt->first != step) continue;
+        memset(x->arena + x->offset[t] - x->guard, YP_GUARD_BYTE, (size_t)x->guard);
+        memset(x->arena + x->offset[t] + tt->bytes, YP_GUARD_BYTE, (size_t)x->guard);
+    }
+}
+
+int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err) {
+    for (int t = 0; t < x->s->n_tensors && x->guard; t++) {
+        const yp_tensor *tt = &x->s->tensors[t];
+        if (step < tt->first || step > tt->last) continue;
+        const unsigned char *lo = x->arena + x->offset[t] - x->guard, *hi = x->arena + x->offset[t] + tt->bytes;
+        for (int64_t k = 0; k < x->guard; k++)
+            if (lo[k] != YP_GUARD_BYTE || hi[k] != YP_GUARD_BYTE)
+                return yp_err_set(err, "guard bytes of %s %s after step %d: an op wrote outside its tensor", tt->name,
+                                  lo[k] != YP_GUARD_BYTE ? "(before)" : "(after)", step);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- names -> tensors */
+
+typedef struct {
+    const char *name;
+    int t;
+} name_ix;
+
+static int by_name(const void *a, const void *b) { return strcmp(((const name_ix *)a)->name, ((const name_ix *)b)->name); }
+
+/* Links every weight to its optimizer states and EMA copy by the schedule's names. */
+static int link_state(yp_exec *x, yp_err *err) {
+    const yp_schedule *s = x->s;
+    int n = s->n_tensors;
+    name_ix *ix = malloc((size_t)n * sizeof *ix);
+    x->opt_m = malloc((size_t)n * sizeof(int)), x->opt_v = malloc((size_t)n * sizeof(int));
+    x->ema = malloc((size_t)n * sizeof(int));
+    if (!ix || !x->opt_m || !x->opt_v || !x->ema) {
+        free(ix);
+        return yp_err_set(err, "out of memory binding the arena");
+    }
+    for (int t = 0; t < n; t++) ix[t] = (name_ix){s->tensors[t].name, t}, x->opt_m[t] = x->opt_v[t] = x->ema[t] = -1;
+    qsort(ix, (size_t)n, sizeof *ix, by_name);
+    for (int t = 0; t < n; t++) {
+        const yp_tensor *w = &s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT) continue;
+        static const char *const prefix[3] = {"ema:", NULL, "adam.v:"};
+        const char *mp = s->opts.optimizer == YP_OPT_SGD ? "momentum:" : "adam.m:";
+        int *slot[3] = {&x->ema[t], &x->opt_m[t], &x->opt_v[t]};
+        for (int k = 0; k < 3; k++) {
+            char nm[160];
+            snprintf(nm, sizeof nm, "%s%s", k == 1 ? mp : prefix[k], w->name);
+            name_ix key = {nm, 0}, *hit = bsearch(&key, ix, (size_t)n, sizeof *ix, by_name);
+            *slot[k] = hit ? hit->t : -1;
+        }
+    }
+    free(ix);
+    return 0;
+}
+
+int yp_exec_find_param(const yp_exec *x, const char *name) {
+    for (int t = 0; t < x->s->n_tensors; t++)
+        if (x->s->tensors[t].kind == YP_KIND_WEIGHT && !strcmp(x->s->tensors[t].name, name)) return t;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- weights */
+
+/* splitmix64: a small, seedable generator so runs are reproducible. */
+static double uniform(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static void fill(float *w, int64_t n, float v) {
+    for (int64_t i = 0; i < n; i++) w[i] = v;
+}
+
+/* PyTorch's defaults: conv weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform with
+ * a = sqrt(5)), BN weight 1, bias 0, running mean 0, var 1; then YOLOv5's Detect bias priors:
+ * objectness += log(8 / (640 / stride)^2), classes += log(0.6 / (nc - 0.99999)). */
+static void init_param(yp_exec *x, int t, uint64_t *rng) {
+    const yp_tensor *w = &x->s->tensors[t];
+    const yp_node *n = &x->s->g->nodes[w->node];
+    float *p = yp_exec_tensor(x, t);
+    int64_t numel = w->shape.w;
+    if (n->op == YP_OP_BATCHNORM2D) {
+        int one = strstr(w->name, ".weight") || strstr(w->name, ".running_var");
+        fill(p, numel, one ? 1.0f : 0.0f);
+        return;
+    }
+    int l = 0;
+    int64_t fan_in = n->op == YP_OP_CONV2D ? (int64_t)n->a.conv.c_in / n->a.conv.groups * n->a.conv.k * n->a.conv.k : 0;
+    if (n->op == YP_OP_DETECT) sscanf(strstr(w->name, ".m.") + 3, "%d", &l), fan_in = n->a.detect.c_in[l];
+    double bound = 1.0 / sqrt((double)fan_in);
+    for (int64_t i = 0; i < numel; i++) p[i] = (float)((2.0 * uniform(rng) - 1.0) * bound);
+    if (n->op != YP_OP_DETECT || !strstr(w->name, ".bias")) return;
+    const yp_graph *g = x->s->g;
+    int no = n->a.detect.nc + 5;
+    double cells = 640.0 / g->strides[l];
+    for (int a = 0; a < n->a.detect.na; a++) {
+        p[a * no + 4] += (float)log(8.0 / (cells * cells));
+        for (int c = 0; c < n->a.detect.nc; c++) p[a * no + 5 + c] += (float)log(0.6 / (n->a.detect.nc - 0.99999));
+    }
+}
+
+int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err *err) {
+    for (int i = 0; i < n; i++) {
+        int t = yp_exec_find_param(x, params[i].name);
+        if (t < 0) return yp_err_set(err, "parameter %s: the plan's model has no tensor of that name", params[i].name);
+        if (x->s->tensors[t].shape.w != params[i].numel)
+            return yp_err_set(err, "parameter %s: %lld values given, the model's tensor has %lld", params[i].name,
+                              (long long)params[i].numel, (long long)x->s->tensors[t].shape.w);
+        memcpy(yp_exec_tensor(x, t), params[i].data, (size_t)params[i].numel * sizeof(float));
+        if (x->ema[t] >= 0) memcpy(yp_exec_tensor(x, x->ema[t]), params[i].data, (size_t)params[i].numel * sizeof(float));
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- init / free */
+
+static void mark_nodes(yp_exec *x) {
+    const yp_schedule *s = x->s;
+    const yp_graph *g = s->g;
+    for (int i = 0; i < g->n_nodes; i++) x->trainable[i] = x->rg[i] = 0;
+    for (int i = 0; i < s->n_steps; i++)
+        if (s->steps[i].phase == YP_PHASE_FORWARD) x->fwd_t[s->steps[i].node] = yp_step_outputs(s, &s->steps[i])[0];
+    for (int t = 0; t < s->n_tensors; t++)
+        if (s->tensors[t].kind == YP_KIND_GRAD) x->trainable[s->tensors[t].node] = 1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        x->rg[i] = x->trainable[i];
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] != YP_INPUT_IMAGE && x->rg[g->nodes[i].inputs[k]]) x->rg[i] = 1;
+    }
+}
+
+static void loss_config(yp_exec *x) {
+    const yp_graph *g = x->s->g;
+    float anchors[YP_LOSS_MAX_LEVELS][YP_LOSS_MAX_ANCHORS][2];
+    memcpy(anchors, g->anchors, sizeof anchors);
+    yp_loss_cfg_default(&x->loss, g->nc, g->nl, g->na, (const float(*)[YP_LOSS_MAX_ANCHORS][2])anchors, g->strides,
+                        x->s->opts.w, x->s->opts.h);
+}
+
+int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t guard_bytes, uint64_t seed,
+                 yp_err *err) {
+    memset(x, 0, sizeof *x);
+    x->plan = p, x->s = p->sched, x->be = be, x->ops = be->ops, x->guard = guard_bytes;
+    x->hyp = yp_hyp_default(p->cand.optimizer);
+    x->images_t = yp_schedule_find(x->s, "input:images"), x->targets_t = yp_schedule_find(x->s, "loss:targets");
+    if (!x->ops || !be->silu_forward)
+        return yp_err_set(err, "backend %s has no training ops yet; use the cpu backend", be->name);
+    if (x->s->opts.act_dtype != YP_DTYPE_F32)
+        return yp_err_set(err, "the %s backend runs fp32 plans; re-plan with --precision fp32", be->name);
+    if (guard_bytes % YP_ALIGN) return yp_err_set(err, "guard bytes must be a multiple of %d", YP_ALIGN);
+    int n_nodes = x->s->g->n_nodes;
+    x->rg = calloc((size_t)n_nodes, sizeof(int)), x->trainable = calloc((size_t)n_nodes, sizeof(int));
+    x->fwd_t = calloc((size_t)n_nodes, sizeof(int));
+    if (!x->rg || !x->trainable || !x->fwd_t || layout(x, err) || link_state(x, err)) {
+        if (!err->msg[0]) yp_err_set(err, "out of memory");
+        yp_exec_free(x);
+        return -1;
+    }
+    x->arena = be->mem_alloc((size_t)x->arena_bytes);
+    if (!x->arena) {
+        yp_err_set(err, "allocating the %lld-byte arena: %s", (long long)x->arena_bytes, be->last_error());
+        yp_exec_free(x);
+        return -1;
+    }
+    mark_nodes(x);
+    loss_config(x);
+    memset(x->arena, 0, (size_t)x->arena_bytes);
+    uint64_t rng = seed;
+    for (int t = 0; t < x->s->n_tensors; t++) {
+        const yp_tensor *w = &x->s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT) continue;
+        init_param(x, t, &rng);
+        if (x->ema[t] >= 0) memcpy(yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t), (size_t)w->bytes);
+    }
+    yp_exec_guard_arm(x, 0);
+    return 0;
+}
+
+void yp_exec_free(yp_exec *x) {
+    if (x->arena && x->be) x->be->mem_free(x->arena);
+    free(x->offset), free(x->rg), free(x->trainable), free(x->fwd_t), free(x->opt_m), free(x->opt_v), free(x->ema);
+    memset(x, 0, sizeof *x);
+}

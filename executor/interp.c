@@ -1,0 +1,241 @@
+/* interp.c - the step interpreter: each step of the schedule, with its operands in the order
+ * graph/schedule.c emits them (yp_schedule.h documents that order), through the backend's ops. */
+#include <string.h>
+
+#include "yp_executor_internal.h"
+
+typedef struct {
+    yp_exec *x;
+    const yp_step *st;
+    const int *in, *out;
+    yp_err *err;
+} call;
+
+static float *F(const call *c, int t) { return yp_exec_tensor(c->x, t); }
+static const yp_tensor *T(const call *c, int t) { return &c->x->s->tensors[t]; }
+static yp_dims dims(const call *c, int t) {
+    yp_shape s = T(c, t)->shape;
+    return (yp_dims){s.n, s.h, s.w, s.c};
+}
+
+static int fail(const call *c, const char *what) {
+    const yp_step *st = c->st;
+    const char *who = st->node >= 0 ? c->x->s->g->nodes[st->node].name : st->label;
+    return yp_err_set(c->err, "step %d (%s %s %s): %s: %s", (int)(st - c->x->s->steps), yp_phase_name(st->phase),
+                      st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", who, what, c->x->be->last_error());
+}
+
+#define OK(expr, what) \
+    if ((expr) != 0) return fail(c, what)
+
+/* The scratch a conv step was given: its "ws:" (columns) or "wt:" (weights) output, or NULL. */
+static float *scratch(const call *c, const char *prefix) {
+    for (int k = 0; k < c->st->n_out; k++) {
+        const yp_tensor *t = T(c, c->out[k]);
+        if (t->kind == YP_KIND_WORKSPACE && !strncmp(t->name, prefix, 3)) return F(c, c->out[k]);
+    }
+    return NULL;
+}
+#define WS(c) scratch(c, "ws:"), scratch(c, "wt:")
+
+/* Dims of graph value v (a node's output, or the image) from its forward tensor. */
+static yp_dims value_dims(const call *c, int v) {
+    return dims(c, v == YP_INPUT_IMAGE ? c->x->images_t : c->x->fwd_t[v]);
+}
+
+static yp_conv_desc conv_desc(const call *c, const yp_node *n, int y) {
+    yp_conv_desc d = {value_dims(c, n->inputs[0]), dims(c, y), n->a.conv.k, n->a.conv.s, n->a.conv.p,
+                      n->a.conv.groups};
+    return d;
+}
+
+static yp_conv_desc detect_desc(const call *c, const yp_node *n, int l, int y) {
+    yp_conv_desc d = {value_dims(c, n->inputs[l]), dims(c, y), 1, 1, 0, 1};
+    return d;
+}
+
+static yp_pool_desc pool_desc(const call *c, const yp_node *n, int x, int y) {
+    yp_pool_desc d = {dims(c, x), dims(c, y), n->a.pool.k, n->a.pool.s, n->a.pool.p};
+    return d;
+}
+
+static yp_bn_desc bn_desc(const call *c, const yp_node *n, int x) {
+    yp_bn_desc d = {dims(c, x), (float)n->a.bn.eps, (float)n->a.bn.momentum};
+    return d;
+}
+
+static int64_t numel(const call *c, int t) { return yp_shape_numel(T(c, t)->shape); }
+
+/* Forward and recompute share everything but BN (batch statistics vs the saved ones). */
+static int forward_like(const call *c, int recompute) {
+    const yp_ops *o = c->x->ops;
+    const yp_node *n = &c->x->s->g->nodes[c->st->node];
+    const int *in = c->in, *out = c->out;
+    int k = n->n_inputs;
+    switch (n->op) {
+    case YP_OP_CONV2D: {
+        yp_conv_desc d = conv_desc(c, n, out[0]);
+        OK(o->conv2d_forward(&d, F(c, in[0]), F(c, in[1]), n->a.conv.bias ? F(c, in[2]) : NULL, F(c, out[0]),
+                             WS(c)), "conv2d");
+        return 0;
+    }
+    case YP_OP_BATCHNORM2D: {
+        yp_bn_desc d = bn_desc(c, n, in[0]);
+        if (recompute) {
+            OK(o->bn_apply(&d, F(c, in[0]), F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, out[0])), "bn apply");
+        } else {
+            OK(o->bn_forward_train(&d, F(c, in[0]), F(c, in[1]), F(c, in[2]), F(c, out[0]), F(c, out[1]), F(c, in[3]),
+                                   F(c, in[4])), "batchnorm");
+        }
+        return 0;
+    }
+    case YP_OP_SILU: OK(c->x->be->silu_forward(F(c, in[0]), F(c, out[0]), numel(c, out[0])), "silu"); return 0;
+    case YP_OP_ADD: OK(o->add_forward(F(c, in[0]), F(c, in[1]), F(c, out[0]), numel(c, out[0])), "add"); return 0;
+    case YP_OP_CONCAT: {
+        const float *xs[YP_MAX_INPUTS];
+        int64_t cs[YP_MAX_INPUTS];
+        for (int i = 0; i < k; i++) xs[i] = F(c, in[i]), cs[i] = T(c, in[i])->shape.c;
+        OK(o->concat_forward(k, xs, cs, dims(c, out[0]), F(c, out[0])), "concat");
+        return 0;
+    }
+    case YP_OP_UPSAMPLE_NEAREST:
+        OK(o->upsample_forward(dims(c, in[0]), n->a.up.scale, F(c, in[0]), F(c, out[0])), "upsample");
+        return 0;
+    case YP_OP_MAXPOOL2D: {
+        yp_pool_desc d = pool_desc(c, n, in[0], out[0]);
+        OK(o->maxpool_forward(&d, F(c, in[0]), F(c, out[0])), "maxpool");
+        return 0;
+    }
+    case YP_OP_SPACE_TO_DEPTH: OK(o->space_to_depth_forward(dims(c, in[0]), F(c, in[0]), F(c, out[0])), "s2d"); return 0;
+    case YP_OP_DETECT:
+        for (int l = 0; l < k; l++) {
+            yp_conv_desc d = detect_desc(c, n, l, out[l]);
+            OK(o->conv2d_forward(&d, F(c, in[l]), F(c, in[k + 2 * l]), F(c, in[k + 2 * l + 1]), F(c, out[l]), NULL, NULL),
+               "detect conv");
+        }
+        return 0;
+    default: return yp_err_set(c->err, "op %d has no forward", n->op);
+    }
+}
+
+/* The loss: predictions in, gradients of the predictions out. */
+static int loss_step(const call *c, const float *targets, int64_t n_targets, double out4[4]) {
+    yp_exec *x = c->x;
+    const yp_graph *g = x->s->g;
+    const float *preds[YP_MAX_LEVELS];
+    float *dpreds[YP_MAX_LEVELS];
+    int64_t gh[YP_MAX_LEVELS], gw[YP_MAX_LEVELS];
+    int nl = g->nl, has_grad = c->st->n_out >= 3 + nl;
+    for (int l = 0; l < nl; l++) {
+        preds[l] = F(c, c->in[l]), gh[l] = T(c, c->in[l])->shape.h, gw[l] = T(c, c->in[l])->shape.w;
+        dpreds[l] = has_grad ? F(c, c->out[3 + l]) : NULL;
+    }
+    int assign = c->out[0], objmap = c->out[1];
+    char msg[256];
+    if (yp_loss_compute(&x->loss, x->s->opts.batch, preds, gh, gw, targets, n_targets, has_grad ? dpreds : NULL, out4,
+                        F(c, assign), T(c, assign)->bytes, F(c, objmap), T(c, objmap)->bytes, msg, sizeof msg))
+        return yp_err_set(c->err, "loss: %s", msg);
+    return 0;
+}
+
+/* beta for an activation gradient this step writes: 0 when the step creates it, 1 to add. */
+static float beta_of(const call *c, int t) { return T(c, t)->producer == (int)(c->st - c->x->s->steps) ? 0.0f : 1.0f; }
+
+static int backward_detect(const call *c, const yp_node *n) {
+    const yp_ops *o = c->x->ops;
+    int k = n->n_inputs, tr = c->x->trainable[n->id], at = k + (tr ? k : 0), j = 0, pg = 0;
+    for (int l = 0; l < k; l++) j += n->inputs[l] != YP_INPUT_IMAGE && c->x->rg[n->inputs[l]];
+    pg = j; /* parameter gradients follow the activation gradients in the outputs */
+    j = 0;
+    for (int l = 0; l < k; l++) {
+        const float *dy = F(c, c->in[l]), *w = F(c, c->in[at + 2 * l]);
+        int v = n->inputs[l];
+        yp_conv_desc d = detect_desc(c, n, l, c->in[l]);
+        if (v != YP_INPUT_IMAGE && c->x->rg[v]) {
+            int dx = c->out[j++];
+            OK(o->conv2d_backward_data(&d, dy, w, F(c, dx), beta_of(c, dx), NULL, NULL), "detect backward data");
+        }
+        if (tr) OK(o->conv2d_backward_weights(&d, F(c, c->in[k + l]), dy, F(c, c->out[pg + 2 * l]),
+                                              F(c, c->out[pg + 2 * l + 1]), 1.0f, NULL, NULL),
+               "detect backward weights");
+    }
+    return 0;
+}
+
+static int backward(const call *c) {
+    const yp_ops *o = c->x->ops;
+    const yp_node *n = &c->x->s->g->nodes[c->st->node];
+    const int *in = c->in, *out = c->out;
+    int tr = c->x->trainable[n->id], rg0 = n->inputs[0] != YP_INPUT_IMAGE && c->x->rg[n->inputs[0]];
+    switch (n->op) {
+    case YP_OP_CONV2D: {
+        int w = tr ? 2 : 1, dx = rg0 ? out[0] : -1, g = rg0 ? 1 : 0;
+        yp_conv_desc d = conv_desc(c, n, in[0]);
+        if (rg0) OK(o->conv2d_backward_data(&d, F(c, in[0]), F(c, in[w]), F(c, dx), beta_of(c, dx), WS(c)),
+                    "conv backward data");
+        if (tr) OK(o->conv2d_backward_weights(&d, F(c, in[1]), F(c, in[0]), F(c, out[g]),
+                                              n->a.conv.bias ? F(c, out[g + 1]) : NULL, 1.0f, WS(c)),
+                   "conv backward weights");
+        return 0;
+    }
+    case YP_OP_BATCHNORM2D: {
+        yp_bn_desc d = bn_desc(c, n, in[1]);
+        int g = rg0 ? 1 : 0;
+        OK(o->bn_backward(&d, F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, in[0]), rg0 ? F(c, out[0]) : NULL,
+                          rg0 ? beta_of(c, out[0]) : 0.0f, tr ? F(c, out[g]) : NULL, tr ? F(c, out[g + 1]) : NULL, 1.0f),
+           "bn backward");
+        return 0;
+    }
+    case YP_OP_SILU:
+        if (beta_of(c, out[0]) != 0.0f) return yp_err_set(c->err, "silu backward cannot accumulate");
+        OK(c->x->be->silu_backward(F(c, in[1]), F(c, in[0]), F(c, out[0]), numel(c, in[0])), "silu backward");
+        return 0;
+    case YP_OP_ADD:
+        for (int k = 0, j = 0; k < 2; k++)
+            if (n->inputs[k] != YP_INPUT_IMAGE && c->x->rg[n->inputs[k]]) {
+                int dx = out[j++];
+                OK(o->axpy_grad(F(c, in[0]), F(c, dx), beta_of(c, dx), numel(c, in[0])), "add backward");
+            }
+        return 0;
+    case YP_OP_CONCAT: {
+        float *dxs[YP_MAX_INPUTS];
+        float betas[YP_MAX_INPUTS];
+        int64_t cs[YP_MAX_INPUTS];
+        for (int k = 0, j = 0; k < n->n_inputs; k++) {
+            int v = n->inputs[k], want = v != YP_INPUT_IMAGE && c->x->rg[v];
+            cs[k] = value_dims(c, v).c;
+            dxs[k] = want ? F(c, out[j]) : NULL, betas[k] = want ? beta_of(c, out[j]) : 0.0f;
+            j += want;
+        }
+        OK(o->concat_backward(n->n_inputs, dxs, cs, dims(c, in[0]), F(c, in[0]), betas), "concat backward");
+        return 0;
+    }
+    case YP_OP_UPSAMPLE_NEAREST:
+        OK(o->upsample_backward(dims(c, out[0]), n->a.up.scale, F(c, in[0]), F(c, out[0]), beta_of(c, out[0])),
+           "upsample backward");
+        return 0;
+    case YP_OP_MAXPOOL2D: {
+        yp_pool_desc d = pool_desc(c, n, in[1], in[0]);
+        OK(o->maxpool_backward(&d, F(c, in[1]), F(c, in[0]), F(c, out[0]), beta_of(c, out[0])), "maxpool backward");
+        return 0;
+    }
+    case YP_OP_SPACE_TO_DEPTH:
+        OK(o->space_to_depth_backward(dims(c, out[0]), F(c, in[0]), F(c, out[0]), beta_of(c, out[0])), "s2d backward");
+        return 0;
+    case YP_OP_DETECT: return backward_detect(c, n);
+    default: return yp_err_set(c->err, "op %d has no backward", n->op);
+    }
+}
+
+int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targets, double loss_out[4],
+                     yp_err *err) {
+    const yp_step *st = &x->s->steps[step];
+    call c = {x, st, yp_step_inputs(x->s, st), yp_step_outputs(x->s, st), err};
+    switch (st->phase) {
+    case YP_PHASE_FORWARD: return forward_like(&c, 0);
+    case YP_PHASE_RECOMPUTE: return forward_like(&c, 1);
+    case YP_PHASE_LOSS: return loss_step(&c, targets, n_targets, loss_out);
+    case YP_PHASE_BACKWARD: return backward(&c);
+    default: return 0; /* the optimizer and EMA run in yp_exec_update */
+    }
+}

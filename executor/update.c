@@ -1,0 +1,88 @@
+/* update.c - one micro-batch through the schedule, and the optimizer + EMA update
+ * (YOLOv5 train.py: clip_grad_norm_ 10, SGD/Adam/AdamW over three parameter groups, ModelEMA). */
+#include <math.h>
+#include <string.h>
+
+#include "yp_executor_internal.h"
+
+int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, int64_t n_targets, double loss_out[4],
+                       yp_err *err) {
+    const yp_tensor *img = &x->s->tensors[x->images_t], *tg = &x->s->tensors[x->targets_t];
+    int64_t capacity = tg->bytes / (6 * (int64_t)sizeof(float));
+    if (n_targets < 0 || n_targets > capacity)
+        return yp_err_set(err, "this batch has %lld labels; the plan holds at most %lld: re-plan with a higher --labels",
+                          (long long)n_targets, (long long)capacity);
+    double sum[4] = {0, 0, 0, 0};
+    for (int i = 0; i < x->s->n_steps; i++) {
+        const yp_step *st = &x->s->steps[i];
+        if (st->phase == YP_PHASE_OPTIMIZER) break;
+        yp_exec_guard_arm(x, i);
+        if (i == 0) {
+            memcpy(yp_exec_tensor(x, x->images_t), images, (size_t)img->bytes);
+            memcpy(yp_exec_tensor(x, x->targets_t), targets, (size_t)n_targets * 6 * sizeof(float));
+        }
+        if (yp_exec_run_step(x, i, yp_exec_tensor(x, x->targets_t), n_targets, sum, err) ||
+            yp_exec_check_guards(x, i, err))
+            return -1;
+    }
+    if (loss_out) memcpy(loss_out, sum, sizeof sum);
+    x->micro++;
+    return 0;
+}
+
+/* YOLOv5's groups: conv (and Detect) weights decay; BN weights and all biases do not. */
+static int decays(const yp_exec *x, const yp_tensor *w) {
+    return x->s->g->nodes[w->node].op != YP_OP_BATCHNORM2D && strstr(w->name, ".weight") != NULL;
+}
+
+static double grad_norm(const yp_exec *x, yp_err *err) {
+    double total = 0;
+    for (int t = 0; t < x->s->n_tensors; t++) {
+        const yp_tensor *g = &x->s->tensors[t];
+        double ss = 0;
+        if (g->kind != YP_KIND_GRAD) continue;
+        if (x->ops->sum_squares(yp_exec_tensor(x, t), g->shape.w, &ss)) {
+            yp_err_set(err, "gradient norm: %s", x->be->last_error());
+            return -1;
+        }
+        total += ss;
+    }
+    return sqrt(total);
+}
+
+static int step_param(yp_exec *x, int t, float scale) {
+    const yp_tensor *w = &x->s->tensors[t];
+    float *p = yp_exec_tensor(x, t), *g = yp_exec_tensor(x, w->grad), *m = yp_exec_tensor(x, x->opt_m[t]);
+    const yp_hyp *h = &x->hyp;
+    float wd = decays(x, w) ? (float)h->weight_decay : 0.0f;
+    if (x->s->opts.optimizer == YP_OPT_SGD) return x->ops->sgd_step(p, g, m, w->shape.w, (float)h->lr, (float)h->momentum, wd, scale);
+    return x->ops->adam_step(p, g, m, yp_exec_tensor(x, x->opt_v[t]), w->shape.w, (float)h->lr, (float)h->momentum,
+                             (float)h->beta2, (float)h->eps, wd, x->s->opts.optimizer == YP_OPT_ADAMW, x->updates + 1,
+                             scale);
+}
+
+int yp_exec_update(yp_exec *x, yp_err *err) {
+    double norm = grad_norm(x, err);
+    if (norm < 0) return -1;
+    x->last_grad_norm = norm;
+    double coef = x->hyp.max_grad_norm / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
+    float scale = coef < 1.0 ? (float)coef : 1.0f;
+    for (int t = 0; t < x->s->n_tensors; t++) {
+        const yp_tensor *w = &x->s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
+        if (x->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
+        if (step_param(x, t, scale)) return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error());
+        if (x->be->mem_set(yp_exec_tensor(x, w->grad), 0, (size_t)x->s->tensors[w->grad].bytes))
+            return yp_err_set(err, "zeroing %s: %s", x->s->tensors[w->grad].name, x->be->last_error());
+    }
+    x->updates++;
+    double d = x->hyp.ema_decay * (1.0 - exp(-(double)x->updates / x->hyp.ema_tau));
+    for (int t = 0; t < x->s->n_tensors; t++) {
+        const yp_tensor *w = &x->s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT || x->ema[t] < 0) continue;
+        if (x->ops->ema_update(yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t), w->shape.w, (float)d))
+            return yp_err_set(err, "EMA update of %s: %s", w->name, x->be->last_error());
+    }
+    x->micro = 0;
+    return 0;
+}

@@ -1,0 +1,91 @@
+/* yp_executor.h - runs a plan exactly as planned (DESIGN.md §8): one allocation of
+ * plan->arena_bytes, every tensor bound to base + its planned offset, the schedule's steps
+ * interpreted in order (forward, loss, the backward with the recomputation the plan's saving
+ * policy and checkpoint set ask for), and the optimizer and EMA update, with no allocation inside
+ * the step loop.
+ *
+ * Debug mode (yp_exec_init with guard_bytes > 0) spreads the same layout apart so that every
+ * tensor has guard_bytes of canary before and after it (the mapping keeps every pair of tensors
+ * that are live together apart), writes a tensor's canaries when it comes to life and checks
+ * those of every live tensor after each step; the arena is then larger than planned by the guards.
+ *
+ * Ownership: yp_exec_init allocates the arena and the binding tables; yp_exec_free releases
+ * them. The plan and backend must outlive the executor. */
+#ifndef YP_EXECUTOR_H
+#define YP_EXECUTOR_H
+
+#include "yp_backend.h"
+#include "yp_loss.h"
+#include "yp_plan.h"
+
+typedef struct {
+    double lr;            /* learning rate of every group (train.py's warmup ramps it; lr0 0.01) */
+    double momentum;      /* SGD momentum / Adam beta1: 0.937 */
+    double beta2, eps;    /* Adam: 0.999, 1e-8 */
+    double weight_decay;  /* conv weights only, already scaled by batch*accumulate/64: 5e-4 */
+    double max_grad_norm; /* clip_grad_norm_ max_norm: 10.0 */
+    double ema_decay;     /* 0.9999 */
+    double ema_tau;       /* updates of the decay ramp: 2000 */
+} yp_hyp;
+
+/* hyp.scratch-low for the optimizer (SGD lr 0.01, or Adam/AdamW lr 0.001 as YOLOv5 uses). */
+yp_hyp yp_hyp_default(yp_optimizer opt);
+
+typedef struct {
+    const yp_plan *plan;
+    const yp_schedule *s;
+    const yp_backend *be;
+    const yp_ops *ops;
+    unsigned char *arena;    /* the one allocation */
+    int64_t arena_bytes;     /* == plan->arena_bytes unless guards are on */
+    int64_t *offset;         /* per tensor, in the arena (the plan's, or spread apart for guards) */
+    int64_t guard;           /* canary bytes before and after each tensor (0: off) */
+    int *rg, *trainable;     /* per graph node, as the schedule derived them */
+    int *fwd_t;              /* per graph node: its forward output tensor (level 0) */
+    int *opt_m, *opt_v, *ema; /* per tensor: its optimizer states / EMA copy (-1 if none) */
+    int images_t, targets_t; /* input tensors */
+    yp_loss_cfg loss;
+    yp_hyp hyp;
+    int64_t micro;           /* micro-batches accumulated since the last update */
+    int64_t updates;         /* optimizer updates done (EMA ramp, Adam's t) */
+    double last_grad_norm;
+} yp_exec;
+
+/* Prepares p for backend be (only fp32 plans run on the CPU): allocates and binds the arena,
+ * initialises the weights as PyTorch and YOLOv5 do (seeded), zeroes gradients and optimizer
+ * state. 0, or -1 with err set (no ops on this backend, AMP plan, out of memory). */
+int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t guard_bytes, uint64_t seed,
+                 yp_err *err);
+void yp_exec_free(yp_exec *x);
+
+/* The address of tensor t inside the arena. */
+void *yp_exec_tensor(const yp_exec *x, int t);
+
+/* One micro-batch: images (batch, h, w, 3) NHWC float in [0, 1] and n_targets rows of
+ * (image, class, cx, cy, w, h); runs forward, loss and backward (gradients accumulate).
+ * loss_out: lbox, lobj, lcls, total. 0, or -1 with err set. */
+int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, int64_t n_targets, double loss_out[4],
+                       yp_err *err);
+
+/* The optimizer step on the accumulated gradients (clipped to hyp.max_grad_norm), then zeroes
+ * them and updates the EMA. 0, or -1 with err set. */
+int yp_exec_update(yp_exec *x, yp_err *err);
+
+/* Copies every parameter and BN statistic into / out of the arena by Ultralytics' state-dict
+ * names (model.0.conv.weight, ...); load reports a missing name or a size mismatch. */
+typedef struct {
+    const char *name;
+    float *data;
+    int64_t numel;
+} yp_named_tensor;
+
+int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err *err);
+
+/* Checks the canaries of every tensor live at `step` (a no-op without guards). 0, or -1 with err
+ * naming the tensor whose bytes were overwritten. */
+int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err);
+
+/* Index of the weight tensor (kind WEIGHT) with this name, or -1. */
+int yp_exec_find_param(const yp_exec *x, const char *name);
+
+#endif

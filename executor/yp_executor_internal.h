@@ -1,0 +1,15 @@
+/* yp_executor_internal.h - shared between the executor's files (not a public interface). */
+#ifndef YP_EXECUTOR_INTERNAL_H
+#define YP_EXECUTOR_INTERNAL_H
+
+#include "yp_executor.h"
+
+/* Writes the canaries of the tensors that come to life at `step` (guards on). */
+void yp_exec_guard_arm(yp_exec *x, int step);
+
+
+/* Runs one step of the schedule (forward, loss, recompute or backward). */
+int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targets, double loss_out[4],
+                     yp_err *err);
+
+#endif

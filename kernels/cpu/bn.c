@@ -1,0 +1,178 @@
+/* bn.c - BatchNorm2d on the CPU (NHWC, fp32): training forward with batch statistics and the
+ * running-stat update, eval forward, re-application with saved statistics, and backward.
+ *
+ * Per-channel sums are accumulated in double over all n*h*w rows, in blocks of CB channels so the
+ * accumulators live on the stack (no op allocates); a channel block is one contiguous stretch of
+ * every row, so for c <= CB each pass is a plain sequential sweep. */
+#include <math.h>
+#include <stddef.h>
+
+#include "yp_cpu.h"
+
+enum { CB = 256 };
+
+static int bn_check(const char *op, const yp_bn_desc *d) {
+    if (!d)
+        return yp_cpu_fail("%s: NULL descriptor", op);
+    if (yp_cpu_check_dims(op, "input", d->dims))
+        return -1;
+    if (!(d->eps > 0.0f))
+        return yp_cpu_fail("%s: eps %g must be > 0", op, (double)d->eps);
+    return 0;
+}
+
+static int64_t bn_rows(const yp_bn_desc *d) {
+    return d->dims.n * d->dims.h * d->dims.w;
+}
+
+/* y[r*stride + j] = x[r*stride + j]*a[j] + b[j] for j < cb in every row (the normalisation folded
+ * into one multiply-add, as PyTorch's CPU kernel does). x and y may be the same buffer. */
+static void affine_rows(const float *x, float *y, int64_t rows, int64_t stride, int64_t cb, const float *a,
+                        const float *b) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * stride;
+        float *yr = y + r * stride;
+        for (int64_t j = 0; j < cb; j++)
+            yr[j] = xr[j] * a[j] + b[j];
+    }
+}
+
+/* y = gamma*(x - mean)*invstd + beta for the channels [c0, c0+cb), per-channel values indexed from
+ * c0 in mean and invstd. */
+static void normalize_block(const yp_bn_desc *d, const float *x, float *y, int64_t c0, int64_t cb,
+                            const float *gamma, const float *beta_, const double *mean, const double *invstd) {
+    float a[CB], b[CB];
+    for (int64_t j = 0; j < cb; j++) {
+        double s = (double)gamma[c0 + j] * invstd[j];
+        a[j] = (float)s;
+        b[j] = (float)(beta_[c0 + j] - mean[j] * s);
+    }
+    affine_rows(x + c0, y + c0, bn_rows(d), d->dims.c, cb, a, b);
+}
+
+int yp_cpu_bn_forward_train(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
+                            float *stats, float *running_mean, float *running_var) {
+    static const char op[] = "bn_forward_train";
+    if (bn_check(op, d) ||
+        yp_cpu_check_ptrs(op, 7, (const void *[]){x, gamma, beta_, y, stats, running_mean, running_var}))
+        return -1;
+    const int64_t rows = bn_rows(d), c = d->dims.c;
+    if (rows < 2)
+        return yp_cpu_fail("%s: training needs more than 1 value per channel (n*h*w = %lld)", op,
+                           (long long)rows);
+    const double inv_rows = 1.0 / (double)rows, unbias = (double)rows / (double)(rows - 1);
+    const double mom = d->momentum;
+    for (int64_t c0 = 0; c0 < c; c0 += CB) {
+        int64_t cb = c - c0 < CB ? c - c0 : CB;
+        double sum[CB] = {0}, sq[CB] = {0};
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * c + c0;
+            for (int64_t j = 0; j < cb; j++) {
+                double v = xr[j];
+                sum[j] += v;
+                sq[j] += v * v;
+            }
+        }
+        double mean[CB], invstd[CB];
+        for (int64_t j = 0; j < cb; j++) {
+            mean[j] = sum[j] * inv_rows;
+            double var = sq[j] * inv_rows - mean[j] * mean[j];
+            if (var < 0.0)
+                var = 0.0;
+            invstd[j] = 1.0 / sqrt(var + (double)d->eps);
+            stats[c0 + j] = (float)mean[j];
+            stats[c + c0 + j] = (float)invstd[j];
+            running_mean[c0 + j] = (float)((1.0 - mom) * running_mean[c0 + j] + mom * mean[j]);
+            running_var[c0 + j] = (float)((1.0 - mom) * running_var[c0 + j] + mom * var * unbias);
+        }
+        normalize_block(d, x, y, c0, cb, gamma, beta_, mean, invstd);
+    }
+    return 0;
+}
+
+/* Shared by eval and apply: y = gamma*(x - mean)*invstd + beta with per-channel mean/invstd given
+ * as floats (invstd computed by the caller). */
+static void apply_stats(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                        const float *mean, const float *invstd_or_var, int is_var, float *y) {
+    const int64_t c = d->dims.c;
+    for (int64_t c0 = 0; c0 < c; c0 += CB) {
+        int64_t cb = c - c0 < CB ? c - c0 : CB;
+        double m[CB], is[CB];
+        for (int64_t j = 0; j < cb; j++) {
+            m[j] = mean[c0 + j];
+            is[j] = is_var ? 1.0 / sqrt((double)invstd_or_var[c0 + j] + (double)d->eps)
+                           : (double)invstd_or_var[c0 + j];
+        }
+        normalize_block(d, x, y, c0, cb, gamma, beta_, m, is);
+    }
+}
+
+int yp_cpu_bn_forward_eval(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
+                           const float *running_mean, const float *running_var) {
+    static const char op[] = "bn_forward_eval";
+    if (bn_check(op, d) || yp_cpu_check_ptrs(op, 6, (const void *[]){x, gamma, beta_, y, running_mean, running_var}))
+        return -1;
+    apply_stats(d, x, gamma, beta_, running_mean, running_var, 1, y);
+    return 0;
+}
+
+int yp_cpu_bn_apply(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                    const float *stats, float *y) {
+    static const char op[] = "bn_apply";
+    if (bn_check(op, d) || yp_cpu_check_ptrs(op, 5, (const void *[]){x, gamma, beta_, stats, y}))
+        return -1;
+    apply_stats(d, x, gamma, beta_, stats, stats + d->dims.c, 0, y);
+    return 0;
+}
+
+/* With xh = (x - mean)*invstd, sdy = sum(dy), sdyxh = sum(dy*xh) over the rows of a channel:
+ *   dbeta = sdy, dgamma = sdyxh, dx = gamma*invstd*(dy - sdy/N - xh*sdyxh/N).
+ * Pass 1 sums dy and dy*(x - mean) per channel block, pass 2 writes dx. dx may be dy. */
+int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma,
+                       const float *dy, float *dx, float beta, float *dgamma, float *dbeta, float beta_w) {
+    static const char op[] = "bn_backward";
+    if (bn_check(op, d) || yp_cpu_check_ptrs(op, 5, (const void *[]){x, stats, gamma, dy, dx}))
+        return -1;
+    const int64_t rows = bn_rows(d), c = d->dims.c;
+    const double inv_rows = 1.0 / (double)rows;
+    for (int64_t c0 = 0; c0 < c; c0 += CB) {
+        int64_t cb = c - c0 < CB ? c - c0 : CB;
+        const float *mean = stats + c0, *invstd = stats + c + c0;
+        double sdy[CB] = {0}, sdyx[CB] = {0};
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
+            for (int64_t j = 0; j < cb; j++) {
+                sdy[j] += dyr[j];
+                sdyx[j] += (double)dyr[j] * (double)(xr[j] - mean[j]);
+            }
+        }
+        /* dx = k1*dy + k2*(x - mean) + k3 with k1 = gamma*invstd, k2 = -k1*invstd^2*sdyx/N,
+         * k3 = -k1*sdy/N (x - mean rather than a folded constant: no cancellation when |mean|
+         * is large next to the spread). */
+        float k1[CB], k2[CB], k3[CB];
+        for (int64_t j = 0; j < cb; j++) {
+            double is = invstd[j], a = (double)gamma[c0 + j] * is;
+            double b = -a * is * is * sdyx[j] * inv_rows;
+            k1[j] = (float)a;
+            k2[j] = (float)b;
+            k3[j] = (float)(-a * sdy[j] * inv_rows);
+            double dg = sdyx[j] * is;
+            if (dgamma)
+                dgamma[c0 + j] = beta_w == 0.0f ? (float)dg : (float)(beta_w * dgamma[c0 + j] + dg);
+            if (dbeta)
+                dbeta[c0 + j] = beta_w == 0.0f ? (float)sdy[j] : (float)(beta_w * dbeta[c0 + j] + sdy[j]);
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
+            float *dxr = dx + r * c + c0;
+            if (beta == 0.0f) {
+                for (int64_t j = 0; j < cb; j++)
+                    dxr[j] = k1[j] * dyr[j] + k2[j] * (xr[j] - mean[j]) + k3[j];
+            } else {
+                for (int64_t j = 0; j < cb; j++)
+                    dxr[j] = beta * dxr[j] + (k1[j] * dyr[j] + k2[j] * (xr[j] - mean[j]) + k3[j]);
+            }
+        }
+    }
+    return 0;
+}

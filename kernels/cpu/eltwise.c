@@ -1,0 +1,187 @@
+/* eltwise.c - the data-movement ops on the CPU (NHWC, fp32): add, the gradient accumulation
+ * axpy_grad, channel concat, nearest upsampling and space_to_depth (Focus), forward and backward.
+ * Every backward writes dx = beta*dx + (its gradient) and never reads dx when beta is 0. */
+#include <string.h>
+
+#include "yp_cpu.h"
+
+/* dst = beta*dst + src over n floats (dst == src allowed when beta == 0). */
+static void accumulate(float *dst, const float *src, int64_t n, float beta) {
+    if (beta == 0.0f) {
+        if (dst != src)
+            memmove(dst, src, (size_t)n * sizeof *dst);
+    } else if (beta == 1.0f) {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] += src[i];
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = beta * dst[i] + src[i];
+    }
+}
+
+int yp_cpu_add_forward(const float *a, const float *b, float *y, int64_t n) {
+    static const char op[] = "add_forward";
+    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){a, b, y})))
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = a[i] + b[i];
+    return 0;
+}
+
+int yp_cpu_axpy_grad(const float *dy, float *dx, float beta, int64_t n) {
+    static const char op[] = "axpy_grad";
+    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 2, (const void *[]){dy, dx})))
+        return -1;
+    accumulate(dx, dy, n, beta);
+    return 0;
+}
+
+/* Returns 0 when the k channel counts are positive and add up to out.c, else -1. */
+static int concat_check(const char *op, int k, const int64_t *cs, yp_dims out) {
+    if (k < 1 || !cs)
+        return yp_cpu_fail("%s: %d inputs (need >= 1 and their channel counts)", op, k);
+    if (yp_cpu_check_dims(op, "output", out))
+        return -1;
+    int64_t total = 0;
+    for (int i = 0; i < k; i++) {
+        if (cs[i] < 1)
+            return yp_cpu_fail("%s: input %d has %lld channels", op, i, (long long)cs[i]);
+        total += cs[i];
+    }
+    if (total != out.c)
+        return yp_cpu_fail("%s: input channels add up to %lld, output has %lld", op, (long long)total,
+                           (long long)out.c);
+    return 0;
+}
+
+int yp_cpu_concat_forward(int k, const float *const *xs, const int64_t *cs, yp_dims out, float *y) {
+    static const char op[] = "concat_forward";
+    if (concat_check(op, k, cs, out) || yp_cpu_check_ptrs(op, 2, (const void *[]){xs, y}))
+        return -1;
+    for (int i = 0; i < k; i++)
+        if (!xs[i])
+            return yp_cpu_fail("%s: input %d is NULL", op, i);
+    const int64_t rows = out.n * out.h * out.w;
+    /* Input by input: each is one sequential read, written as a strided stripe of y. */
+    int64_t off = 0;
+    for (int i = 0; i < k; i++) {
+        const int64_t c = cs[i];
+        const float *x = xs[i];
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(y + r * out.c + off, x + r * c, (size_t)c * sizeof *y);
+        off += c;
+    }
+    return 0;
+}
+
+int yp_cpu_concat_backward(int k, float *const *dxs, const int64_t *cs, yp_dims out, const float *dy,
+                           const float *betas) {
+    static const char op[] = "concat_backward";
+    if (concat_check(op, k, cs, out) || yp_cpu_check_ptrs(op, 3, (const void *[]){dxs, dy, betas}))
+        return -1;
+    const int64_t rows = out.n * out.h * out.w;
+    int64_t off = 0;
+    for (int i = 0; i < k; i++) {
+        const int64_t c = cs[i];
+        float *dx = dxs[i];
+        if (dx)
+            for (int64_t r = 0; r < rows; r++)
+                accumulate(dx + r * c, dy + r * out.c + off, c, betas[i]);
+        off += c;
+    }
+    return 0;
+}
+
+static int upsample_check(const char *op, yp_dims in, int scale, const void *a, const void *b) {
+    if (yp_cpu_check_dims(op, "input", in) || yp_cpu_check_ptrs(op, 2, (const void *[]){a, b}))
+        return -1;
+    if (scale < 1)
+        return yp_cpu_fail("%s: scale %d must be >= 1", op, scale);
+    return 0;
+}
+
+/* y[n][oy][ox] = x[n][oy/s][ox/s]: each input pixel's channel vector copied to s*s places. */
+int yp_cpu_upsample_forward(yp_dims in, int scale, const float *x, float *y) {
+    static const char op[] = "upsample_forward";
+    if (upsample_check(op, in, scale, x, y))
+        return -1;
+    const int64_t s = scale, C = in.c, ow = in.w * s;
+    for (int64_t i = 0; i < in.n; i++)
+        for (int64_t iy = 0; iy < in.h; iy++) {
+            const float *xrow = x + (i * in.h + iy) * in.w * C;
+            float *yrow = y + (i * in.h + iy) * s * ow * C;
+            for (int64_t ix = 0; ix < in.w; ix++)
+                for (int64_t t = 0; t < s; t++)
+                    memcpy(yrow + (ix * s + t) * C, xrow + ix * C, (size_t)C * sizeof *y);
+            for (int64_t t = 1; t < s; t++) /* the other s-1 output rows repeat the first */
+                memcpy(yrow + t * ow * C, yrow, (size_t)(ow * C) * sizeof *y);
+        }
+    return 0;
+}
+
+/* dx[n][iy][ix] = beta*dx + the sum of dy over the s*s output pixels that copied it. */
+int yp_cpu_upsample_backward(yp_dims in, int scale, const float *dy, float *dx, float beta) {
+    static const char op[] = "upsample_backward";
+    if (upsample_check(op, in, scale, dy, dx))
+        return -1;
+    const int64_t s = scale, C = in.c, ow = in.w * s;
+    for (int64_t i = 0; i < in.n; i++)
+        for (int64_t iy = 0; iy < in.h; iy++) {
+            const float *dyrow = dy + (i * in.h + iy) * s * ow * C;
+            float *dxrow = dx + (i * in.h + iy) * in.w * C;
+            for (int64_t ix = 0; ix < in.w; ix++) {
+                float *g = dxrow + ix * C;
+                for (int64_t ty = 0; ty < s; ty++)
+                    for (int64_t tx = 0; tx < s; tx++) {
+                        const float *src = dyrow + (ty * ow + ix * s + tx) * C;
+                        accumulate(g, src, C, ty == 0 && tx == 0 ? beta : 1.0f);
+                    }
+            }
+        }
+    return 0;
+}
+
+/* Focus on NHWC: output pixel (oy, ox) holds four channel blocks; block b comes from input pixel
+ * (2*oy + (b & 1), 2*ox + (b >> 1)) -- PyTorch's
+ * cat(x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]) on NCHW.
+ * Returns 0, or -1 for odd extents (PyTorch's cat would fail on them too). */
+static int s2d_check(const char *op, yp_dims in, const void *a, const void *b) {
+    if (yp_cpu_check_dims(op, "input", in) || yp_cpu_check_ptrs(op, 2, (const void *[]){a, b}))
+        return -1;
+    if (in.h % 2 || in.w % 2)
+        return yp_cpu_fail("%s: input %lldx%lld must have even height and width", op, (long long)in.h,
+                           (long long)in.w);
+    return 0;
+}
+
+/* Offset in x of the channel vector that output (i, oy, ox) block b holds. */
+static int64_t s2d_source(yp_dims in, int64_t i, int64_t oy, int64_t ox, int b) {
+    int64_t iy = 2 * oy + (b & 1), ix = 2 * ox + (b >> 1);
+    return ((i * in.h + iy) * in.w + ix) * in.c;
+}
+
+int yp_cpu_space_to_depth_forward(yp_dims in, const float *x, float *y) {
+    if (s2d_check("space_to_depth_forward", in, x, y))
+        return -1;
+    const int64_t C = in.c;
+    float *yp = y;
+    for (int64_t i = 0; i < in.n; i++)
+        for (int64_t oy = 0; oy < in.h / 2; oy++)
+            for (int64_t ox = 0; ox < in.w / 2; ox++)
+                for (int b = 0; b < 4; b++, yp += C)
+                    memcpy(yp, x + s2d_source(in, i, oy, ox, b), (size_t)C * sizeof *yp);
+    return 0;
+}
+
+int yp_cpu_space_to_depth_backward(yp_dims in, const float *dy, float *dx, float beta) {
+    if (s2d_check("space_to_depth_backward", in, dy, dx))
+        return -1;
+    const int64_t C = in.c;
+    const float *g = dy;
+    for (int64_t i = 0; i < in.n; i++)
+        for (int64_t oy = 0; oy < in.h / 2; oy++)
+            for (int64_t ox = 0; ox < in.w / 2; ox++)
+                for (int b = 0; b < 4; b++, g += C)
+                    accumulate(dx + s2d_source(in, i, oy, ox, b), g, C, beta);
+    return 0;
+}

@@ -1,0 +1,58 @@
+/* ops_cpu.c - the CPU backend's op table (yp_ops.h) and the small argument checks its op files
+ * share. The kernels themselves live in conv.c, bn.c, eltwise.c, pool.c and optim.c. */
+#include <string.h>
+
+#include "yp_cpu.h"
+
+int yp_cpu_check_count(const char *op, int64_t n) {
+    if (n < 0)
+        return yp_cpu_fail("%s: negative element count %lld", op, (long long)n);
+    return 0;
+}
+
+int yp_cpu_check_dims(const char *op, const char *what, yp_dims d) {
+    if (d.n < 1 || d.h < 1 || d.w < 1 || d.c < 1)
+        return yp_cpu_fail("%s: %s dims (n %lld, h %lld, w %lld, c %lld) must all be >= 1", op, what,
+                           (long long)d.n, (long long)d.h, (long long)d.w, (long long)d.c);
+    return 0;
+}
+
+int yp_cpu_check_ptrs(const char *op, int count, const void *const *ptrs) {
+    for (int i = 0; i < count; i++)
+        if (!ptrs[i])
+            return yp_cpu_fail("%s: NULL buffer (argument %d)", op, i + 1);
+    return 0;
+}
+
+void yp_cpu_scale_beta(float *x, int64_t n, float beta) {
+    if (beta == 0.0f) {
+        memset(x, 0, (size_t)n * sizeof *x);
+    } else if (beta != 1.0f) {
+        for (int64_t i = 0; i < n; i++)
+            x[i] *= beta;
+    }
+}
+
+const yp_ops yp_cpu_ops = {
+    .conv2d_forward = yp_cpu_conv2d_forward,
+    .conv2d_backward_data = yp_cpu_conv2d_backward_data,
+    .conv2d_backward_weights = yp_cpu_conv2d_backward_weights,
+    .bn_forward_train = yp_cpu_bn_forward_train,
+    .bn_forward_eval = yp_cpu_bn_forward_eval,
+    .bn_apply = yp_cpu_bn_apply,
+    .bn_backward = yp_cpu_bn_backward,
+    .add_forward = yp_cpu_add_forward,
+    .axpy_grad = yp_cpu_axpy_grad,
+    .concat_forward = yp_cpu_concat_forward,
+    .concat_backward = yp_cpu_concat_backward,
+    .upsample_forward = yp_cpu_upsample_forward,
+    .upsample_backward = yp_cpu_upsample_backward,
+    .maxpool_forward = yp_cpu_maxpool_forward,
+    .maxpool_backward = yp_cpu_maxpool_backward,
+    .space_to_depth_forward = yp_cpu_space_to_depth_forward,
+    .space_to_depth_backward = yp_cpu_space_to_depth_backward,
+    .sgd_step = yp_cpu_sgd_step,
+    .adam_step = yp_cpu_adam_step,
+    .ema_update = yp_cpu_ema_update,
+    .sum_squares = yp_cpu_sum_squares,
+};

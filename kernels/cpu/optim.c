@@ -1,0 +1,76 @@
+/* optim.c - optimizer steps on one flat parameter tensor (fp32), in PyTorch's semantics: SGD with
+ * Nesterov momentum, Adam and AdamW with bias correction, the EMA of the weights, and the sum of
+ * squares used for gradient-norm clipping. `scale` multiplies the raw gradient first (loss scaling,
+ * accumulation, clipping folded into one factor). Single pass, single thread: these are memory bound. */
+#include <math.h>
+#include <stddef.h>
+
+#include "yp_cpu.h"
+
+int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, float lr, float momentum, float wd,
+                    float scale) {
+    static const char op[] = "sgd_step";
+    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){w, grad, m})))
+        return -1;
+    /* torch.optim.SGD(nesterov=True, dampening=0): d = g + wd*w; buf = momentum*buf + d (buf starts
+     * as d, which is what a zero buffer gives); w -= lr*(d + momentum*buf). */
+    for (int64_t i = 0; i < n; i++) {
+        float g = grad[i] * scale + wd * w[i];
+        float b = momentum * m[i] + g;
+        m[i] = b;
+        w[i] -= lr * (g + momentum * b);
+    }
+    return 0;
+}
+
+int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                     float eps, float wd, int decoupled, int64_t t, float scale) {
+    static const char op[] = "adam_step";
+    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 4, (const void *[]){w, grad, m, v})))
+        return -1;
+    if (t < 1)
+        return yp_cpu_fail("%s: step %lld must be >= 1", op, (long long)t);
+    /* torch.optim.Adam / AdamW (amsgrad off): AdamW first decays w by (1 - lr*wd), Adam adds wd*w to
+     * the gradient; then m = b1*m + (1-b1)*g, v = b2*v + (1-b2)*g^2,
+     * w -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
+    const float step_size = (float)(lr / (1.0 - pow(b1, (double)t)));
+    const float bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t));
+    const float decay = decoupled ? 1.0f - lr * wd : 1.0f, wd_grad = decoupled ? 0.0f : wd;
+    for (int64_t i = 0; i < n; i++) {
+        float p = w[i] * decay;
+        float g = grad[i] * scale + wd_grad * p;
+        float mi = b1 * m[i] + (1.0f - b1) * g;
+        float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = p - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+    }
+    return 0;
+}
+
+int yp_cpu_ema_update(float *ema, const float *w, int64_t n, float d) {
+    static const char op[] = "ema_update";
+    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 2, (const void *[]){ema, w})))
+        return -1;
+    const float one_minus = 1.0f - d;
+    for (int64_t i = 0; i < n; i++)
+        ema[i] = d * ema[i] + one_minus * w[i];
+    return 0;
+}
+
+int yp_cpu_sum_squares(const float *x, int64_t n, double *out) {
+    static const char op[] = "sum_squares";
+    if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){out}) ||
+        (n > 0 && yp_cpu_check_ptrs(op, 1, (const void *[]){x})))
+        return -1;
+    /* Four independent double accumulators: the adds pipeline and vectorise without -ffast-math. */
+    double acc[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++)
+            acc[j] += (double)x[i + j] * x[i + j];
+    for (; i < n; i++)
+        acc[0] += (double)x[i] * x[i];
+    *out = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    return 0;
+}

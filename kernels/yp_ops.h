@@ -1,0 +1,112 @@
+/* yp_ops.h - the op entries of a backend (fp32, NHWC activations, PyTorch OIHW weights).
+ *
+ * Layout: an activation of logical shape (n, c, h, w) is stored NHWC: x[((i*h + y)*w + x)*c + ch].
+ * Weights keep PyTorch's layouts so state dicts load without reshuffling: conv weight
+ * (c_out, c_in/groups, k, k), BN weight/bias/running stats (c). Detect's output is its 1x1 conv's
+ * NHWC output (n, h, w, na*(nc+5)): anchor a, field f of cell (y, x) is at [..][a*(nc+5) + f],
+ * which is PyTorch's (n, na, h, w, nc+5) tensor permuted; the loss reads it in place.
+ *
+ * Gradient outputs take `beta`: 0 overwrites, 1 adds to what is there (an activation read by
+ * several consumers accumulates its gradient; weight gradients accumulate over micro-batches).
+ * Scratch (im2col columns, reordered weights) is passed in by the caller from the plan's workspace
+ * tensors: yp_conv_workspace_split() says how much; no op allocates memory.
+ * Every entry returns 0, or -1 with the reason in the backend's last_error. */
+#ifndef YP_OPS_H
+#define YP_OPS_H
+
+#include <stdint.h>
+
+typedef struct {
+    int64_t n, h, w, c; /* NHWC extents */
+} yp_dims;
+
+typedef struct {
+    yp_dims in, out;    /* out.h = (in.h + 2p - k)/s + 1, out.c = c_out */
+    int k, s, p, groups;
+} yp_conv_desc;
+
+typedef struct {
+    yp_dims dims;
+    float eps, momentum; /* running = (1 - momentum) * running + momentum * batch statistic */
+} yp_bn_desc;
+
+typedef struct {
+    yp_dims in, out;
+    int k, s, p;
+} yp_pool_desc;
+
+/* The scratch of a conv op, in two parts so that a planner can size each exactly: `cols` floats
+ * that grow with the image (on the CPU, im2col columns of one image, reused image after image)
+ * and `wt` floats that do not (the weights reordered to match the columns). Both 0 for a 1x1
+ * stride-1 unpadded conv (one GEMM). graph/schedule.c plans the same sizes. */
+void yp_conv_workspace_split(const yp_conv_desc *d, int64_t *cols, int64_t *wt);
+
+/* cols + wt. */
+int64_t yp_conv_workspace_floats(const yp_conv_desc *d);
+
+typedef struct yp_ops {
+    /* y = conv(x, w) + bias (bias may be NULL). ws, wt: the scratch of yp_conv_workspace_split. */
+    int (*conv2d_forward)(const yp_conv_desc *d, const float *x, const float *w, const float *bias, float *y,
+                          float *ws, float *wt);
+    /* dx = beta*dx + conv_transpose(dy, w). */
+    int (*conv2d_backward_data)(const yp_conv_desc *d, const float *dy, const float *w, float *dx, float beta,
+                                float *ws, float *wt);
+    /* dw = beta*dw + dy (x) x; dbias = beta*dbias + sum(dy) (dbias may be NULL). */
+    int (*conv2d_backward_weights)(const yp_conv_desc *d, const float *x, const float *dy, float *dw, float *dbias,
+                                   float beta, float *ws, float *wt);
+
+    /* Training mode: batch statistics into stats = {mean[c], invstd[c]}, running stats updated
+     * (running_var with the unbiased variance, as PyTorch), y = gamma*(x-mean)*invstd + beta. */
+    int (*bn_forward_train)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
+                            float *stats, float *running_mean, float *running_var);
+    /* Eval mode: y = gamma*(x-running_mean)/sqrt(running_var+eps) + beta. */
+    int (*bn_forward_eval)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
+                           const float *running_mean, const float *running_var);
+    /* Recompute: y = gamma*(x-mean)*invstd + beta with saved stats (no statistics, no update). */
+    int (*bn_apply)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, const float *stats,
+                    float *y);
+    /* dx = beta*dx + BN backward; dgamma/dbeta = beta_w*(old) + their gradients (either may be
+     * NULL: not wanted). */
+    int (*bn_backward)(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma, const float *dy,
+                       float *dx, float beta, float *dgamma, float *dbeta, float beta_w);
+
+    /* y = a + b; backward is dy added to each input's gradient (no entry needed). */
+    int (*add_forward)(const float *a, const float *b, float *y, int64_t n);
+    /* dx = beta*dx + dy (also used for add's backward). */
+    int (*axpy_grad)(const float *dy, float *dx, float beta, int64_t n);
+
+    /* Channel concat of k NHWC inputs of the same n,h,w and channels cs[i]. */
+    int (*concat_forward)(int k, const float *const *xs, const int64_t *cs, yp_dims out, float *y);
+    /* dxs[i] = beta[i]*dxs[i] + channel slice i of dy (dxs[i] may be NULL: no gradient wanted). */
+    int (*concat_backward)(int k, float *const *dxs, const int64_t *cs, yp_dims out, const float *dy,
+                           const float *betas);
+
+    /* Nearest-neighbour upsampling by an integer scale. */
+    int (*upsample_forward)(yp_dims in, int scale, const float *x, float *y);
+    int (*upsample_backward)(yp_dims in, int scale, const float *dy, float *dx, float beta);
+
+    /* Max pooling (padding is -inf). Backward recomputes the argmax from x (first maximum in
+     * window order, as PyTorch) and routes dy to it. */
+    int (*maxpool_forward)(const yp_pool_desc *d, const float *x, float *y);
+    int (*maxpool_backward)(const yp_pool_desc *d, const float *x, const float *dy, float *dx, float beta);
+
+    /* Focus: PyTorch's cat(x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2])
+     * along channels: output (oy, ox) channel block b (of in.c) is input pixel
+     * (2*oy + (b & 1), 2*ox + (b >> 1)). in.h and in.w must be even. */
+    int (*space_to_depth_forward)(yp_dims in, const float *x, float *y);
+    int (*space_to_depth_backward)(yp_dims in, const float *dy, float *dx, float beta);
+
+    /* SGD (Nesterov, PyTorch semantics) on one parameter tensor: g = grad*scale + wd*w;
+     * m = momentum*m + g; w -= lr * (g + momentum*m). */
+    int (*sgd_step)(float *w, const float *grad, float *m, int64_t n, float lr, float momentum, float wd,
+                    float scale);
+    /* Adam / AdamW (decoupled = 1) with bias correction at step t (1-based). */
+    int (*adam_step)(float *w, const float *grad, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                     float eps, float wd, int decoupled, int64_t t, float scale);
+    /* ema = d*ema + (1-d)*w. */
+    int (*ema_update)(float *ema, const float *w, int64_t n, float d);
+    /* *out = sum of x[i]^2, accumulated in double (for gradient-norm clipping). */
+    int (*sum_squares)(const float *x, int64_t n, double *out);
+} yp_ops;
+
+#endif

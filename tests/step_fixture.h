@@ -1,0 +1,74 @@
+/* step_fixture.h - reads the records written by tests/ref/make_step_fixture.py:
+ * per record u32 name length, name, u32 ndim, u32 dims, float32 data (little endian). */
+#ifndef YP_STEP_FIXTURE_H
+#define YP_STEP_FIXTURE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char name[128];
+    int64_t numel;
+    float *data;
+} fx_record;
+
+typedef struct {
+    int n;
+    fx_record *r;
+} fx_file;
+
+static inline int fx_load(const char *path, fx_file *f) {
+    FILE *fp = fopen(path, "rb");
+    memset(f, 0, sizeof *f);
+    if (!fp) return -1;
+    uint32_t len, ndim, dim;
+    while (fread(&len, 4, 1, fp) == 1) {
+        fx_record rec = {{0}, 1, NULL};
+        if (len >= sizeof rec.name || fread(rec.name, 1, len, fp) != len || fread(&ndim, 4, 1, fp) != 1) break;
+        for (uint32_t i = 0; i < ndim; i++) {
+            if (fread(&dim, 4, 1, fp) != 1) break;
+            rec.numel *= dim;
+        }
+        rec.data = malloc((size_t)rec.numel * sizeof(float));
+        if (!rec.data || fread(rec.data, sizeof(float), (size_t)rec.numel, fp) != (size_t)rec.numel) {
+            free(rec.data);
+            break;
+        }
+        fx_record *nr = realloc(f->r, (size_t)(f->n + 1) * sizeof *nr);
+        if (!nr) {
+            free(rec.data);
+            break;
+        }
+        f->r = nr, f->r[f->n++] = rec;
+    }
+    fclose(fp);
+    return f->n > 0 ? 0 : -1;
+}
+
+static inline const fx_record *fx_get(const fx_file *f, const char *name) {
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->r[i].name, name)) return &f->r[i];
+    return NULL;
+}
+
+static inline void fx_free(fx_file *f) {
+    for (int i = 0; i < f->n; i++) free(f->r[i].data);
+    free(f->r);
+    memset(f, 0, sizeof *f);
+}
+
+/* max |a - b| / max |b| (0 when b is all zero and a equals it). */
+static inline double fx_rel_err(const float *a, const float *b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = a[i] - b[i], m = b[i] < 0 ? -b[i] : b[i];
+        if (d < 0) d = -d;
+        if (d > num) num = d;
+        if (m > den) den = m;
+    }
+    return den > 0 ? num / den : num;
+}
+
+#endif
