@@ -127,7 +127,7 @@ int yp_search(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve, yp_se
         }
         yp_front_free(&front);
     }
-    qsort(rows.rows, (size_t)rows.n, sizeof *rows.rows, faster_first);
+    if (rows.n) qsort(rows.rows, (size_t)rows.n, sizeof *rows.rows, faster_first);
     out->rows = rows.rows, out->n_rows = rows.n;
     out->smallest_bytes += (double)(gpu->fixed_bytes + reserve);
     return 0;
