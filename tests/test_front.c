@@ -5,19 +5,11 @@
 #include "yp_front.h"
 #include "yp_ir.h"
 #include "yp_test.h"
-
-static yp_graph *load(const char *name) {
-    char path[256];
-    yp_err err;
-    snprintf(path, sizeof path, "%s/%s.json", YP_MODELS_DIR, name);
-    yp_graph *g = yp_ir_load_file(path, &err);
-    if (!g) fprintf(stderr, "%s\n", err.msg);
-    return g;
-}
+#include "yp_test_models.h"
 
 /* yolov5n has 9 checkpointable layers (8 C3 + SPPF): 512 subsets, each a real schedule. */
 static void test_dp_equals_brute_force(void) {
-    yp_graph *g = load("yolov5n");
+    yp_graph *g = yp_test_model("yolov5n");
     CHECK(g != NULL);
     if (!g) return;
     yp_front dp, bf;
@@ -37,7 +29,7 @@ static void test_dp_equals_brute_force(void) {
 
 /* The front starts at "no checkpoint", ends at "every checkpointable layer", and is monotone. */
 static void test_front_shape(void) {
-    yp_graph *g = load("yolov5s");
+    yp_graph *g = yp_test_model("yolov5s");
     if (!g) return;
     yp_front f;
     yp_err err;
@@ -57,7 +49,7 @@ static void test_front_shape(void) {
 }
 
 static void test_parse_layers(void) {
-    yp_graph *g = load("yolov5s");
+    yp_graph *g = yp_test_model("yolov5s");
     if (!g) return;
     uint64_t set;
     yp_err err;

@@ -10,16 +10,8 @@
 #include "yp_plan_io.h"
 #include "yp_search.h"
 #include "yp_test.h"
+#include "yp_test_models.h"
 #include "yp_whatif.h"
-
-static yp_graph *load(const char *name) {
-    char path[256];
-    yp_err err;
-    snprintf(path, sizeof path, "%s/%s.json", YP_MODELS_DIR, name);
-    yp_graph *g = yp_ir_load_file(path, &err);
-    if (!g) fprintf(stderr, "%s\n", err.msg);
-    return g;
-}
 
 /* Unaligned peak of live bytes; whole-step tensors skipped if skip_whole. */
 static double peak_unaligned(const yp_schedule *s, int skip_whole, double *whole) {
@@ -39,7 +31,7 @@ static double peak_unaligned(const yp_schedule *s, int skip_whole, double *whole
 
 /* The family's prediction equals the real schedules' peaks and cost, for assorted candidates. */
 static void test_family_is_exact(void) {
-    yp_graph *g = load("yolov5s");
+    yp_graph *g = yp_test_model("yolov5s");
     CHECK(g != NULL);
     if (!g) return;
     yp_gpu gpu;
@@ -81,7 +73,7 @@ static void test_family_is_exact(void) {
 
 /* The largest batch is the largest: it fits and one more does not. */
 static void test_max_batch(void) {
-    yp_graph *g = load("yolov5s");
+    yp_graph *g = yp_test_model("yolov5s");
     if (!g) return;
     yp_candidate c = yp_candidate_default();
     yp_family f;
@@ -100,7 +92,7 @@ static void test_max_batch(void) {
 }
 
 static void test_search_and_realize(void) {
-    yp_graph *g = load("yolov5s");
+    yp_graph *g = yp_test_model("yolov5s");
     if (!g) return;
     yp_gpu gpu;
     yp_err err;
@@ -125,7 +117,7 @@ static void test_search_and_realize(void) {
     }
     yp_search_free(&r);
     /* nothing fits: yolov5x on 1 GiB */
-    yp_graph *x = load("yolov5x");
+    yp_graph *x = yp_test_model("yolov5x");
     CHECK(yp_gpu_parse("1GB", &gpu, &err) == 0);
     o.models[0] = x;
     CHECK(yp_search(&o, &gpu, 0, &r, &err) == 0);
@@ -138,7 +130,7 @@ static void test_search_and_realize(void) {
 }
 
 static void test_plan_json_round_trip(void) {
-    yp_graph *g = load("yolov5n"), *g2 = NULL;
+    yp_graph *g = yp_test_model("yolov5n"), *g2 = NULL;
     if (!g) return;
     yp_gpu gpu;
     yp_err err;
@@ -185,7 +177,7 @@ static void test_plan_json_round_trip(void) {
 }
 
 static void test_whatif(void) {
-    yp_graph *g = load("yolov5s"), *n = load("yolov5n");
+    yp_graph *g = yp_test_model("yolov5s"), *n = yp_test_model("yolov5n");
     if (!g || !n) return;
     yp_gpu gpu;
     yp_err err;

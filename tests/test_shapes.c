@@ -4,22 +4,14 @@
 
 #include "yp_ir.h"
 #include "yp_test.h"
-
-static yp_graph *load(const char *name) {
-    char path[256];
-    yp_err err;
-    snprintf(path, sizeof path, "%s/%s.json", YP_MODELS_DIR, name);
-    yp_graph *g = yp_ir_load_file(path, &err);
-    if (!g) fprintf(stderr, "%s\n", err.msg);
-    return g;
-}
+#include "yp_test_models.h"
 
 /* yolov5s at 640: C x H x W of every layer output (facts §1.6). */
 static void test_yolov5s_shapes_640(void) {
     static const int c[24] = {32, 64, 64, 128, 128, 256, 256, 512, 512, 512, 256, 256,
                               512, 256, 128, 128, 256, 128, 128, 256, 256, 256, 512, 512};
     static const int hw[24] = {320, 160, 160, 80, 80, 40, 40, 20, 20, 20, 20, 40, 40, 40, 40, 80, 80, 80, 40, 40, 40, 20, 20, 20};
-    yp_graph *g = load("yolov5s");
+    yp_graph *g = yp_test_model("yolov5s");
     CHECK(g != NULL);
     if (!g) return;
     yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
@@ -39,7 +31,7 @@ static void test_yolov5s_shapes_640(void) {
 }
 
 static void test_rectangular(void) {
-    yp_graph *g = load("yolov5s");
+    yp_graph *g = yp_test_model("yolov5s");
     if (!g) return;
     yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
     yp_err err;
@@ -57,7 +49,7 @@ static void test_yolov5s_layer_params(void) {
     static const int64_t p[25] = {3520, 18560, 18816, 73984, 115712, 295424, 625152, 1180672, 1182720,
                                   656896, 131584, 0, 0, 361984, 33024, 0, 0, 90880, 147712, 0,
                                   296448, 590336, 0, 1182720, 229245};
-    yp_graph *g = load("yolov5s");
+    yp_graph *g = yp_test_model("yolov5s");
     if (!g) return;
     yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
     int64_t sum[25] = {0};
@@ -75,7 +67,7 @@ static void test_zoo_totals(void) {
     static const int64_t params[5] = {1872157, 7235389, 21190557, 46563709, 86749405};
     static const double gflops[5] = {4.5, 16.5, 49.0, 109.1, 205.7};
     for (int m = 0; m < 5; m++) {
-        yp_graph *g = load(names[m]);
+        yp_graph *g = yp_test_model(names[m]);
         CHECK(g != NULL);
         if (!g) continue;
         yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
