@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "plan_args.h"
 #include "yp_backend.h"
+#include "yp_dataset.h"
 
 static const char *const bundled[] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
 
@@ -14,7 +15,7 @@ static int add_model(plan_args *a, const char *spec, yp_err *err) {
     yp_search_opts *o = &a->search;
     if (o->n_models == YP_SEARCH_MAX_MODELS)
         return yp_err_set(err, "--model: at most %d models", YP_SEARCH_MAX_MODELS);
-    yp_graph *g = cli_load_model(spec, 0, err);
+    yp_graph *g = cli_load_model(spec, a->data_nc, err);
     if (!g) return -1;
     a->owned[o->n_models] = g;
     o->models[o->n_models++] = g;
@@ -93,8 +94,21 @@ static int one_of(const char *opt, const char *v, const char *const *names, int 
     return -1;
 }
 
+/* --data: the dataset's classes size the Detect head, its image count the RAM cache, and its
+ * most-labelled image the target-assignment buffers (the worst batch, not the first one). */
+static int scan_data(plan_args *pa, const char *path, yp_err *err) {
+    yp_dataset_stats st;
+    if (yp_dataset_scan(path, &st, err)) return -1;
+    pa->data_nc = st.nc;
+    pa->n_images = st.n_images;
+    pa->search.base.labels_per_image = st.max_labels > 0 ? (double)st.max_labels : 1.0;
+    pa->data_stats = st;
+    pa->has_data = 1;
+    return 0;
+}
+
 typedef struct {
-    const char *gpu, *model, *img, *precision, *ckpt, *mosaic;
+    const char *gpu, *model, *img, *precision, *ckpt, *mosaic, *data;
     long batch, freeze;
     int policy_given, ckpt_given;
 } raw_opts;
@@ -110,6 +124,7 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
     else if (!strcmp(a, "--img")) r->img = v;
     else if (!strcmp(a, "--precision")) r->precision = v;
     else if (!strcmp(a, "--ckpt")) r->ckpt = v, r->ckpt_given = 1;
+    else if (!strcmp(a, "--data")) r->data = v;
     else if (!strcmp(a, "--mosaic")) {
         if (one_of(a, v, mosaic_names, 3, err) < 0) return -1;
         r->mosaic = v;
@@ -166,6 +181,7 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
         return yp_err_set(err, "--load-plan replays a saved plan as it is; drop --gpu, --model, --img, --batch, "
                           "--precision and --ckpt");
     if (pa->load_plan) return 0;
+    if (r->data && scan_data(pa, r->data, err)) return -1;
     if (!r->gpu)
         return yp_err_set(err, "--gpu is required: the card (rtx3070, t4, a100-40gb, ...), its memory (8GB, 8192MiB) or auto");
     if (r->gpu && (!strcmp(r->gpu, "auto") ? gpu_auto(&pa->gpu, err) : yp_gpu_parse(r->gpu, &pa->gpu, err))) return -1;

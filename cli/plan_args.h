@@ -3,6 +3,7 @@
 #ifndef YP_PLAN_ARGS_H
 #define YP_PLAN_ARGS_H
 
+#include "yp_dataset.h"
 #include "yp_search.h"
 
 typedef struct {
@@ -19,6 +20,9 @@ typedef struct {
     const char *format;      /* --format svg|png */
     int row;                 /* --row K (1-based), 0 = the chosen plan */
     int64_t n_images;        /* dataset images (sizes the RAM cache), 0 unknown */
+    int data_nc;             /* classes from --data (0: the model's own) */
+    int has_data;
+    yp_dataset_stats data_stats;
 } plan_args;
 
 /* Parses argv (argv[0] is the command name or the first option). 0, or -1 with err set. */

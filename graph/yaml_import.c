@@ -1,266 +1,17 @@
 /* yaml_import.c - import of Ultralytics-style model yaml files (models/yolov5s.yaml, ...).
  *
- * Two parts:
- *  1. libyaml events -> a small tree of ynodes that keeps each node's line, so that every
- *     error can name FILE:LINE.
- *  2. Ultralytics' parse_model rules on that tree (depth/width scaling, `from` resolution),
- *     expanding each module (Conv, C3, SPPF, ...) into primitive nodes named after the
- *     Ultralytics state dict ("model.2.m.0.cv1.conv"), in the order PyTorch runs them. */
-#include <errno.h>
+ * Ultralytics' parse_model rules on the yaml tree (yaml_tree.h; every node knows its line):
+ * depth/width scaling, `from` resolution, and each module (Conv, C3, SPPF, ...) expanded into
+ * primitive nodes named after the Ultralytics state dict ("model.2.m.0.cv1.conv"), in the order
+ * PyTorch runs them. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <yaml.h>
-
+#include "yaml_tree.h"
 #include "yp_yaml.h"
-
-/* ======================================================================================
- * Part 1: the yaml tree
- * ====================================================================================== */
-
-typedef enum { YN_SCALAR, YN_SEQ, YN_MAP } yn_kind;
-
-typedef struct ynode ynode;
-struct ynode {
-    yn_kind kind;
-    int line;     /* 1-based line where the node starts */
-    int plain;    /* scalar written without quotes: only these can be numbers, booleans, null */
-    char *text;   /* scalar text */
-    int n, cap;   /* children: sequence items, or mapping key0, value0, key1, value1, ... */
-    ynode **kids;
-};
-
-#define YN_MAX_DEPTH 64
-
-typedef struct {
-    yaml_parser_t parser;
-    FILE *f;
-    const char *file;
-    yp_err *err;
-} yreader;
-
-static void yn_free(ynode *n) {
-    if (!n) return;
-    for (int i = 0; i < n->n; i++) yn_free(n->kids[i]);
-    free(n->kids);
-    free(n->text);
-    free(n);
-}
-
-/* Appends kid to parent. Returns 0, or -1 on OOM (kid is not taken). */
-static int yn_push(ynode *parent, ynode *kid) {
-    if (parent->n == parent->cap) {
-        int cap = parent->cap ? 2 * parent->cap : 8;
-        ynode **kids = realloc(parent->kids, (size_t)cap * sizeof *kids);
-        if (!kids) return -1;
-        parent->kids = kids;
-        parent->cap = cap;
-    }
-    parent->kids[parent->n++] = kid;
-    return 0;
-}
-
-/* 1-based line of byte `offset` of the file (libyaml's reader errors give only the offset). */
-static size_t yr_line_of(FILE *f, size_t offset) {
-    size_t line = 1;
-    int c;
-    rewind(f);
-    for (size_t i = 0; i < offset && (c = getc(f)) != EOF; i++) line += c == '\n';
-    return line;
-}
-
-/* Reports libyaml's last error as FILE:LINE:COLUMN. Returns -1. */
-static int yr_syntax_error(const yreader *r) {
-    const yaml_parser_t *p = &r->parser;
-    const char *problem = p->problem ? p->problem : "malformed input";
-    if (p->error == YAML_READER_ERROR)
-        return yp_err_set(r->err, "%s:%zu: syntax error: %s at byte %zu; save the file as UTF-8 text",
-                          r->file, yr_line_of(r->f, p->problem_offset), problem, p->problem_offset);
-    if (p->context)
-        return yp_err_set(r->err, "%s:%zu:%zu: syntax error: %s (%s that starts at line %zu); fix the YAML "
-                          "there (brackets, indentation, quotes)", r->file, p->problem_mark.line + 1,
-                          p->problem_mark.column + 1, problem, p->context, p->context_mark.line + 1);
-    return yp_err_set(r->err, "%s:%zu:%zu: syntax error: %s; fix the YAML there (brackets, indentation, quotes)",
-                      r->file, p->problem_mark.line + 1, p->problem_mark.column + 1, problem);
-}
-
-/* Reads the next event. Returns 0, or -1 with err set (the event is then not to be deleted). */
-static int yr_next(yreader *r, yaml_event_t *ev) {
-    return yaml_parser_parse(&r->parser, ev) ? 0 : yr_syntax_error(r);
-}
-
-static ynode *yr_node(yreader *r, yaml_event_t *ev, int depth);
-
-/* Reads the children of a sequence or mapping up to its end event. Returns 0 or -1 (err set). */
-static int yr_children(yreader *r, ynode *n, int depth) {
-    yaml_event_type_t end = n->kind == YN_SEQ ? YAML_SEQUENCE_END_EVENT : YAML_MAPPING_END_EVENT;
-    if (depth >= YN_MAX_DEPTH)
-        return yp_err_set(r->err, "%s:%d: nested deeper than %d levels; a model yaml needs 4", r->file, n->line,
-                          YN_MAX_DEPTH);
-    for (;;) {
-        yaml_event_t ev;
-        if (yr_next(r, &ev)) return -1;
-        if (ev.type == end) {
-            yaml_event_delete(&ev);
-            return 0;
-        }
-        ynode *kid = yr_node(r, &ev, depth + 1);
-        if (!kid) return -1;
-        if (n->kind == YN_MAP && n->n % 2 == 0 && kid->kind != YN_SCALAR) {
-            yp_err_set(r->err, "%s:%d: a mapping key must be a plain name, not a list or mapping", r->file,
-                       kid->line);
-            yn_free(kid);
-            return -1;
-        }
-        if (yn_push(n, kid)) {
-            yn_free(kid);
-            return yp_err_set(r->err, "%s: out of memory", r->file);
-        }
-    }
-}
-
-/* Builds the node that starts with *ev, consuming the event. Returns the node (caller frees)
- * or NULL with err set. */
-static ynode *yr_node(yreader *r, yaml_event_t *ev, int depth) {
-    ynode *n = calloc(1, sizeof *n);
-    int rc = n ? 0 : yp_err_set(r->err, "%s: out of memory", r->file);
-    if (n) n->line = (int)ev->start_mark.line + 1;
-    if (rc == 0 && ev->type == YAML_SCALAR_EVENT) {
-        n->kind = YN_SCALAR;
-        n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        n->text = malloc(ev->data.scalar.length + 1);
-        if (n->text) {
-            memcpy(n->text, ev->data.scalar.value, ev->data.scalar.length);
-            n->text[ev->data.scalar.length] = '\0';
-        } else {
-            rc = yp_err_set(r->err, "%s: out of memory", r->file);
-        }
-    } else if (rc == 0 && (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT)) {
-        n->kind = ev->type == YAML_SEQUENCE_START_EVENT ? YN_SEQ : YN_MAP;
-    } else if (rc == 0) {
-        rc = yp_err_set(r->err, "%s:%d: aliases (*name) are not supported; write the value out", r->file,
-                        n->line);
-    }
-    yaml_event_delete(ev);
-    if (rc == 0 && n->kind != YN_SCALAR) rc = yr_children(r, n, depth);
-    if (rc == 0) return n;
-    yn_free(n);
-    return NULL;
-}
-
-/* Reads the event after a document and fails unless the stream ends there. */
-static int yr_stream_end(yreader *r) {
-    yaml_event_t ev;
-    if (yr_next(r, &ev)) return -1; /* DOCUMENT_END */
-    yaml_event_delete(&ev);
-    if (yr_next(r, &ev)) return -1;
-    yaml_event_type_t type = ev.type;
-    int line = (int)ev.start_mark.line + 1;
-    yaml_event_delete(&ev);
-    if (type != YAML_STREAM_END_EVENT)
-        return yp_err_set(r->err, "%s:%d: a second YAML document starts here; keep one model per file", r->file,
-                          line);
-    return 0;
-}
-
-/* Parses the single document of the stream. Returns its root, or NULL with err set. */
-static ynode *yr_document(yreader *r) {
-    yaml_event_t ev;
-    if (yr_next(r, &ev)) return NULL; /* STREAM_START */
-    yaml_event_delete(&ev);
-    if (yr_next(r, &ev)) return NULL;
-    yaml_event_type_t type = ev.type;
-    yaml_event_delete(&ev);
-    if (type == YAML_STREAM_END_EVENT) {
-        yp_err_set(r->err, "%s:1: empty file; a model yaml needs nc, depth_multiple, width_multiple, anchors, "
-                   "backbone and head", r->file);
-        return NULL;
-    }
-    if (yr_next(r, &ev)) return NULL;
-    ynode *root = yr_node(r, &ev, 0);
-    if (root && yr_stream_end(r)) {
-        yn_free(root);
-        root = NULL;
-    }
-    return root;
-}
-
-/* Parses the yaml file at path into a tree. Returns the root (free with yn_free), or NULL
- * with err set: file not readable, syntax error, empty, several documents. */
-static ynode *yaml_read_tree(const char *path, yp_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        yp_err_set(err, "%s: cannot open: %s; check the path", path, strerror(errno));
-        return NULL;
-    }
-    yreader r = {.f = f, .file = path, .err = err};
-    ynode *root = NULL;
-    if (yaml_parser_initialize(&r.parser)) {
-        yaml_parser_set_input_file(&r.parser, f);
-        root = yr_document(&r);
-        yaml_parser_delete(&r.parser);
-    } else {
-        yp_err_set(err, "%s: out of memory", path);
-    }
-    fclose(f);
-    return root;
-}
-
-/* ---- scalars ---- */
-
-static int yn_is_null(const ynode *n) {
-    static const char *const nulls[] = {"", "~", "null", "Null", "NULL", "None"}; /* None: Python's eval */
-    if (n->kind != YN_SCALAR || !n->plain) return 0;
-    for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
-        if (strcmp(n->text, nulls[i]) == 0) return 1;
-    return 0;
-}
-
-/* Plain scalar that is a whole decimal number. Returns 0 and sets *out, or -1. */
-static int yn_long(const ynode *n, long *out) {
-    if (n->kind != YN_SCALAR || !n->plain || !n->text[0]) return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(n->text, &end, 10);
-    if (*end || errno) return -1;
-    *out = v;
-    return 0;
-}
-
-/* Plain scalar that is a finite number. Returns 0 and sets *out, or -1. */
-static int yn_double(const ynode *n, double *out) {
-    if (n->kind != YN_SCALAR || !n->plain || !n->text[0]) return -1;
-    char *end;
-    double v = strtod(n->text, &end);
-    if (*end || !isfinite(v)) return -1;
-    *out = v;
-    return 0;
-}
-
-/* Plain True/False (YAML or Python spelling). Returns 0 and sets *out, or -1. */
-static int yn_bool(const ynode *n, int *out) {
-    if (n->kind != YN_SCALAR || !n->plain) return -1;
-    if (!strcmp(n->text, "True") || !strcmp(n->text, "true")) *out = 1;
-    else if (!strcmp(n->text, "False") || !strcmp(n->text, "false")) *out = 0;
-    else return -1;
-    return 0;
-}
-
-/* Describes what n is, for "expected X, got Y" messages. Returns buf. */
-static const char *yn_describe(const ynode *n, char *buf, size_t size) {
-    if (n->kind == YN_SEQ) snprintf(buf, size, "a list");
-    else if (n->kind == YN_MAP) snprintf(buf, size, "a mapping");
-    else if (yn_is_null(n)) snprintf(buf, size, "nothing");
-    else snprintf(buf, size, "the %sstring \"%.40s\"", n->plain ? "" : "quoted ", n->text);
-    return buf;
-}
-
-/* ======================================================================================
- * Part 2: parse_model
- * ====================================================================================== */
 
 #define MAX_NC 100000
 #define MAX_BASE_CH 65536
@@ -285,7 +36,7 @@ typedef struct {
     double gd, gw;
     float anchors[YP_MAX_LEVELS][YP_MAX_ANCHORS][2];
     int strides[YP_MAX_LEVELS];
-    const ynode *v[K_COUNT]; /* top-level values */
+    const yp_ynode *v[K_COUNT]; /* top-level values */
     int n_layers;
     yp_layer *layers;
     int *ch, *stride;        /* per layer: output channels, downsampling of the output */
@@ -297,7 +48,7 @@ typedef struct module_info module_info;
 
 typedef struct {
     int line;
-    const ynode *args;
+    const yp_ynode *args;
     const module_info *mi;
     yp_layer *L;
     int in, c1, in_stride; /* first input: node id, channels, stride */
@@ -328,24 +79,24 @@ static int fail(const builder *b, int line, const char *fmt, ...) {
     return yp_err_set(b->err, "%s:%d: %s", b->file, line, msg);
 }
 
-static int type_error(const builder *b, const ynode *n, const char *what, const char *expected) {
+static int type_error(const builder *b, const yp_ynode *n, const char *what, const char *expected) {
     char got[80];
     return fail(b, n->line, "%s: expected %s, got %s; fix the value", what, expected,
-                yn_describe(n, got, sizeof got));
+                yp_yn_describe(n, got, sizeof got));
 }
 
 /* Integer in [lo, hi]. Returns 0, or -1 with err set. */
-static int get_int(const builder *b, const ynode *n, const char *what, int lo, int hi, int *out) {
+static int get_int(const builder *b, const yp_ynode *n, const char *what, int lo, int hi, int *out) {
     long v;
-    if (yn_long(n, &v)) return type_error(b, n, what, "an integer");
+    if (yp_yn_long(n, &v)) return type_error(b, n, what, "an integer");
     if (v < lo || v > hi) return fail(b, n->line, "%s: %ld is out of range; use %d..%d", what, v, lo, hi);
     *out = (int)v;
     return 0;
 }
 
 /* Number in (0, hi]. Returns 0, or -1 with err set. */
-static int get_positive(const builder *b, const ynode *n, const char *what, double hi, double *out) {
-    if (yn_double(n, out)) return type_error(b, n, what, "a number");
+static int get_positive(const builder *b, const yp_ynode *n, const char *what, double hi, double *out) {
+    if (yp_yn_double(n, out)) return type_error(b, n, what, "a number");
     if (*out <= 0 || *out > hi) return fail(b, n->line, "%s: %g is out of range; use a number in (0, %g]", what,
                                             *out, hi);
     return 0;
@@ -442,7 +193,7 @@ static int layer_done(builder *b, const row *r, int out, int c2, int stride, con
 
 /* ---- module arguments ---- */
 
-static const ynode *arg_node(const row *r, int j) { return j < r->args->n ? r->args->kids[j] : NULL; }
+static const yp_ynode *arg_node(const row *r, int j) { return j < r->args->n ? r->args->kids[j] : NULL; }
 
 static int arg_missing(const builder *b, const row *r, int j) {
     return fail(b, r->line, "args[%d] is missing; write args as %s", j, r->mi->usage);
@@ -450,7 +201,7 @@ static int arg_missing(const builder *b, const row *r, int j) {
 
 /* Integer argument j in [lo, hi]; dflt when absent (ARG_REQUIRED: absence is an error). */
 static int arg_int(const builder *b, const row *r, int j, int dflt, int lo, int hi, int *out) {
-    const ynode *n = arg_node(r, j);
+    const yp_ynode *n = arg_node(r, j);
     char what[24];
     if (!n && dflt == ARG_REQUIRED) return arg_missing(b, r, j);
     if (!n) *out = dflt;
@@ -469,8 +220,8 @@ static int arg_channels(const builder *b, const row *r, int j, int *c2) {
 
 /* Padding argument j: absent or None means k / 2 (autopad). */
 static int arg_pad(const builder *b, const row *r, int j, int k, int *p) {
-    const ynode *n = arg_node(r, j);
-    if (!n || yn_is_null(n)) {
+    const yp_ynode *n = arg_node(r, j);
+    if (!n || yp_yn_is_null(n)) {
         *p = k / 2;
         return 0;
     }
@@ -478,11 +229,11 @@ static int arg_pad(const builder *b, const row *r, int j, int k, int *p) {
 }
 
 static int arg_bool(const builder *b, const row *r, int j, int dflt, int *out) {
-    const ynode *n = arg_node(r, j);
+    const yp_ynode *n = arg_node(r, j);
     char what[24];
     *out = dflt;
     snprintf(what, sizeof what, "args[%d]", j);
-    if (n && yn_bool(n, out)) return type_error(b, n, what, "True or False");
+    if (n && yp_yn_bool(n, out)) return type_error(b, n, what, "True or False");
     return 0;
 }
 
@@ -551,12 +302,12 @@ static int expand_sppf(builder *b, const row *r) {
 
 /* Kernel list of SPP (args[1], default [5, 9, 13]). Returns the count (1..3), or -1. */
 static int spp_kernels(const builder *b, const row *r, int k[3]) {
-    const ynode *n = arg_node(r, 1);
+    const yp_ynode *n = arg_node(r, 1);
     if (!n) {
         k[0] = 5, k[1] = 9, k[2] = 13;
         return 3;
     }
-    if (n->kind != YN_SEQ || n->n < 1 || n->n > YP_MAX_INPUTS - 1)
+    if (n->kind != YP_YN_SEQ || n->n < 1 || n->n > YP_MAX_INPUTS - 1)
         return fail(b, n->line, "args[1]: expected a list of 1 to %d pooling kernels like [5, 9, 13]",
                     YP_MAX_INPUTS - 1);
     for (int j = 0; j < n->n; j++)
@@ -600,13 +351,13 @@ static int expand_focus(builder *b, const row *r) {
 
 /* nn.Upsample(None, scale, 'nearest') */
 static int expand_upsample(builder *b, const row *r) {
-    const ynode *size = arg_node(r, 0), *mode = arg_node(r, 2);
+    const yp_ynode *size = arg_node(r, 0), *mode = arg_node(r, 2);
     int scale;
     if (!size) return arg_missing(b, r, 0);
-    if (!yn_is_null(size))
+    if (!yp_yn_is_null(size))
         return fail(b, size->line, "args[0]: only size None is supported; give the factor as args[1]");
     if (arg_int(b, r, 1, ARG_REQUIRED, 1, MAX_K, &scale)) return -1;
-    if (mode && (mode->kind != YN_SCALAR || strcmp(mode->text, "nearest") != 0))
+    if (mode && (mode->kind != YP_YN_SCALAR || strcmp(mode->text, "nearest") != 0))
         return fail(b, mode->line, "args[2]: only mode 'nearest' is supported");
     if (r->in_stride % scale)
         return fail(b, r->line, "upsampling stride-%d features by %d leaves a fractional stride", r->in_stride,
@@ -642,13 +393,13 @@ static int expand_concat(builder *b, const row *r) {
 }
 
 /* Anchors: rows of 2*na positive numbers (w h pairs, pixels), one row per level. */
-static int parse_anchors(builder *b, const ynode *n) {
-    if (n->kind != YN_SEQ) return type_error(b, n, "anchors", "a list of rows [w, h, w, h, ...], one per level");
+static int parse_anchors(builder *b, const yp_ynode *n) {
+    if (n->kind != YP_YN_SEQ) return type_error(b, n, "anchors", "a list of rows [w, h, w, h, ...], one per level");
     if (n->n < 1 || n->n > YP_MAX_LEVELS)
         return fail(b, n->line, "anchors: %d rows; use 1 to %d rows, one per detection level", n->n, YP_MAX_LEVELS);
     for (int l = 0; l < n->n; l++) {
-        const ynode *row_n = n->kids[l];
-        if (row_n->kind != YN_SEQ) return type_error(b, row_n, "anchors row", "a list [w, h, w, h, ...]");
+        const yp_ynode *row_n = n->kids[l];
+        if (row_n->kind != YP_YN_SEQ) return type_error(b, row_n, "anchors row", "a list [w, h, w, h, ...]");
         if (row_n->n < 2 || row_n->n % 2 || row_n->n > 2 * YP_MAX_ANCHORS || row_n->n != n->kids[0]->n)
             return fail(b, row_n->line, "anchors row %d: %d numbers; every row needs the same even count, "
                         "2 to %d (w h pairs)", l, row_n->n, 2 * YP_MAX_ANCHORS);
@@ -665,10 +416,10 @@ static int parse_anchors(builder *b, const ynode *n) {
 
 /* Detect's nc argument: the name nc or a number equal to the top-level nc (--nc wins). */
 static int detect_nc(const builder *b, const row *r) {
-    const ynode *n = arg_node(r, 0);
+    const yp_ynode *n = arg_node(r, 0);
     int nc;
     if (!n) return arg_missing(b, r, 0);
-    if (n->kind == YN_SCALAR && n->plain && strcmp(n->text, "nc") == 0) return 0;
+    if (n->kind == YP_YN_SCALAR && n->plain && strcmp(n->text, "nc") == 0) return 0;
     if (get_int(b, n, "args[0]", 1, MAX_NC, &nc)) return -1;
     if (nc != b->nc && !b->nc_override)
         return fail(b, n->line, "args[0]: %d classes, but the top-level nc is %d; write nc", nc, b->nc);
@@ -677,9 +428,9 @@ static int detect_nc(const builder *b, const row *r) {
 
 /* Detect's anchors argument: the name anchors, or the anchors written out. */
 static int detect_anchors(builder *b, const row *r) {
-    const ynode *n = arg_node(r, 1);
+    const yp_ynode *n = arg_node(r, 1);
     if (!n) return arg_missing(b, r, 1);
-    if (n->kind == YN_SCALAR && n->plain && strcmp(n->text, "anchors") == 0) return 0;
+    if (n->kind == YP_YN_SCALAR && n->plain && strcmp(n->text, "anchors") == 0) return 0;
     return parse_anchors(b, n);
 }
 
@@ -724,7 +475,7 @@ static const module_info *module_find(const char *name) {
 
 /* One `from` entry of layer i: -1 is the previous layer (the image for layer 0), other negative
  * values count back, non-negative values are absolute and must be earlier. */
-static int parse_from_one(const builder *b, const ynode *n, int i, int *out) {
+static int parse_from_one(const builder *b, const yp_ynode *n, int i, int *out) {
     int v;
     if (get_int(b, n, "from", -MAX_LAYERS, MAX_LAYERS, &v)) return -1;
     if (i == 0 && v == -1) {
@@ -743,8 +494,8 @@ static int parse_from_one(const builder *b, const ynode *n, int i, int *out) {
 }
 
 /* `from`: one index or a list of 1..YP_MAX_INPUTS indices, resolved to absolute layers. */
-static int parse_from(const builder *b, const ynode *n, yp_layer *L) {
-    if (n->kind != YN_SEQ) {
+static int parse_from(const builder *b, const yp_ynode *n, yp_layer *L) {
+    if (n->kind != YP_YN_SEQ) {
         L->n_from = 1;
         return parse_from_one(b, n, L->index, &L->from[0]);
     }
@@ -757,9 +508,9 @@ static int parse_from(const builder *b, const ynode *n, yp_layer *L) {
 }
 
 /* Module name and `number` (scaled: max(round(n * depth_multiple), 1) when n > 1). */
-static int parse_module(builder *b, const ynode *const *k, row *r) {
+static int parse_module(builder *b, const yp_ynode *const *k, row *r) {
     int n;
-    if (k[2]->kind != YN_SCALAR) return type_error(b, k[2], "module", "a module name like Conv");
+    if (k[2]->kind != YP_YN_SCALAR) return type_error(b, k[2], "module", "a module name like Conv");
     r->mi = module_find(k[2]->text);
     if (!r->mi)
         return fail(b, k[2]->line, "unknown module \"%.40s\"; known modules: " KNOWN_MODULES, k[2]->text);
@@ -777,22 +528,22 @@ static int parse_module(builder *b, const ynode *const *k, row *r) {
 }
 
 /* Imports row `rn` (section[j]) as layer i. */
-static int build_row(builder *b, const ynode *rn, const char *section, int j, int i) {
+static int build_row(builder *b, const yp_ynode *rn, const char *section, int j, int i) {
     row r = {.line = rn->line, .L = &b->layers[i]};
     snprintf(b->where, sizeof b->where, "layer %d", i);
     snprintf(b->prefix, sizeof b->prefix, "model.%d", i);
     b->cur = i;
     r.L->index = i;
     char got[80];
-    if (rn->kind != YN_SEQ)
+    if (rn->kind != YP_YN_SEQ)
         return fail(b, rn->line, "%s[%d]: a row must be [from, number, module, args], got %s", section, j,
-                    yn_describe(rn, got, sizeof got));
+                    yp_yn_describe(rn, got, sizeof got));
     if (rn->n != 4)
         return fail(b, rn->line, "%s[%d]: a row must be [from, number, module, args], got %d items", section, j,
                     rn->n);
-    const ynode *const *k = (const ynode *const *)rn->kids;
+    const yp_ynode *const *k = (const yp_ynode *const *)rn->kids;
     if (parse_from(b, k[0], r.L) || parse_module(b, k, &r)) return -1;
-    if (k[3]->kind != YN_SEQ) return type_error(b, k[3], "args", "a list like [64, 3, 2]");
+    if (k[3]->kind != YP_YN_SEQ) return type_error(b, k[3], "args", "a list like [64, 3, 2]");
     if (k[3]->n > r.mi->max_args)
         return fail(b, k[3]->line, "%d args; %s takes at most %d: %s", k[3]->n, r.mi->name, r.mi->max_args,
                     r.mi->usage);
@@ -803,7 +554,7 @@ static int build_row(builder *b, const ynode *rn, const char *section, int j, in
 
 /* Builds every row of backbone then head. */
 static int build_layers(builder *b) {
-    const ynode *bb = b->v[K_BACKBONE], *hd = b->v[K_HEAD];
+    const yp_ynode *bb = b->v[K_BACKBONE], *hd = b->v[K_HEAD];
     b->n_layers = bb->n + hd->n;
     if (b->n_layers < 1) return fail(b, bb->line, "backbone and head are empty; list the layers");
     b->layers = calloc((size_t)b->n_layers, sizeof *b->layers);
@@ -818,7 +569,7 @@ static int build_layers(builder *b) {
     }
     b->where[0] = '\0';
     const char *last = b->layers[b->n_layers - 1].module;
-    const ynode *last_row = hd->n ? hd->kids[hd->n - 1] : bb->kids[bb->n - 1];
+    const yp_ynode *last_row = hd->n ? hd->kids[hd->n - 1] : bb->kids[bb->n - 1];
     if (strcmp(last, "Detect") != 0)
         return fail(b, last_row->line, "the last row is %s; a model ends with a Detect row", last);
     return 0;
@@ -827,14 +578,14 @@ static int build_layers(builder *b) {
 /* ---- top level ---- */
 
 /* Collects the top-level keys into b->v. Unknown, duplicate and missing keys are errors. */
-static int read_keys(builder *b, const ynode *root) {
-    if (yn_is_null(root))
+static int read_keys(builder *b, const yp_ynode *root) {
+    if (yp_yn_is_null(root))
         return fail(b, 1, "empty file; a model yaml needs nc, depth_multiple, width_multiple, anchors, backbone "
                     "and head");
-    if (root->kind != YN_MAP)
+    if (root->kind != YP_YN_MAP)
         return type_error(b, root, "the file", "a mapping with the keys " KNOWN_KEYS);
     for (int i = 0; i < root->n; i += 2) {
-        const ynode *key = root->kids[i];
+        const yp_ynode *key = root->kids[i];
         int k = 0;
         while (k < K_COUNT && strcmp(top_keys[k], key->text) != 0) k++;
         if (k == K_COUNT)
@@ -852,7 +603,7 @@ static int read_keys(builder *b, const ynode *root) {
 }
 
 /* Reads the scalar keys and anchors; backbone and head must be lists. */
-static int read_header(builder *b, const ynode *root) {
+static int read_header(builder *b, const yp_ynode *root) {
     if (read_keys(b, root)) return -1;
     int nc;
     if (get_int(b, b->v[K_NC], "nc", 1, MAX_NC, &nc) ||
@@ -862,8 +613,8 @@ static int read_header(builder *b, const ynode *root) {
     b->nc = b->nc_override > 0 ? b->nc_override : nc;
     b->in_ch = 3;
     if (b->v[K_CH] && get_int(b, b->v[K_CH], "ch", 1, MAX_BASE_CH, &b->in_ch)) return -1;
-    if (b->v[K_BACKBONE]->kind != YN_SEQ) return type_error(b, b->v[K_BACKBONE], "backbone", "a list of rows");
-    if (b->v[K_HEAD]->kind != YN_SEQ) return type_error(b, b->v[K_HEAD], "head", "a list of rows");
+    if (b->v[K_BACKBONE]->kind != YP_YN_SEQ) return type_error(b, b->v[K_BACKBONE], "backbone", "a list of rows");
+    if (b->v[K_HEAD]->kind != YP_YN_SEQ) return type_error(b, b->v[K_HEAD], "head", "a list of rows");
     return 0;
 }
 
@@ -896,7 +647,7 @@ yp_graph *yp_yaml_import(const char *path, int nc_override, yp_err *err) {
         yp_err_set(err, "%s: --nc %d is out of range; use 1..%d", path, nc_override, MAX_NC);
         return NULL;
     }
-    ynode *root = yaml_read_tree(path, err);
+    yp_ynode *root = yp_yn_read(path, err);
     if (!root) return NULL;
     builder b = {.file = path, .err = err, .nc_override = nc_override > 0 ? nc_override : 0};
     yp_graph *g = NULL;
@@ -909,6 +660,6 @@ yp_graph *yp_yaml_import(const char *path, int nc_override, yp_err *err) {
     free(b.ch);
     free(b.stride);
     free(b.nodes);
-    yn_free(root);
+    yp_yn_free(root);
     return g;
 }

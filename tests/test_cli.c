@@ -155,6 +155,15 @@ static void test_whatif(void) {
     CHECK_STR_HAS(out, "FITS");
 }
 
+static void test_plan_with_dataset(void) {
+    CHECK_EQ_I64(run("--gpu 8GB --top 1 --data '" YP_TEST_DATA "/dataset/data.yaml'"), 0);
+    CHECK_STR_HAS(out, "6 images, 10 labels");
+    CHECK_STR_HAS(out, "nc 3");
+    CHECK_EQ_I64(run("--gpu 8GB --data '" YP_TEST_DATA "/dataset/malformed.yaml'"), 2);
+    CHECK_STR_HAS(errtxt, "malformed.yaml:");
+    CHECK_EQ_I64(count_lines(errtxt), 1);
+}
+
 static void test_save_and_load_plan(void) {
     CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 320 --save-plan /tmp/yp_test_cli_plan.json"), 0);
     CHECK_EQ_I64(run("--load-plan /tmp/yp_test_cli_plan.json"), 0);
@@ -174,6 +183,7 @@ int main(void) {
     YP_RUN(test_plan_bad_input);
     YP_RUN(test_nothing_fits_exit_1);
     YP_RUN(test_whatif);
+    YP_RUN(test_plan_with_dataset);
     YP_RUN(test_save_and_load_plan);
     return yp_test_summary();
 }

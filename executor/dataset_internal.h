@@ -1,0 +1,73 @@
+/* dataset_internal.h - what the dataset scan's three files share: dataset.c reads data.yaml and
+ * adds up the counts, dataset_images.c finds the image files of a train entry, dataset_labels.c
+ * reads one label file. Not installed; yp_dataset.h is the interface.
+ * Defines: yp_ds_paths (+ add/at/sort/free), yp_ds_collect, yp_ds_label_path, yp_ds_shown,
+ * yp_ds_note_bad, yp_ds_scratch, yp_ds_label_file, yp_ds_read_labels. */
+#ifndef YP_DATASET_INTERNAL_H
+#define YP_DATASET_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "yp_dataset.h"
+
+#define YP_DS_PATH_MAX 4096
+
+/* A growing list of NUL-terminated paths kept in one buffer (COCO's 118k image paths are one
+ * allocation, not 118k). Zero-initialise; free with yp_ds_paths_free. */
+typedef struct {
+    char *text;
+    size_t len, cap;
+    size_t *off; /* start of path i in text */
+    int64_t n, cap_n;
+} yp_ds_paths;
+
+/* Appends a copy of path. Returns 0, or -1 on OOM (the list is unchanged). */
+int yp_ds_paths_add(yp_ds_paths *p, const char *path);
+const char *yp_ds_paths_at(const yp_ds_paths *p, int64_t i);
+/* Sorts by strcmp, like Python's sorted() on the same strings. */
+void yp_ds_paths_sort(yp_ds_paths *p);
+void yp_ds_paths_free(yp_ds_paths *p);
+
+/* Adds the images of one train entry, an existing folder (searched recursively, symlinks
+ * followed, each folder once) or a text file listing image paths. Listed images that do not
+ * exist are dropped into st (n_bad_files, first_bad). `where` ("data.yaml:4: train") starts
+ * error messages. Returns 0, or -1 with err set (list unreadable, out of memory). */
+int yp_ds_collect(const char *entry, const char *where, const char *root, yp_ds_paths *images,
+                  yp_dataset_stats *st, yp_err *err);
+
+/* YOLOv5's img2label_paths: the last "/images/" becomes "/labels/", the extension ".txt".
+ * Returns 0, or -1 when the result does not fit in size. */
+int yp_ds_label_path(const char *image, char *out, size_t size);
+
+/* path as messages show it: relative to root when it lies under root, else whole. */
+const char *yp_ds_shown(const char *path, const char *root);
+
+/* Counts a dropped file in st and keeps the first problem in st->first_bad. */
+void yp_ds_note_bad(yp_dataset_stats *st, const char *problem);
+
+/* Buffers reused from one label file to the next. Zero-initialise; free with yp_ds_scratch_free. */
+typedef struct {
+    char *text;
+    size_t text_cap;
+    float *rows;   /* 5 floats per row: class cx cy w h */
+    int64_t rows_cap;
+    float *fields; /* the numbers of one row */
+    int fields_cap;
+} yp_ds_scratch;
+
+void yp_ds_scratch_free(yp_ds_scratch *s);
+
+typedef struct {
+    int found;          /* the label file exists (a regular file) */
+    int64_t n_rows;     /* rows after duplicate removal */
+    int64_t n_dup;      /* duplicate rows removed */
+} yp_ds_label_file;
+
+/* Reads and checks the label file at path for nc classes (shown: its name in messages).
+ * Returns 0 (out->found is 0 when there is no file: a background image), 1 when the file is bad
+ * (problem gets "SHOWN:LINE: problem; fix"), or -1 on out of memory. */
+int yp_ds_read_labels(const char *path, const char *shown, int nc, yp_ds_scratch *s,
+                      yp_ds_label_file *out, char *problem, size_t size);
+
+#endif

@@ -1,0 +1,54 @@
+/* yp_dataset.h - the dataset scan: counts a YOLOv5 dataset's training images and label rows, so
+ * that the plan can size its label and target-assignment buffers from real data (labels per
+ * image) instead of a guess. Images are never decoded; only their names and the label files
+ * are read.
+ * Defines: yp_dataset_stats, yp_dataset_scan. */
+#ifndef YP_DATASET_H
+#define YP_DATASET_H
+
+#include <stdint.h>
+
+#include "yp_error.h"
+
+typedef struct {
+    char root[1024];      /* dataset root: data.yaml's `path` (relative: from the yaml's folder;
+                             absent: the yaml's folder), symlinks resolved when it exists */
+    int nc;               /* classes: `nc`, or the length of `names` */
+    int64_t n_images;     /* training images kept (found, minus those dropped: n_bad_files) */
+    int64_t n_labelled;   /* kept images that have a label file (possibly empty) */
+    int64_t n_background; /* kept images with no labels: no label file, or an empty one */
+    int64_t n_labels;     /* label rows of the kept images, duplicates removed */
+    int64_t max_labels;   /* most label rows in one image */
+    double mean_labels;   /* n_labels / n_images */
+    int64_t n_duplicates; /* duplicate rows removed (YOLOv5 warns and drops them) */
+    int64_t n_bad_files;  /* images dropped: bad label file (unreadable or a bad row), or an
+                             image named in a .txt list that does not exist */
+    char first_bad[512];  /* the first problem, "" if none: missing listed images in list order,
+                             then bad label files in sorted image order, e.g.
+                             "labels/train/x.txt:3: class 7 >= nc 3; fix the class or nc"
+                             (paths under root are shown relative to it) */
+} yp_dataset_stats;
+
+/* Scans the `train` split of the Ultralytics data.yaml at data_yaml.
+ *
+ * Keys: path (dataset root), train (required), val, test, nc and/or names (one is required; if
+ * both are given they must agree; names may be a list or a {0: name} mapping); other keys
+ * (download scripts, ...) are ignored. train is a folder of images (searched recursively,
+ * hidden entries skipped, as YOLOv5's glob), a .txt list of image paths ("./x" and other relative
+ * lines are taken from the list's folder), or a list of those; a relative entry is joined to
+ * the root (with YOLOv5's retry without a leading "../"). Image files: extensions bmp dng jpeg
+ * jpg mpo png tif tiff webp pfm (any case).
+ *
+ * Labels, as YOLOv5's img2label_paths and verify_image_label: the last "/images/" of the image
+ * path becomes "/labels/" and the extension ".txt". A row is `class cx cy w h`; if any row of a
+ * file has more than 6 numbers, every row of it is a polygon `class x1 y1 x2 y2 ...` taken as its
+ * bounding box. Values must be numbers >= 0, coordinates <= 1, the class a whole number < nc.
+ * A file with a bad row drops its image (counted in n_bad_files, first_bad says where); a missing
+ * label file makes the image background. Never fatal.
+ *
+ * Returns 0 with *out filled, or -1 with err set (file, yaml line, problem, fix): unreadable or
+ * malformed yaml, missing or mistyped key, a train entry that does not exist, no images found,
+ * no label file found at all (YOLOv5 refuses to train), every image dropped, out of memory. */
+int yp_dataset_scan(const char *data_yaml, yp_dataset_stats *out, yp_err *err);
+
+#endif
