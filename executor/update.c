@@ -13,6 +13,7 @@ int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, in
         return yp_err_set(err, "this batch has %lld labels; the plan holds at most %lld: re-plan with a higher --labels",
                           (long long)n_targets, (long long)capacity);
     double sum[4] = {0, 0, 0, 0};
+    if (x->be->thread_init) x->be->thread_init(); /* cheap; the caller's thread may have changed */
     for (int i = 0; i < x->s->n_steps; i++) {
         const yp_step *st = &x->s->steps[i];
         if (st->phase == YP_PHASE_OPTIMIZER) break;
@@ -62,6 +63,7 @@ static int step_param(yp_exec *x, int t, float scale) {
 }
 
 int yp_exec_update(yp_exec *x, yp_err *err) {
+    if (x->be->thread_init) x->be->thread_init();
     double norm = grad_norm(x, err);
     if (norm < 0) return -1;
     x->last_grad_norm = norm;

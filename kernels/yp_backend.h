@@ -51,6 +51,8 @@ typedef struct yp_backend {
 
     /* The training ops (yp_ops.h), or NULL when this backend has none yet. */
     const yp_ops *ops;
+    /* Optional: prepares the calling thread to run ops (CPU: flush denormals to zero). */
+    void (*thread_init)(void);
 
     /* ---- ops (fp32) ---- */
     /* y[i] = x[i] * sigmoid(x[i]); x and y may be the same buffer (in place). */

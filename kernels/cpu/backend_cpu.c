@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include <cblas.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "yp_backend.h"
 #include "yp_cpu.h"
@@ -22,6 +25,16 @@ int yp_cpu_fail(const char *fmt, ...) {
     vsnprintf(cpu_last_error, sizeof cpu_last_error, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+/* Flush-to-zero and denormals-are-zero for this thread's SSE arithmetic: gradients and SiLU tails
+ * reach the denormal range, where every operation takes a microcode assist (measured: yolov5s
+ * steps 2.5x slower with them). Training runtimes run this way (oneDNN sets the same bits); the
+ * values lost are below 1.2e-38. */
+static void cpu_thread_init(void) {
+#if defined(__SSE__)
+    _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ (bit 15) | DAZ (bit 6) */
+#endif
 }
 
 static const char *cpu_last_error_get(void) {
@@ -86,6 +99,7 @@ static const yp_backend cpu_backend = {
     .mem_set = cpu_mem_set,
     .sync = cpu_sync,
     .last_error = cpu_last_error_get,
+    .thread_init = cpu_thread_init,
     .ops = &yp_cpu_ops,
     .silu_forward = yp_cpu_silu_forward,
     .silu_backward = yp_cpu_silu_backward,

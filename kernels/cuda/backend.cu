@@ -130,6 +130,7 @@ static const yp_backend cuda_backend = {
     /* last_error */ cuda_last_error_get,
     /* device_info */ cuda_device_info,
     /* ops */ nullptr,
+    /* thread_init */ nullptr,
     /* silu_forward */ yp_cuda_silu_forward,
     /* silu_backward */ yp_cuda_silu_backward,
 };
