@@ -3,6 +3,7 @@
 yp_add_test(test_kernels_silu LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # The CPU op table against PyTorch fixtures (tests/data/ops, from tests/ref/make_op_fixtures.py).
 yp_add_test(test_cpu_ops LIBS yp_kernels ${MATH_LIB} LABELS unit)
+yp_add_test(test_cpu_conv LIBS yp_kernels ${MATH_LIB} LABELS unit)
 if(YP_HAVE_CUDA)
   # Skips itself (exit 77) on machines without a driver or GPU, such as CI.
   yp_add_test(test_cuda_silu LIBS yp_kernels ${MATH_LIB} LABELS gpu)

@@ -1,0 +1,382 @@
+/* test_cpu_conv.c - the CPU backend's conv2d and batchnorm2d (kernels/yp_ops.h), forward and
+ * backward, against PyTorch references (tests/data/ops), central finite differences in double on
+ * tiny shapes, the beta (overwrite/accumulate) contract and argument errors. */
+#include "cpu_ops_fixture.h"
+
+/* ---- conv ---- */
+
+static yp_conv_desc conv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int k, int s, int p) {
+    yp_conv_desc d = {.in = {n, h, w, cin}, .k = k, .s = s, .p = p, .groups = 1};
+    d.out = (yp_dims){n, (h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1, cout};
+    return d;
+}
+
+/* One fixture case: forward (beta-free), backward-data and -weights with beta 0 on NaN-filled
+ * outputs, then again with beta 1 onto random contents. fp32 GEMMs over K <= 216 products against a
+ * float64 reference err by ~1e-6 of the largest value; 1e-4 is the issue's bound. */
+static void conv_fixture(const char *cs, yp_conv_desc d, int bias) {
+    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.k * d.k;
+    float *x = fxc(cs, "x", nx), *w = fxc(cs, "w", nw), *y_ref = fxc(cs, "y", ny), *dy = fxc(cs, "dy", ny);
+    float *dx_ref = fxc(cs, "dx", nx), *dw_ref = fxc(cs, "dw", nw);
+    float *b = bias ? fxc(cs, "b", d.out.c) : NULL, *db_ref = bias ? fxc(cs, "db", d.out.c) : NULL;
+    int64_t wsn = yp_conv_workspace_floats(&d);
+    float *ws = nan_buf(wsn), *y = nan_buf(ny), *dx = nan_buf(nx), *dw = nan_buf(nw), *db = nan_buf(d.out.c);
+    char what[64];
+    if (!x || !w || !y_ref || !dy || !dx_ref || !dw_ref || (bias && (!b || !db_ref)))
+        goto done;
+
+    CHECK(ops->conv2d_forward(&d, x, w, b, y, WS_ARGS(&d, ws)) == 0);
+    snprintf(what, sizeof what, "%s y", cs);
+    CHECK_CLOSE(what, y, y_ref, ny, 1e-4);
+    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 0.0f, WS_ARGS(&d, ws)) == 0);
+    snprintf(what, sizeof what, "%s dx", cs);
+    CHECK_CLOSE(what, dx, dx_ref, nx, 1e-4);
+    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, bias ? db : NULL, 0.0f, WS_ARGS(&d, ws)) == 0);
+    snprintf(what, sizeof what, "%s dw", cs);
+    CHECK_CLOSE(what, dw, dw_ref, nw, 1e-4);
+    if (bias) {
+        snprintf(what, sizeof what, "%s db", cs);
+        CHECK_CLOSE(what, db, db_ref, d.out.c, 1e-4);
+    }
+
+    /* beta 1: the result lands on top of what was there. */
+    float *dx0 = rand_buf(nx, 11, -1, 1), *dw0 = rand_buf(nw, 12, -1, 1), *db0 = rand_buf(d.out.c, 13, -1, 1);
+    float *dx_want = sum_buf(dx0, dx_ref, nx), *dw_want = sum_buf(dw0, dw_ref, nw);
+    float *db_want = bias ? sum_buf(db0, db_ref, d.out.c) : NULL;
+    memcpy(dx, dx0, (size_t)nx * sizeof *dx);
+    memcpy(dw, dw0, (size_t)nw * sizeof *dw);
+    memcpy(db, db0, (size_t)d.out.c * sizeof *db);
+    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 1.0f, WS_ARGS(&d, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, bias ? db : NULL, 1.0f, WS_ARGS(&d, ws)) == 0);
+    snprintf(what, sizeof what, "%s dx (beta 1)", cs);
+    CHECK_CLOSE(what, dx, dx_want, nx, 1e-4);
+    snprintf(what, sizeof what, "%s dw (beta 1)", cs);
+    CHECK_CLOSE(what, dw, dw_want, nw, 1e-4);
+    if (bias) {
+        snprintf(what, sizeof what, "%s db (beta 1)", cs);
+        CHECK_CLOSE(what, db, db_want, d.out.c, 1e-4);
+    }
+    free(dx0), free(dw0), free(db0), free(dx_want), free(dw_want), free(db_want);
+done:
+    free(x), free(w), free(y_ref), free(dy), free(dx_ref), free(dw_ref), free(b), free(db_ref);
+    free(ws), free(y), free(dx), free(dw), free(db);
+}
+
+static void test_conv_k3s1p1(void) {
+    conv_fixture("conv_k3s1p1", conv_desc(2, 4, 8, 8, 6, 3, 1, 1), 0);
+}
+static void test_conv_k3s2p1(void) {
+    conv_fixture("conv_k3s2p1", conv_desc(2, 4, 9, 7, 6, 3, 2, 1), 0);
+}
+static void test_conv_k6s2p2(void) {
+    conv_fixture("conv_k6s2p2", conv_desc(2, 3, 16, 16, 8, 6, 2, 2), 0);
+}
+static void test_conv_k1_bias(void) {
+    yp_conv_desc d = conv_desc(2, 8, 5, 6, 5, 1, 1, 0);
+    CHECK_EQ_I64(yp_conv_workspace_floats(&d), 0); /* pointwise: one GEMM, no columns */
+    conv_fixture("conv_k1_bias", d, 1);
+}
+
+/* Direct convolution in double (NHWC x, OIHW w): the independent reference of the FD tests. */
+static void conv_ref(const yp_conv_desc *d, const double *x, const double *w, double *y) {
+    for (int64_t i = 0; i < d->out.n; i++)
+        for (int64_t oy = 0; oy < d->out.h; oy++)
+            for (int64_t ox = 0; ox < d->out.w; ox++)
+                for (int64_t co = 0; co < d->out.c; co++) {
+                    double acc = 0;
+                    for (int64_t ci = 0; ci < d->in.c; ci++)
+                        for (int kh = 0; kh < d->k; kh++)
+                            for (int kw = 0; kw < d->k; kw++) {
+                                int64_t iy = oy * d->s - d->p + kh, ix = ox * d->s - d->p + kw;
+                                if (iy < 0 || iy >= d->in.h || ix < 0 || ix >= d->in.w)
+                                    continue;
+                                acc += x[((i * d->in.h + iy) * d->in.w + ix) * d->in.c + ci] *
+                                       w[((co * d->in.c + ci) * d->k + kh) * d->k + kw];
+                            }
+                    y[((i * d->out.h + oy) * d->out.w + ox) * d->out.c + co] = acc;
+                }
+}
+
+/* L = sum(r * conv(x, w)) in double. */
+static double conv_loss(const yp_conv_desc *d, const double *x, const double *w, const double *r, double *ybuf) {
+    conv_ref(d, x, w, ybuf);
+    double l = 0;
+    for (int64_t i = 0; i < dims_count(d->out); i++)
+        l += r[i] * ybuf[i];
+    return l;
+}
+
+/* Central differences of L = sum(r * conv(x, w)) in double against backward-data (dy = r) and
+ * backward-weights. L is linear in x and in w, so the difference quotient is exact up to double
+ * rounding (~1e-13); what remains is the kernels' fp32 error, ~1e-6 of the largest gradient. The
+ * forward is checked against the double reference first (same bound). */
+static void conv_fd(yp_conv_desc d) {
+    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.k * d.k;
+    float *x = rand_buf(nx, 21, -1, 1), *w = rand_buf(nw, 22, -0.5, 0.5), *r = rand_buf(ny, 23, -1, 1);
+    double *xd = malloc((size_t)nx * sizeof *xd), *wd = malloc((size_t)nw * sizeof *wd);
+    double *rd = malloc((size_t)ny * sizeof *rd), *yd = malloc((size_t)ny * sizeof *yd);
+    double *gx = malloc((size_t)nx * sizeof *gx), *gw = malloc((size_t)nw * sizeof *gw);
+    int64_t wsn = yp_conv_workspace_floats(&d);
+    float *ws = nan_buf(wsn), *y = nan_buf(ny), *dx = nan_buf(nx), *dw = nan_buf(nw);
+    for (int64_t i = 0; i < nx; i++)
+        xd[i] = x[i];
+    for (int64_t i = 0; i < nw; i++)
+        wd[i] = w[i];
+    for (int64_t i = 0; i < ny; i++)
+        rd[i] = r[i];
+    const double h = 0.25;
+    for (int64_t i = 0; i < nx; i++) {
+        double keep = xd[i];
+        xd[i] = keep + h;
+        double lp = conv_loss(&d, xd, wd, rd, yd);
+        xd[i] = keep - h;
+        double lm = conv_loss(&d, xd, wd, rd, yd);
+        xd[i] = keep;
+        gx[i] = (lp - lm) / (2 * h);
+    }
+    for (int64_t i = 0; i < nw; i++) {
+        double keep = wd[i];
+        wd[i] = keep + h;
+        double lp = conv_loss(&d, xd, wd, rd, yd);
+        wd[i] = keep - h;
+        double lm = conv_loss(&d, xd, wd, rd, yd);
+        wd[i] = keep;
+        gw[i] = (lp - lm) / (2 * h);
+    }
+    conv_ref(&d, xd, wd, yd);
+    CHECK(ops->conv2d_forward(&d, x, w, NULL, y, WS_ARGS(&d, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(&d, r, w, dx, 0.0f, WS_ARGS(&d, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(&d, x, r, dw, NULL, 0.0f, WS_ARGS(&d, ws)) == 0);
+    double ey = rel_err_d(y, yd, ny), ex = rel_err_d(dx, gx, nx), ew = rel_err_d(dw, gw, nw);
+    if (verbose || !(ey <= 1e-4 && ex <= 1e-4 && ew <= 1e-4))
+        printf("    conv k%d s%d p%d %lldx%lld: y %.3g, dx (fd) %.3g, dw (fd) %.3g\n", d.k, d.s, d.p,
+               (long long)d.in.h, (long long)d.in.w, ey, ex, ew);
+    CHECK(ey <= 1e-4);
+    CHECK(ex <= 1e-4);
+    CHECK(ew <= 1e-4);
+    free(x), free(w), free(r), free(xd), free(wd), free(rd), free(yd), free(gx), free(gw);
+    free(ws), free(y), free(dx), free(dw);
+}
+
+/* The im2col paths (padding on every side, strides that skip input, even kernels, k == 1 with a
+ * stride or padding, which takes columns but no weight reordering), stride-1 backward-data as a
+ * transposed conv (padding k-1-p from k-1 down to 0; c_out > c_in makes its columns the larger
+ * part of the workspace) and the pointwise GEMM path. */
+static void test_conv_finite_diff(void) {
+    conv_fd(conv_desc(2, 3, 5, 5, 4, 3, 2, 1));
+    conv_fd(conv_desc(1, 2, 6, 5, 3, 3, 1, 1));
+    conv_fd(conv_desc(1, 2, 5, 6, 3, 3, 1, 0));
+    conv_fd(conv_desc(1, 3, 4, 5, 2, 3, 1, 2));
+    conv_fd(conv_desc(2, 3, 6, 6, 2, 2, 1, 0));
+    conv_fd(conv_desc(2, 3, 5, 4, 3, 1, 2, 0));
+    conv_fd(conv_desc(1, 3, 3, 3, 2, 1, 1, 1));
+    conv_fd(conv_desc(2, 4, 3, 4, 3, 1, 1, 0));
+    conv_fd(conv_desc(1, 2, 4, 4, 2, 5, 3, 2));
+}
+
+static void test_conv_errors(void) {
+    yp_conv_desc d = conv_desc(1, 4, 4, 4, 4, 3, 1, 1);
+    float buf[256] = {0}, ws[512];
+    CHECK_EQ_I64(yp_conv_workspace_floats(&d), 16 * 36 + 4 * 36); /* columns + reordered weights */
+    d.groups = 2;
+    CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, ws, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(), "groups");
+    CHECK(ops->conv2d_backward_data(&d, buf, buf, buf, 0.0f, ws, ws) == -1);
+    CHECK(ops->conv2d_backward_weights(&d, buf, buf, buf, NULL, 0.0f, ws, ws) == -1);
+    d.groups = 1;
+    d.out.h = 5;
+    CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, ws, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(), "does not follow");
+    d.out.h = 4;
+    CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, NULL, NULL) == -1);
+    CHECK_STR_HAS(cpu->last_error(), "workspace");
+    CHECK(ops->conv2d_forward(&d, NULL, buf, NULL, buf, ws, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(), "NULL");
+}
+
+/* ---- batch norm ---- */
+
+/* Training forward against PyTorch (F.batch_norm(training=True), float64): y, the saved stats, the
+ * running stats after the momentum-0.03 update with the unbiased variance; then bn_apply with the
+ * saved stats gives y again, and backward gives dx, dgamma, dbeta (beta 0 on NaN, then beta 1).
+ * Stats are summed in double, so the errors are fp32 rounding of the outputs (~1e-7); 1e-4 is the
+ * issue's bound. */
+static void bn_train_fixture(const char *cs, yp_dims dims) {
+    const int64_t n = dims_count(dims), c = dims.c;
+    yp_bn_desc d = {.dims = dims, .eps = 1e-3f, .momentum = 0.03f};
+    float *x = fxc(cs, "x", n), *gamma = fxc(cs, "gamma", c), *beta = fxc(cs, "beta", c);
+    float *rm = fxc(cs, "rm0", c), *rv = fxc(cs, "rv0", c), *y_ref = fxc(cs, "y", n);
+    float *mean_ref = fxc(cs, "mean", c), *invstd_ref = fxc(cs, "invstd", c), *rm_ref = fxc(cs, "rm1", c);
+    float *rv_ref = fxc(cs, "rv1", c), *dy = fxc(cs, "dy", n), *dx_ref = fxc(cs, "dx", n);
+    float *dg_ref = fxc(cs, "dgamma", c), *db_ref = fxc(cs, "dbeta", c);
+    float *y = nan_buf(n), *y2 = nan_buf(n), *stats = nan_buf(2 * c), *dx = nan_buf(n), *dg = nan_buf(c),
+          *db = nan_buf(c);
+    char what[64];
+    if (!x || !gamma || !beta || !rm || !rv || !y_ref || !mean_ref || !invstd_ref || !rm_ref || !rv_ref || !dy ||
+        !dx_ref || !dg_ref || !db_ref)
+        goto done;
+    CHECK(ops->bn_forward_train(&d, x, gamma, beta, y, stats, rm, rv) == 0);
+    snprintf(what, sizeof what, "%s y", cs);
+    CHECK_CLOSE(what, y, y_ref, n, 1e-4);
+    snprintf(what, sizeof what, "%s mean", cs);
+    CHECK_CLOSE(what, stats, mean_ref, c, 1e-4);
+    snprintf(what, sizeof what, "%s invstd", cs);
+    CHECK_CLOSE(what, stats + c, invstd_ref, c, 1e-4);
+    snprintf(what, sizeof what, "%s running_mean", cs);
+    CHECK_CLOSE(what, rm, rm_ref, c, 1e-4);
+    snprintf(what, sizeof what, "%s running_var", cs);
+    CHECK_CLOSE(what, rv, rv_ref, c, 1e-4);
+
+    /* Recomputation from the saved stats reproduces the training output (both fold to x*a + b;
+     * a and b come from the double stats there and from their float copies here: ~1e-7). */
+    CHECK(ops->bn_apply(&d, x, gamma, beta, stats, y2) == 0);
+    snprintf(what, sizeof what, "%s apply == train y", cs);
+    CHECK_CLOSE(what, y2, y, n, 1e-6);
+
+    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, dx, 0.0f, dg, db, 0.0f) == 0);
+    snprintf(what, sizeof what, "%s dx", cs);
+    CHECK_CLOSE(what, dx, dx_ref, n, 1e-4);
+    snprintf(what, sizeof what, "%s dgamma", cs);
+    CHECK_CLOSE(what, dg, dg_ref, c, 1e-4);
+    snprintf(what, sizeof what, "%s dbeta", cs);
+    CHECK_CLOSE(what, db, db_ref, c, 1e-4);
+
+    float *dx0 = rand_buf(n, 31, -1, 1), *dg0 = rand_buf(c, 32, -1, 1), *db0 = rand_buf(c, 33, -1, 1);
+    float *dx_want = sum_buf(dx0, dx_ref, n), *dg_want = sum_buf(dg0, dg_ref, c), *db_want = sum_buf(db0, db_ref, c);
+    memcpy(dx, dx0, (size_t)n * sizeof *dx);
+    memcpy(dg, dg0, (size_t)c * sizeof *dg);
+    memcpy(db, db0, (size_t)c * sizeof *db);
+    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, dx, 1.0f, dg, db, 1.0f) == 0);
+    snprintf(what, sizeof what, "%s dx (beta 1)", cs);
+    CHECK_CLOSE(what, dx, dx_want, n, 1e-4);
+    snprintf(what, sizeof what, "%s dgamma (beta 1)", cs);
+    CHECK_CLOSE(what, dg, dg_want, c, 1e-4);
+    snprintf(what, sizeof what, "%s dbeta (beta 1)", cs);
+    CHECK_CLOSE(what, db, db_want, c, 1e-4);
+    /* No parameter gradients wanted: NULL dgamma/dbeta, dx unchanged. */
+    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, dx, 0.0f, NULL, NULL, 0.0f) == 0);
+    snprintf(what, sizeof what, "%s dx (no dgamma)", cs);
+    CHECK_CLOSE(what, dx, dx_ref, n, 1e-4);
+    free(dx0), free(dg0), free(db0), free(dx_want), free(dg_want), free(db_want);
+done:
+    free(x), free(gamma), free(beta), free(rm), free(rv), free(y_ref), free(mean_ref), free(invstd_ref);
+    free(rm_ref), free(rv_ref), free(dy), free(dx_ref), free(dg_ref), free(db_ref);
+    free(y), free(y2), free(stats), free(dx), free(dg), free(db);
+}
+
+static void test_bn_train(void) {
+    bn_train_fixture("bn_train", (yp_dims){2, 5, 4, 6});
+}
+static void test_bn_train_wide(void) {
+    bn_train_fixture("bn_train_wide", (yp_dims){2, 2, 3, 300}); /* two channel blocks */
+}
+
+/* Eval: y = gamma*(x - running_mean)/sqrt(running_var + eps) + beta; running stats untouched. */
+static void test_bn_eval(void) {
+    yp_dims dims = {2, 5, 4, 6};
+    const int64_t n = dims_count(dims), c = dims.c;
+    yp_bn_desc d = {.dims = dims, .eps = 1e-3f, .momentum = 0.03f};
+    float *x = fx("bn_eval.x", n), *gamma = fx("bn_eval.gamma", c), *beta = fx("bn_eval.beta", c);
+    float *rm = fx("bn_eval.rm", c), *rv = fx("bn_eval.rv", c), *y_ref = fx("bn_eval.y", n), *y = nan_buf(n);
+    if (x && gamma && beta && rm && rv && y_ref) {
+        CHECK(ops->bn_forward_eval(&d, x, gamma, beta, y, rm, rv) == 0);
+        CHECK_CLOSE("bn_eval y", y, y_ref, n, 1e-4);
+    }
+    free(x), free(gamma), free(beta), free(rm), free(rv), free(y_ref), free(y);
+}
+
+/* Training-mode BN in double over NHWC rows: y = gamma*(x - mean)/sqrt(var + eps) + beta. */
+static void bn_ref(yp_dims dims, double eps, const double *x, const double *g, const double *b, double *y) {
+    const int64_t rows = dims.n * dims.h * dims.w, c = dims.c;
+    for (int64_t j = 0; j < c; j++) {
+        double m = 0, v = 0;
+        for (int64_t r = 0; r < rows; r++)
+            m += x[r * c + j];
+        m /= (double)rows;
+        for (int64_t r = 0; r < rows; r++)
+            v += (x[r * c + j] - m) * (x[r * c + j] - m);
+        v /= (double)rows;
+        for (int64_t r = 0; r < rows; r++)
+            y[r * c + j] = g[j] * (x[r * c + j] - m) / sqrt(v + eps) + b[j];
+    }
+}
+
+static double bn_loss(yp_dims dims, const double *x, const double *g, const double *b, const double *r,
+                      double *ybuf) {
+    bn_ref(dims, 1e-3, x, g, b, ybuf);
+    double l = 0;
+    for (int64_t i = 0; i < dims_count(dims); i++)
+        l += r[i] * ybuf[i];
+    return l;
+}
+
+/* Central differences of L = sum(r * bn_train(x)) in double with h = 1e-4: truncation ~h^2 |L'''|
+ * (~1e-8 here) and rounding ~1e-16 |L| / h (~1e-11) are far below the kernel's fp32 error (~1e-6);
+ * 1e-4 is the issue's bound. */
+static void test_bn_finite_diff(void) {
+    yp_dims dims = {2, 3, 2, 3};
+    const int64_t n = dims_count(dims), c = dims.c;
+    yp_bn_desc d = {.dims = dims, .eps = 1e-3f, .momentum = 0.1f};
+    float *x = rand_buf(n, 41, -2, 3), *g = rand_buf(c, 42, 0.5, 1.5), *b = rand_buf(c, 43, -0.5, 0.5);
+    float *r = rand_buf(n, 44, -1, 1), *y = nan_buf(n), *stats = nan_buf(2 * c), *dx = nan_buf(n);
+    float *dg = nan_buf(c), *db = nan_buf(c), rm[3] = {0, 0, 0}, rv[3] = {1, 1, 1};
+    double xd[36], gd[3], bd[3], rd[36], yd[36], gx[36], gg[3], gb[3];
+    for (int64_t i = 0; i < n; i++)
+        xd[i] = x[i], rd[i] = r[i];
+    for (int64_t j = 0; j < c; j++)
+        gd[j] = g[j], bd[j] = b[j];
+    const double h = 1e-4;
+    double *vars[3] = {xd, gd, bd}, *grads[3] = {gx, gg, gb};
+    int64_t counts[3] = {n, c, c};
+    for (int v = 0; v < 3; v++)
+        for (int64_t i = 0; i < counts[v]; i++) {
+            double keep = vars[v][i];
+            vars[v][i] = keep + h;
+            double lp = bn_loss(dims, xd, gd, bd, rd, yd);
+            vars[v][i] = keep - h;
+            double lm = bn_loss(dims, xd, gd, bd, rd, yd);
+            vars[v][i] = keep;
+            grads[v][i] = (lp - lm) / (2 * h);
+        }
+    bn_ref(dims, 1e-3, xd, gd, bd, yd);
+    CHECK(ops->bn_forward_train(&d, x, g, b, y, stats, rm, rv) == 0);
+    CHECK(ops->bn_backward(&d, x, stats, g, r, dx, 0.0f, dg, db, 0.0f) == 0);
+    double ey = rel_err_d(y, yd, n), ex = rel_err_d(dx, gx, n), eg = rel_err_d(dg, gg, c), eb = rel_err_d(db, gb, c);
+    if (verbose || !(ey <= 1e-4 && ex <= 1e-4 && eg <= 1e-4 && eb <= 1e-4))
+        printf("    bn fd: y %.3g, dx %.3g, dgamma %.3g, dbeta %.3g\n", ey, ex, eg, eb);
+    CHECK(ey <= 1e-4);
+    CHECK(ex <= 1e-4);
+    CHECK(eg <= 1e-4);
+    CHECK(eb <= 1e-4);
+    free(x), free(g), free(b), free(r), free(y), free(stats), free(dx), free(dg), free(db);
+}
+
+static void test_bn_errors(void) {
+    float v[8] = {0}, rm[2] = {0}, rv[2] = {1, 1};
+    yp_bn_desc d = {.dims = {1, 1, 1, 2}, .eps = 1e-3f, .momentum = 0.03f};
+    CHECK(ops->bn_forward_train(&d, v, v, v, v, v, rm, rv) == -1); /* one value per channel */
+    CHECK_STR_HAS(cpu->last_error(), "more than 1 value");
+    d.dims.c = 0;
+    CHECK(ops->bn_forward_eval(&d, v, v, v, v, rm, rv) == -1);
+    d.dims.c = 2;
+    d.eps = 0.0f;
+    CHECK(ops->bn_apply(&d, v, v, v, v, v) == -1);
+}
+
+int main(int argc, char **argv) {
+    int rc = cpu_ops_setup(argc, argv);
+    if (rc) return rc;
+    YP_RUN(test_conv_k3s1p1);
+    YP_RUN(test_conv_k3s2p1);
+    YP_RUN(test_conv_k6s2p2);
+    YP_RUN(test_conv_k1_bias);
+    YP_RUN(test_conv_finite_diff);
+    YP_RUN(test_conv_errors);
+    YP_RUN(test_bn_train);
+    YP_RUN(test_bn_train_wide);
+    YP_RUN(test_bn_eval);
+    YP_RUN(test_bn_finite_diff);
+    YP_RUN(test_bn_errors);
+    free(fx_data);
+    return yp_test_summary();
+}
