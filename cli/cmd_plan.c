@@ -82,9 +82,10 @@ static int outputs(const plan_args *a, const yp_plan *p) {
     yp_err err;
     if (a->save_plan && yp_plan_save(p, a->save_plan, &err)) return cli_fail(&err);
     if (a->timeline && yp_timeline_write(p, a->timeline, a->format, &err)) return cli_fail(&err);
-    if (!a->json && (a->save_plan || a->timeline))
-        printf("wrote%s%s%s%s for row %d\n", a->save_plan ? " " : "", a->save_plan ? a->save_plan : "",
-               a->timeline ? " timelines in " : "", a->timeline ? a->timeline : "", a->row ? a->row : 1);
+    if (!a->json && a->save_plan) printf("row %d: plan written to %s\n", a->row ? a->row : 1, a->save_plan);
+    if (!a->json && a->timeline)
+        printf("row %d: memory, arena and graph pictures (.dot + .%s) written to %s\n", a->row ? a->row : 1, a->format,
+               a->timeline);
     return YP_EXIT_OK;
 }
 

@@ -185,6 +185,10 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (!r->gpu)
         return yp_err_set(err, "--gpu is required: the card (rtx3070, t4, a100-40gb, ...), its memory (8GB, 8192MiB) or auto");
     if (r->gpu && (!strcmp(r->gpu, "auto") ? gpu_auto(&pa->gpu, err) : yp_gpu_parse(r->gpu, &pa->gpu, err))) return -1;
+    if (pa->reserve >= pa->gpu.mem_bytes - pa->gpu.fixed_bytes)
+        return yp_err_set(err, "--reserve: %.2f GiB leaves nothing of %s's %.2f GiB (%.2f GiB go to the CUDA context "
+                          "and libraries); reserve less", (double)pa->reserve / 1073741824.0, pa->gpu.desc,
+                          (double)pa->gpu.mem_bytes / 1073741824.0, (double)pa->gpu.fixed_bytes / 1073741824.0);
     if (parse_models(pa, r->model ? r->model : "yolov5s", err) || parse_sizes(o, r->img ? r->img : "640", err)) return -1;
     for (int m = 0; m < o->n_models; m++) {
         int s = yp_graph_max_stride(o->models[m]);

@@ -130,6 +130,8 @@ static void test_plan_bad_input(void) {
         {"--gpu 8GB --row 20", "--row 20"},
         {"--model yolov5s", "--gpu is required"},
         {"--gpu 8GB --mosaic maybe", "off, on, both"},
+        {"--gpu 8GB --reserve 9GB", "reserve less"},
+        {"--gpu 8GB --reserve lots", "--reserve lots"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = run(bad[i][0]);
