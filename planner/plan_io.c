@@ -10,13 +10,16 @@
 
 static void add_i64(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
 
-static cJSON *candidate_json(const yp_candidate *c) {
+cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c) {
     cJSON *j = cJSON_CreateObject();
-    add_i64(j, "batch", c->batch), add_i64(j, "img_w", c->img_w), add_i64(j, "img_h", c->img_h);
+    cJSON_AddStringToObject(j, "model", g->name);
+    int img[2] = {(int)c->img_w, (int)c->img_h};
+    cJSON_AddItemToObject(j, "img", cJSON_CreateIntArray(img, 2));
+    add_i64(j, "batch", c->batch);
     cJSON_AddStringToObject(j, "precision", yp_precision_name(c->precision));
-    char ck[24];
-    snprintf(ck, sizeof ck, "%llx", (unsigned long long)c->ckpt_layers);
-    cJSON_AddStringToObject(j, "ckpt_layers_hex", ck);
+    cJSON *ck = cJSON_AddArrayToObject(j, "checkpoint");
+    for (int l = 0; l < 64; l++)
+        if (c->ckpt_layers >> l & 1) cJSON_AddItemToArray(ck, cJSON_CreateNumber(l));
     cJSON_AddBoolToObject(j, "mosaic", c->mosaic);
     cJSON_AddStringToObject(j, "optimizer", yp_optimizer_name(c->optimizer));
     cJSON_AddBoolToObject(j, "ema", c->ema);
@@ -76,7 +79,7 @@ static cJSON *plan_json(const yp_plan *p) {
     char *ir = yp_ir_write_string(p->g);
     cJSON_AddItemToObject(j, "model", ir ? cJSON_Parse(ir) : cJSON_CreateNull());
     free(ir);
-    cJSON_AddItemToObject(j, "candidate", candidate_json(&p->cand));
+    cJSON_AddItemToObject(j, "candidate", yp_candidate_json(p->g, &p->cand));
     cJSON_AddItemToObject(j, "gpu", gpu_json(&p->gpu));
     add_i64(j, "reserve_bytes", p->reserve_bytes);
     add_i64(j, "arena_bytes", p->arena_bytes), add_i64(j, "train_arena_bytes", p->arena.size);
@@ -147,24 +150,33 @@ static const char *str(ctx *c, const cJSON *o, const char *path, const char *key
     return v ? v->valuestring : NULL;
 }
 
+/* Reads back what yp_candidate_json wrote. */
 static int load_candidate(ctx *c, const cJSON *j, yp_candidate *k) {
-    double v[9];
-    static const char *const keys[] = {"batch", "img_w", "img_h", "mosaic", "ema", "freeze", "labels_per_image",
-                                       "multi_scale"};
-    for (int i = 0; i < 8; i++)
+    double v[7];
+    static const char *const keys[] = {"batch", "mosaic", "ema", "freeze", "labels_per_image", "multi_scale"};
+    for (int i = 0; i < 6; i++)
         if (num(c, j, "candidate", keys[i], &v[i])) return -1;
     const char *prec = str(c, j, "candidate", "precision"), *opt = prec ? str(c, j, "candidate", "optimizer") : NULL;
-    const char *pol = opt ? str(c, j, "candidate", "policy") : NULL, *ck = pol ? str(c, j, "candidate", "ckpt_layers_hex") : NULL;
+    const char *pol = opt ? str(c, j, "candidate", "policy") : NULL;
+    const cJSON *img = pol ? need(c, j, "candidate", "img") : NULL, *ck = img ? need(c, j, "candidate", "checkpoint") : NULL;
     if (!ck) return -1;
     int p = yp_precision_parse(prec), o = yp_optimizer_parse(opt);
     if (p < 0 || o < 0 || (strcmp(pol, "yoloplan") && strcmp(pol, "pytorch")))
         return yp_err_set(c->err, "%s: candidate: unknown precision, optimizer or policy", c->file);
+    if (cJSON_GetArraySize(img) != 2 || !cJSON_IsArray(ck))
+        return yp_err_set(c->err, "%s: candidate.img must be [w, h] and candidate.checkpoint a list", c->file);
     *k = yp_candidate_default();
-    k->batch = (int64_t)v[0], k->img_w = (int64_t)v[1], k->img_h = (int64_t)v[2];
-    k->mosaic = (int)v[3], k->ema = (int)v[4], k->freeze = (int)v[5], k->labels_per_image = v[6];
-    k->multi_scale = (int)v[7], k->precision = (yp_precision)p, k->optimizer = (yp_optimizer)o;
+    k->batch = (int64_t)v[0], k->mosaic = (int)v[1], k->ema = (int)v[2], k->freeze = (int)v[3];
+    k->labels_per_image = v[4], k->multi_scale = (int)v[5];
+    k->img_w = (int64_t)cJSON_GetArrayItem(img, 0)->valuedouble, k->img_h = (int64_t)cJSON_GetArrayItem(img, 1)->valuedouble;
+    k->precision = (yp_precision)p, k->optimizer = (yp_optimizer)o;
     k->policy = strcmp(pol, "pytorch") ? YP_SAVE_YOLOPLAN : YP_SAVE_PYTORCH;
-    k->ckpt_layers = strtoull(ck, NULL, 16);
+    k->ckpt_layers = 0;
+    for (const cJSON *l = ck->child; l; l = l->next) {
+        if (!cJSON_IsNumber(l) || l->valuedouble < 0 || l->valuedouble >= 64)
+            return yp_err_set(c->err, "%s: candidate.checkpoint: expected layer indices 0..63", c->file);
+        k->ckpt_layers |= 1ull << (int)l->valuedouble;
+    }
     if (k->batch < 1) return yp_err_set(c->err, "%s: candidate.batch: must be at least 1", c->file);
     return 0;
 }

@@ -8,10 +8,17 @@
 #ifndef YP_PLAN_IO_H
 #define YP_PLAN_IO_H
 
+#include <cjson/cJSON.h>
+
 #include "yp_plan.h"
 
 #define YP_PLAN_FORMAT "yoloplan-plan"
 #define YP_PLAN_VERSION 1
+
+/* The candidate as JSON (reports/JSON.md "candidate": model, img [w, h], batch, precision,
+ * checkpoint [layers], mosaic, optimizer, ema, freeze, policy, labels_per_image, multi_scale):
+ * one form for the report and for plan.json. The caller deletes the tree. */
+cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c);
 
 /* Writes p to path atomically (temp file + rename). 0, or -1 with err set. */
 int yp_plan_save(const yp_plan *p, const char *path, yp_err *err);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "yp_front.h"
+#include "yp_plan_io.h"
 #include "yp_report.h"
 
 const char *yp_fmt_bytes(int64_t bytes, char *buf, size_t n) {
@@ -53,25 +54,10 @@ void yp_report_table(FILE *f, const yp_plan *plans, int n, int chosen) {
 
 static void add_i64(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
 
+/* The candidate (planner's form) plus the accumulation its batch implies. */
 static cJSON *candidate_json(const yp_plan *p) {
-    const yp_candidate *c = &p->cand;
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "model", p->g->name);
-    int img[2] = {(int)c->img_w, (int)c->img_h};
-    cJSON_AddItemToObject(j, "img", cJSON_CreateIntArray(img, 2));
-    add_i64(j, "batch", c->batch);
+    cJSON *j = yp_candidate_json(p->g, &p->cand);
     cJSON_AddNumberToObject(j, "accumulate", p->time.accumulate);
-    cJSON_AddStringToObject(j, "precision", yp_precision_name(c->precision));
-    cJSON *ck = cJSON_AddArrayToObject(j, "checkpoint");
-    for (int l = 0; l < 64; l++)
-        if (c->ckpt_layers >> l & 1) cJSON_AddItemToArray(ck, cJSON_CreateNumber(l));
-    cJSON_AddBoolToObject(j, "mosaic", c->mosaic);
-    cJSON_AddStringToObject(j, "optimizer", yp_optimizer_name(c->optimizer));
-    cJSON_AddBoolToObject(j, "ema", c->ema);
-    cJSON_AddNumberToObject(j, "freeze", c->freeze);
-    cJSON_AddStringToObject(j, "policy", c->policy == YP_SAVE_PYTORCH ? "pytorch" : "yoloplan");
-    cJSON_AddNumberToObject(j, "labels_per_image", c->labels_per_image);
-    cJSON_AddBoolToObject(j, "multi_scale", c->multi_scale);
     return j;
 }
 
