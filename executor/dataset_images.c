@@ -68,7 +68,8 @@ static int is_image(const char *path) {
     char ext[8];
     size_t n = strlen(dot + 1);
     if (n == 0 || n >= sizeof ext) return 0;
-    for (size_t i = 0; i <= n; i++) ext[i] = (char)tolower((unsigned char)dot[1 + i]);
+    for (size_t i = 0; i < n && i < sizeof ext - 1; i++) ext[i] = (char)tolower((unsigned char)dot[1 + i]);
+    ext[n] = '\0';
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (strcmp(ext, formats[i]) == 0) return 1;
     return 0;

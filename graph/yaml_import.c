@@ -417,7 +417,7 @@ static int parse_anchors(builder *b, const yp_ynode *n) {
 /* Detect's nc argument: the name nc or a number equal to the top-level nc (--nc wins). */
 static int detect_nc(const builder *b, const row *r) {
     const yp_ynode *n = arg_node(r, 0);
-    int nc;
+    int nc = 0;
     if (!n) return arg_missing(b, r, 0);
     if (n->kind == YP_YN_SCALAR && n->plain && strcmp(n->text, "nc") == 0) return 0;
     if (get_int(b, n, "args[0]", 1, MAX_NC, &nc)) return -1;
@@ -476,7 +476,7 @@ static const module_info *module_find(const char *name) {
 /* One `from` entry of layer i: -1 is the previous layer (the image for layer 0), other negative
  * values count back, non-negative values are absolute and must be earlier. */
 static int parse_from_one(const builder *b, const yp_ynode *n, int i, int *out) {
-    int v;
+    int v = 0;
     if (get_int(b, n, "from", -MAX_LAYERS, MAX_LAYERS, &v)) return -1;
     if (i == 0 && v == -1) {
         *out = YP_INPUT_IMAGE;
@@ -509,7 +509,7 @@ static int parse_from(const builder *b, const yp_ynode *n, yp_layer *L) {
 
 /* Module name and `number` (scaled: max(round(n * depth_multiple), 1) when n > 1). */
 static int parse_module(builder *b, const yp_ynode *const *k, row *r) {
-    int n;
+    int n = 0;
     if (k[2]->kind != YP_YN_SCALAR) return type_error(b, k[2], "module", "a module name like Conv");
     r->mi = module_find(k[2]->text);
     if (!r->mi)
@@ -605,7 +605,7 @@ static int read_keys(builder *b, const yp_ynode *root) {
 /* Reads the scalar keys and anchors; backbone and head must be lists. */
 static int read_header(builder *b, const yp_ynode *root) {
     if (read_keys(b, root)) return -1;
-    int nc;
+    int nc = 0;
     if (get_int(b, b->v[K_NC], "nc", 1, MAX_NC, &nc) ||
         get_positive(b, b->v[K_DEPTH], "depth_multiple", 100, &b->gd) ||
         get_positive(b, b->v[K_WIDTH], "width_multiple", 100, &b->gw) || parse_anchors(b, b->v[K_ANCHORS]))
