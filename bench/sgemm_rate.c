@@ -1,15 +1,16 @@
-/* sgemm_rate.c - the machine's single-precision GEMM rate through OpenBLAS, the yardstick that
- * bench/cpu_vs_pytorch.sh divides yoloplan's training throughput by.
+/* sgemm_rate.c - the machine's single-precision GEMM rate through oneDNN's sgemm (the library
+ * yoloplan's CPU backend computes with), the yardstick that bench/cpu_vs_pytorch.sh divides
+ * yoloplan's training throughput by.
  *
  *   sgemm_rate [--threads 2] [--reps 3] [--json]
  *
- * Times cblas_sgemm (row-major, no transposes, alpha 1, beta 0) on two shapes, M x N x K:
+ * Times dnnl_sgemm (row-major, no transposes, alpha 1, beta 0) on two shapes, M x N x K:
  *   square  2048 x 2048 x 2048   (the usual peak figure)
  *   conv    6400 x 64 x 576      (a 3x3 convolution of 64 -> 64 channels on an 80x80 map, im2col)
- * with openblas_set_num_threads(--threads), one untimed call first, then the best of --reps timed
- * calls; FLOPs = 2 M N K. Also prints the core OpenBLAS picked (openblas_get_corename(), which
- * OPENBLAS_CORETYPE overrides) and checks 64 entries of each product against double-precision dot
- * products (max relative error), since some OpenBLAS builds compute wrong results on some cores.
+ * with omp_set_num_threads(--threads), one untimed call first, then the best of --reps timed
+ * calls; FLOPs = 2 M N K. Also prints the instruction set oneDNN dispatches to
+ * (dnnl_get_effective_cpu_isa) and checks 64 entries of each product against double-precision dot
+ * products (max relative error).
  * Exit status 0, or 1 when an allocation fails or a checked entry is off by more than 1e-3. */
 #include <math.h>
 #include <stdint.h>
@@ -18,7 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include <cblas.h>
+#include <dnnl.h>
+#include <omp.h>
 
 typedef struct {
     const char *name;
@@ -57,8 +59,11 @@ static int run_shape(shape *sh, int reps) {
     sh->best_s = 1e30;
     for (int r = 0; r <= reps; r++) { /* r == 0: warm-up (thread start, page faults) */
         double t0 = now_s();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, sh->m, sh->n, sh->k, 1.0f, a, sh->k, b, sh->n, 0.0f,
-                    c, sh->n);
+        if (dnnl_sgemm('N', 'N', sh->m, sh->n, sh->k, 1.0f, a, sh->k, b, sh->n, 0.0f, c, sh->n) != dnnl_success) {
+            free(a), free(b), free(c);
+            fprintf(stderr, "sgemm_rate: dnnl_sgemm failed on %s\n", sh->name);
+            return -1;
+        }
         double t = now_s() - t0;
         if (r > 0 && t < sh->best_s) sh->best_s = t;
     }
@@ -76,6 +81,19 @@ static int run_shape(shape *sh, int reps) {
     }
     free(a), free(b), free(c);
     return 0;
+}
+
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+    }
 }
 
 static int parse_pos(const char *opt, const char *v, int *out) {
@@ -102,9 +120,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    openblas_set_num_threads(threads);
-    const char *core = openblas_get_corename();
-    const char *env_core = getenv("OPENBLAS_CORETYPE");
+    omp_set_num_threads(threads);
+    const char *core = isa_name(dnnl_get_effective_cpu_isa());
     shape shapes[2] = {{"square", 2048, 2048, 2048, 0, 0, 0}, {"conv", 6400, 64, 576, 0, 0, 0}};
     int bad = 0;
     for (int s = 0; s < 2; s++) {
@@ -112,20 +129,18 @@ int main(int argc, char **argv) {
         bad |= !(shapes[s].max_rel_err <= 1e-3);
     }
     if (json) {
-        printf("{\"core\": \"%s\", \"openblas_coretype_env\": \"%s\", \"threads\": %d, \"reps\": %d,", core ? core : "?",
-               env_core ? env_core : "", openblas_get_num_threads(), reps);
+        printf("{\"isa\": \"%s\", \"threads\": %d, \"reps\": %d,", core, omp_get_max_threads(), reps);
         for (int s = 0; s < 2; s++)
             printf(" \"%s\": {\"m\": %d, \"n\": %d, \"k\": %d, \"best_ms\": %.3f, \"gflops\": %.2f, \"max_rel_err\": %.3g},",
                    shapes[s].name, shapes[s].m, shapes[s].n, shapes[s].k, shapes[s].best_s * 1e3, shapes[s].gflops,
                    shapes[s].max_rel_err);
         printf(" \"ok\": %s}\n", bad ? "false" : "true");
     } else {
-        printf("OpenBLAS core %s (OPENBLAS_CORETYPE %s), %d threads, best of %d\n", core ? core : "?",
-               env_core ? env_core : "unset", openblas_get_num_threads(), reps);
+        printf("oneDNN sgemm, isa %s, %d threads, best of %d\n", core, omp_get_max_threads(), reps);
         for (int s = 0; s < 2; s++)
             printf("  %-6s %5d x %4d x %4d: %9.2f ms  %8.2f GFLOP/s  (max rel err %.2g)\n", shapes[s].name, shapes[s].m,
                    shapes[s].n, shapes[s].k, shapes[s].best_s * 1e3, shapes[s].gflops, shapes[s].max_rel_err);
     }
-    if (bad) fprintf(stderr, "sgemm_rate: a checked entry is off by more than 1e-3: this core computes wrong results\n");
+    if (bad) fprintf(stderr, "sgemm_rate: a checked entry is off by more than 1e-3: wrong results\n");
     return bad ? 1 : 0;
 }

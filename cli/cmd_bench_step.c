@@ -69,13 +69,14 @@ static int run(const bench_opts *o, yp_err *err) {
     yp_gpu_parse("1TB", &host, err); /* the CPU's memory is not what is being planned here */
     yp_candidate c = yp_candidate_default();
     c.batch = o->batch, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
+    yp_cpu_set_threads((int)o->threads); /* first: the CPU's conv scratch depends on it */
+    yp_exec_candidate_for(&c, yp_backend_cpu());
     yp_plan p;
     yp_exec x;
     if (yp_plan_build(g, &c, &host, 0, 0, &p, err)) {
         yp_graph_free(g);
         return -1;
     }
-    yp_cpu_set_threads((int)o->threads);
     if (yp_exec_init(&x, &p, yp_backend_cpu(), 0, 1, err)) {
         yp_plan_free(&p);
         yp_graph_free(g);

@@ -110,7 +110,7 @@ static int forward_like(const call *c, int recompute) {
     case YP_OP_DETECT:
         for (int l = 0; l < k; l++) {
             yp_conv_desc d = detect_desc(c, n, l, out[l]);
-            OK(o->conv2d_forward(&d, F(c, in[l]), F(c, in[k + 2 * l]), F(c, in[k + 2 * l + 1]), F(c, out[l]), NULL, NULL),
+            OK(o->conv2d_forward(&d, F(c, in[l]), F(c, in[k + 2 * l]), F(c, in[k + 2 * l + 1]), F(c, out[l]), WS(c)),
                "detect conv");
         }
         return 0;
@@ -153,10 +153,10 @@ static int backward_detect(const call *c, const yp_node *n) {
         yp_conv_desc d = detect_desc(c, n, l, c->in[l]);
         if (v != YP_INPUT_IMAGE && c->x->rg[v]) {
             int dx = c->out[j++];
-            OK(o->conv2d_backward_data(&d, dy, w, F(c, dx), beta_of(c, dx), NULL, NULL), "detect backward data");
+            OK(o->conv2d_backward_data(&d, dy, w, F(c, dx), beta_of(c, dx), WS(c)), "detect backward data");
         }
         if (tr) OK(o->conv2d_backward_weights(&d, F(c, c->in[k + l]), dy, F(c, c->out[pg + 2 * l]),
-                                              F(c, c->out[pg + 2 * l + 1]), 1.0f, NULL, NULL),
+                                              F(c, c->out[pg + 2 * l + 1]), 1.0f, WS(c)),
                "detect backward weights");
     }
     return 0;
@@ -238,4 +238,49 @@ int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targe
     case YP_PHASE_BACKWARD: return backward(&c);
     default: return 0; /* the optimizer and EMA run in yp_exec_update */
     }
+}
+
+/* The scratch of conv d at stage st against what step c was given. */
+static int check_scratch(const call *c, const yp_conv_desc *d, int bias, yp_conv_stage st) {
+    int64_t per_image, fixed;
+    if (c->x->ops->conv2d_scratch(d, bias, st, &per_image, &fixed)) return fail(c, "preparing the conv");
+    const char *pre[2] = {"ws:", "wt:"};
+    int64_t need[2] = {per_image * (int64_t)sizeof(float), fixed * (int64_t)sizeof(float)};
+    for (int k = 0; k < 2; k++) {
+        int64_t have = 0;
+        for (int j = 0; j < c->st->n_out; j++) {
+            const yp_tensor *t = T(c, c->out[j]);
+            if (t->kind == YP_KIND_WORKSPACE && !strncmp(t->name, pre[k], 3)) have = t->bytes;
+        }
+        if (have < need[k])
+            return yp_err_set(c->err, "step %d (%s): the plan gives %lld bytes of %s scratch, the %s backend needs "
+                              "%lld; plan with the backend's conv rule (yp_exec_candidate_for) and its thread count",
+                              (int)(c->st - c->x->s->steps), c->x->s->g->nodes[c->st->node].name, (long long)have,
+                              k ? "fixed" : "per-image", c->x->be->name, (long long)need[k]);
+    }
+    return 0;
+}
+
+int yp_exec_prepare_convs(yp_exec *x, yp_err *err) {
+    for (int i = 0; i < x->s->n_steps; i++) {
+        const yp_step *st = &x->s->steps[i];
+        if (st->node < 0 || (st->phase != YP_PHASE_FORWARD && st->phase != YP_PHASE_RECOMPUTE &&
+                             st->phase != YP_PHASE_BACKWARD))
+            continue;
+        const yp_node *n = &x->s->g->nodes[st->node];
+        call c = {x, st, yp_step_inputs(x->s, st), yp_step_outputs(x->s, st), err};
+        yp_conv_stage stage = st->phase == YP_PHASE_BACKWARD ? YP_CONV_BACKWARD : YP_CONV_FORWARD;
+        if (n->op == YP_OP_CONV2D) {
+            yp_conv_desc d = {value_dims(&c, n->inputs[0]), dims(&c, x->fwd_t[n->id]), n->a.conv.k, n->a.conv.s,
+                              n->a.conv.p, n->a.conv.groups};
+            if (check_scratch(&c, &d, n->a.conv.bias, stage)) return -1;
+        } else if (n->op == YP_OP_DETECT) {
+            for (int l = 0; l < n->n_inputs; l++) {
+                /* the forward step creates the levels' outputs one after another */
+                yp_conv_desc d = {value_dims(&c, n->inputs[l]), dims(&c, x->fwd_t[n->id] + l), 1, 1, 0, 1};
+                if (check_scratch(&c, &d, 1, stage)) return -1;
+            }
+        }
+    }
+    return 0;
 }

@@ -51,9 +51,19 @@ typedef struct {
     double last_grad_norm;
 } yp_exec;
 
+/* The conv scratch rule of backend `ctx` (a const yp_backend *) for yp_sched_opts: what its
+ * conv2d_scratch asks for. A plan the executor runs must be built with it: */
+int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
+
+/* Makes candidate c plan for backend be: its conv scratch is then exactly what be's convs use
+ * (call after yp_cpu_set_threads: the CPU's scratch depends on the thread count). */
+void yp_exec_candidate_for(yp_candidate *c, const yp_backend *be);
+
 /* Prepares p for backend be (only fp32 plans run on the CPU): allocates and binds the arena,
  * initialises the weights as PyTorch and YOLOv5 do (seeded), zeroes gradients and optimizer
- * state. 0, or -1 with err set (no ops on this backend, AMP plan, out of memory). */
+ * state; builds the backend's per-conv state so that no step builds anything. 0, or -1 with err set
+ * (no ops on this backend, AMP plan, a plan whose conv scratch is smaller than the backend needs,
+ * out of memory). */
 int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t guard_bytes, uint64_t seed,
                  yp_err *err);
 void yp_exec_free(yp_exec *x);

@@ -12,4 +12,8 @@ void yp_exec_guard_arm(yp_exec *x, int step);
 int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targets, double loss_out[4],
                      yp_err *err);
 
+/* Builds what the backend prepares for every conv of the schedule and checks that the plan gave
+ * each conv step at least the scratch the backend asks for. 0, or -1 with err naming the step. */
+int yp_exec_prepare_convs(yp_exec *x, yp_err *err);
+
 #endif

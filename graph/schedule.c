@@ -64,6 +64,8 @@ typedef struct {
     int image_t, targets_t, n_recompute;
     int *tin, *tout; /* operands of the step being built */
     int n_in, n_out, cap_in, cap_out;
+    int rule_failed; /* the conv scratch rule failed: rule_err says why */
+    yp_err rule_err;
 } bld;
 
 static int *grow(int *p, int *cap, int need, int *oom) {
@@ -218,30 +220,50 @@ static void params_in(bld *b, int i, int trainable_only) {
 
 /* ---------------------------------------------------------------- forward */
 
-/* Conv scratch as the CPU backend needs it (kernels/ops.c, yp_conv_workspace_split; a test
- * checks that the two agree): im2col columns of one image (for a stride-1 conv with k > 1 also
- * the columns of its transposed backward-data), and the weights reordered to match them. */
-static void conv_ws_floats(const yp_conv_attrs *a, yp_shape in, yp_shape out, int64_t *cols, int64_t *wt) {
-    *cols = *wt = 0;
-    if (a->k == 1 && a->s == 1 && a->p == 0) return; /* a 1x1 conv is a plain GEMM */
-    int64_t kk = (int64_t)a->k * a->k * (a->c_in / a->groups);
-    *cols = out.h * out.w * kk;
-    if (a->s == 1 && a->k > 1 && a->p <= a->k - 1) {
-        int64_t t = in.h * in.w * (int64_t)a->k * a->k * a->c_out;
-        *cols = t > *cols ? t : *cols;
+/* The backend-neutral conv scratch (yp_schedule.h). */
+int yp_conv_scratch_im2col(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
+    (void)ctx, (void)err;
+    *per_image = *fixed = 0;
+    if (q->k == 1 && q->s == 1 && q->p == 0) return 0; /* a 1x1 conv is a plain GEMM */
+    int64_t kk = (int64_t)q->k * q->k * (q->in.c / q->groups);
+    *per_image = q->out.h * q->out.w * kk;
+    if (q->s == 1 && q->k > 1 && q->p <= q->k - 1) {
+        int64_t t = q->in.h * q->in.w * (int64_t)q->k * q->k * q->out.c;
+        *per_image = t > *per_image ? t : *per_image;
     }
-    *wt = a->k > 1 ? a->c_out * kk : 0;
+    *fixed = q->k > 1 ? q->out.c * kk : 0;
+    return 0;
 }
 
-/* Scratch tensors of a conv step: "ws:" columns (grow with the image, per image: the CPU executor
- * loops over images) and "wt:" reordered weights (fixed, fp32). */
+/* The scratch of one conv under the schedule's rule; a failure is kept for yp_schedule_build. */
+static void conv_scratch(bld *b, const yp_conv_query *q, int64_t *per_image, int64_t *fixed) {
+    const yp_sched_opts *o = &b->s->opts;
+    yp_conv_scratch_fn fn = o->conv_scratch ? o->conv_scratch : yp_conv_scratch_im2col;
+    if (fn(o->conv_scratch_ctx, q, per_image, fixed, &b->rule_err)) b->rule_failed = 1, *per_image = *fixed = 0;
+}
+
+/* Scratch tensors of a conv or Detect step: "ws:" per image (grows with the image) and "wt:"
+ * fixed (fp32); Detect's levels run one after another and share the largest. */
 static void conv_workspace(bld *b, int i, const char *what) {
     const yp_node *n = &b->g->nodes[i];
-    if (n->op != YP_OP_CONV2D) return;
-    int v = n->inputs[0];
-    yp_shape in = v == YP_INPUT_IMAGE ? b->s->tensors[b->image_t].shape : b->info[v].out[0];
-    int64_t cols, wt;
-    conv_ws_floats(&n->a.conv, in, b->info[i].out[0], &cols, &wt);
+    if (n->op != YP_OP_CONV2D && n->op != YP_OP_DETECT) return;
+    int64_t cols = 0, wt = 0;
+    for (int l = 0; l < (n->op == YP_OP_DETECT ? n->n_inputs : 1); l++) {
+        int v = n->inputs[l];
+        yp_conv_query q = {0};
+        q.in = v == YP_INPUT_IMAGE ? b->s->tensors[b->image_t].shape : b->info[v].out[0];
+        q.out = b->info[i].out[l];
+        q.backward = !strcmp(what, "bwd");
+        if (n->op == YP_OP_CONV2D) {
+            const yp_conv_attrs *a = &n->a.conv;
+            q.k = a->k, q.s = a->s, q.p = a->p, q.groups = a->groups, q.bias = a->bias;
+        } else {
+            q.k = q.s = q.groups = q.bias = 1;
+        }
+        int64_t c, w;
+        conv_scratch(b, &q, &c, &w);
+        cols = c > cols ? c : cols, wt = w > wt ? w : wt;
+    }
     yp_dtype dt = b->s->opts.act_dtype;
     if (cols) op_out(b, new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, dt, flat(cols), i, "ws:%s:%s", n->name, what));
     if (wt) op_out(b, new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_CONST, YP_DTYPE_F32, flat(wt), i, "wt:%s:%s", n->name, what));
@@ -593,6 +615,10 @@ yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_
     build(&b);
     if (b.oom) {
         yp_err_set(err, "out of memory building the schedule");
+        goto fail;
+    }
+    if (b.rule_failed) {
+        yp_err_set(err, "conv scratch: %s", b.rule_err.msg);
         goto fail;
     }
     free_builder(&b);

@@ -48,6 +48,26 @@ typedef enum {
 
 typedef enum { YP_OPT_SGD, YP_OPT_ADAM, YP_OPT_ADAMW, YP_OPT_COUNT } yp_optimizer;
 
+/* One conv as a scratch rule sees it (a Detect level is a 1x1 conv with bias). */
+typedef struct {
+    yp_shape in, out;
+    int k, s, p, groups, bias;
+    int backward; /* 0: forward (also recompute); 1: backward-data and backward-weights */
+} yp_conv_query;
+
+/* The scratch rule of the backend that will run the step: the floats of scratch one conv step
+ * needs, `per_image` growing with the image (a YP_SCALE_PIXELS tensor "ws:") and `fixed` not (a
+ * YP_SCALE_CONST tensor "wt:"). Returns 0, or -1 with err set. The executor supplies the rule of
+ * its backend (yp_exec_conv_scratch); without one the schedule plans im2col scratch
+ * (yp_conv_scratch_im2col), the backend-neutral estimate the planner's sweep uses. */
+typedef int (*yp_conv_scratch_fn)(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed,
+                                  yp_err *err);
+
+/* im2col columns of one image (for a stride-1 conv with k > 1 also those of its transposed
+ * backward-data) and the weights reordered to match; nothing for a 1x1 stride-1 conv (one GEMM).
+ * Always returns 0. */
+int yp_conv_scratch_im2col(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
+
 typedef struct {
     int64_t batch, h, w;
     yp_dtype act_dtype;    /* activations and their gradients: F32, or F16/BF16 under AMP */
@@ -57,6 +77,8 @@ typedef struct {
     int64_t labels;        /* labels in the whole batch (target assignment buffers grow with it) */
     yp_optimizer optimizer;
     int ema;               /* keep an EMA copy */
+    yp_conv_scratch_fn conv_scratch; /* NULL: yp_conv_scratch_im2col */
+    void *conv_scratch_ctx;
 } yp_sched_opts;
 
 /* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image. */

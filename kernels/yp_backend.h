@@ -64,7 +64,8 @@ typedef struct yp_backend {
 /* The CPU backend; always available. */
 const yp_backend *yp_backend_cpu(void);
 
-/* Threads the CPU backend's math library (OpenBLAS) may use; n < 1 leaves its default. */
+/* Threads the CPU backend (its OpenMP loops and oneDNN) may use from the calling thread on; n < 1
+ * leaves the default (OMP_NUM_THREADS, else one per core). */
 void yp_cpu_set_threads(int n);
 
 /* The CUDA backend on device 0, or NULL with a one-line reason in why (truncated to why_len; why

@@ -8,8 +8,9 @@
  *
  * Gradient outputs take `beta`: 0 overwrites, 1 adds to what is there (an activation read by
  * several consumers accumulates its gradient; weight gradients accumulate over micro-batches).
- * Scratch (im2col columns, reordered weights) is passed in by the caller from the plan's workspace
- * tensors: yp_conv_workspace_split() says how much; no op allocates memory.
+ * Scratch (reordered weights, the library's scratchpad, one image of an accumulated gradient) is
+ * passed in by the caller from the plan's workspace tensors: conv2d_scratch says how much; no op
+ * allocates tensor memory.
  * Every entry returns 0, or -1 with the reason in the backend's last_error. */
 #ifndef YP_OPS_H
 #define YP_OPS_H
@@ -35,17 +36,18 @@ typedef struct {
     int k, s, p;
 } yp_pool_desc;
 
-/* The scratch of a conv op, in two parts so that a planner can size each exactly: `cols` floats
- * that grow with the image (on the CPU, im2col columns of one image, reused image after image)
- * and `wt` floats that do not (the weights reordered to match the columns). Both 0 for a 1x1
- * stride-1 unpadded conv (one GEMM). graph/schedule.c plans the same sizes. */
-void yp_conv_workspace_split(const yp_conv_desc *d, int64_t *cols, int64_t *wt);
-
-/* cols + wt. */
-int64_t yp_conv_workspace_floats(const yp_conv_desc *d);
+/* The stages a conv's scratch is asked for: forward (also recompute and evaluation) and backward
+ * (backward-data and backward-weights, run one after the other in one step). */
+typedef enum { YP_CONV_FORWARD, YP_CONV_BACKWARD } yp_conv_stage;
 
 typedef struct yp_ops {
-    /* y = conv(x, w) + bias (bias may be NULL). ws, wt: the scratch of yp_conv_workspace_split. */
+    /* The scratch the conv entries below need for d at `stage`, in floats, in two parts that a
+     * planner sizes separately: `per_image` grows with the image (passed as `ws`), `fixed` does not
+     * (passed as `wt`). Also builds whatever the backend prepares per shape, so that the op calls
+     * themselves build nothing. Depends on the backend's thread count at the time of the call. */
+    int (*conv2d_scratch)(const yp_conv_desc *d, int has_bias, yp_conv_stage stage, int64_t *per_image,
+                          int64_t *fixed);
+    /* y = conv(x, w) + bias (bias may be NULL). ws, wt: the scratch conv2d_scratch asked for. */
     int (*conv2d_forward)(const yp_conv_desc *d, const float *x, const float *w, const float *bias, float *y,
                           float *ws, float *wt);
     /* dx = beta*dx + conv_transpose(dy, w). */

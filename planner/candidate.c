@@ -64,6 +64,7 @@ yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride) {
     o.labels = yp_candidate_labels(c, c->batch);
     o.optimizer = c->optimizer;
     o.ema = c->ema;
+    o.conv_scratch = c->conv_scratch, o.conv_scratch_ctx = c->conv_scratch_ctx;
     return o;
 }
 
@@ -74,5 +75,6 @@ yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int n_layers) {
     o.labels = (int64_t)ceil(2.0 * (double)c->batch * c->labels_per_image);
     o.optimizer = c->optimizer;
     o.ema = 0;
+    o.conv_scratch = c->conv_scratch, o.conv_scratch_ctx = c->conv_scratch_ctx;
     return o;
 }

@@ -19,6 +19,10 @@ typedef struct {
     yp_save_policy policy;
     double labels_per_image;  /* mean labels per source image (dataset scan or default) */
     int multi_scale;          /* --multi-scale: training sizes up to 1.5x the nominal size */
+    /* The conv scratch rule of the backend that will run the plan (yp_sched_opts); NULL: the
+     * backend-neutral im2col estimate. Not part of the candidate's JSON. */
+    yp_conv_scratch_fn conv_scratch;
+    void *conv_scratch_ctx;
 } yp_candidate;
 
 /* Defaults of a YOLOv5 training run: batch 16 at 640, fp32, mosaic, SGD, EMA, no freeze,

@@ -10,7 +10,7 @@ packages=(
   build-essential cmake pkg-config   # compiler, build
   libcjson-dev libyaml-dev           # graph/: IR JSON, model yaml
   libgraphviz-dev graphviz           # reports/: timelines
-  libopenblas-dev                    # kernels/cpu: GEMM
+  libdnnl-dev                        # kernels/cpu: convolutions (oneDNN, OpenMP)
   libjpeg62-turbo-dev libpng-dev     # executor/: dataset images
   clang libclang-rt-14-dev           # fuzz targets (libFuzzer)
   python3                            # test fixtures and scripts

@@ -14,20 +14,33 @@
 #include "yp_backend.h"
 #include "yp_test.h"
 
-/* The two scratch pointers of a conv op carved from one buffer: columns first, then weights. */
-static inline float *ws_cols(const yp_conv_desc *d, float *ws) {
-    int64_t c, w;
-    yp_conv_workspace_split(d, &c, &w);
-    return c ? ws : NULL;
-}
-static inline float *ws_wt(const yp_conv_desc *d, float *ws) {
-    int64_t c, w;
-    yp_conv_workspace_split(d, &c, &w);
-    return w ? ws + c : NULL;
-}
-#define WS_ARGS(d, ws) ws_cols(d, ws), ws_wt(d, ws)
-
 static const yp_ops *ops;
+
+/* The scratch of conv d (with or without bias) for both stages, as the backend asks for it: the
+ * per-image part (the larger of the two stages') and the fixed part. -1 if the backend refuses d. */
+static inline int conv_scratch_both(const yp_conv_desc *d, int bias, int64_t *per_image, int64_t *fixed) {
+    int64_t p0, f0, p1, f1;
+    if (ops->conv2d_scratch(d, bias, YP_CONV_FORWARD, &p0, &f0) || ops->conv2d_scratch(d, bias, YP_CONV_BACKWARD, &p1, &f1))
+        return -1;
+    *per_image = p0 > p1 ? p0 : p1, *fixed = f0 > f1 ? f0 : f1;
+    return 0;
+}
+/* Floats of one buffer holding both parts (per-image first); at least 1. */
+static inline int64_t conv_scratch_floats(const yp_conv_desc *d, int bias) {
+    int64_t p, f;
+    return conv_scratch_both(d, bias, &p, &f) ? 1 : p + f + 1;
+}
+/* The two scratch pointers of a conv op carved from that buffer. */
+static inline float *ws_per_image(const yp_conv_desc *d, int bias, float *ws) {
+    int64_t p, f;
+    return conv_scratch_both(d, bias, &p, &f) || !p ? NULL : ws;
+}
+static inline float *ws_fixed(const yp_conv_desc *d, int bias, float *ws) {
+    int64_t p, f;
+    return conv_scratch_both(d, bias, &p, &f) || !f ? NULL : ws + p;
+}
+#define WS_ARGS(d, bias, ws) ws_per_image(d, bias, ws), ws_fixed(d, bias, ws)
+
 static const yp_backend *cpu;
 static int verbose;
 

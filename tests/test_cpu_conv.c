@@ -19,19 +19,19 @@ static void conv_fixture(const char *cs, yp_conv_desc d, int bias) {
     float *x = fxc(cs, "x", nx), *w = fxc(cs, "w", nw), *y_ref = fxc(cs, "y", ny), *dy = fxc(cs, "dy", ny);
     float *dx_ref = fxc(cs, "dx", nx), *dw_ref = fxc(cs, "dw", nw);
     float *b = bias ? fxc(cs, "b", d.out.c) : NULL, *db_ref = bias ? fxc(cs, "db", d.out.c) : NULL;
-    int64_t wsn = yp_conv_workspace_floats(&d);
+    int64_t wsn = conv_scratch_floats(&d, bias);
     float *ws = nan_buf(wsn), *y = nan_buf(ny), *dx = nan_buf(nx), *dw = nan_buf(nw), *db = nan_buf(d.out.c);
     char what[64];
     if (!x || !w || !y_ref || !dy || !dx_ref || !dw_ref || (bias && (!b || !db_ref)))
         goto done;
 
-    CHECK(ops->conv2d_forward(&d, x, w, b, y, WS_ARGS(&d, ws)) == 0);
+    CHECK(ops->conv2d_forward(&d, x, w, b, y, WS_ARGS(&d, bias, ws)) == 0);
     snprintf(what, sizeof what, "%s y", cs);
     CHECK_CLOSE(what, y, y_ref, ny, 1e-4);
-    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 0.0f, WS_ARGS(&d, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
     snprintf(what, sizeof what, "%s dx", cs);
     CHECK_CLOSE(what, dx, dx_ref, nx, 1e-4);
-    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, bias ? db : NULL, 0.0f, WS_ARGS(&d, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, bias ? db : NULL, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
     snprintf(what, sizeof what, "%s dw", cs);
     CHECK_CLOSE(what, dw, dw_ref, nw, 1e-4);
     if (bias) {
@@ -46,8 +46,8 @@ static void conv_fixture(const char *cs, yp_conv_desc d, int bias) {
     memcpy(dx, dx0, (size_t)nx * sizeof *dx);
     memcpy(dw, dw0, (size_t)nw * sizeof *dw);
     memcpy(db, db0, (size_t)d.out.c * sizeof *db);
-    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 1.0f, WS_ARGS(&d, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, bias ? db : NULL, 1.0f, WS_ARGS(&d, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, bias ? db : NULL, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
     snprintf(what, sizeof what, "%s dx (beta 1)", cs);
     CHECK_CLOSE(what, dx, dx_want, nx, 1e-4);
     snprintf(what, sizeof what, "%s dw (beta 1)", cs);
@@ -73,7 +73,9 @@ static void test_conv_k6s2p2(void) {
 }
 static void test_conv_k1_bias(void) {
     yp_conv_desc d = conv_desc(2, 8, 5, 6, 5, 1, 1, 0);
-    CHECK_EQ_I64(yp_conv_workspace_floats(&d), 0); /* pointwise: one GEMM, no columns */
+    int64_t per_image, fixed;
+    CHECK(ops->conv2d_scratch(&d, 1, YP_CONV_BACKWARD, &per_image, &fixed) == 0);
+    CHECK_EQ_I64(per_image, 5 * 6 * 8); /* one image of dx, for accumulating backward-data */
     conv_fixture("conv_k1_bias", d, 1);
 }
 
@@ -116,7 +118,7 @@ static void conv_fd(yp_conv_desc d) {
     double *xd = malloc((size_t)nx * sizeof *xd), *wd = malloc((size_t)nw * sizeof *wd);
     double *rd = malloc((size_t)ny * sizeof *rd), *yd = malloc((size_t)ny * sizeof *yd);
     double *gx = malloc((size_t)nx * sizeof *gx), *gw = malloc((size_t)nw * sizeof *gw);
-    int64_t wsn = yp_conv_workspace_floats(&d);
+    int64_t wsn = conv_scratch_floats(&d, 0);
     float *ws = nan_buf(wsn), *y = nan_buf(ny), *dx = nan_buf(nx), *dw = nan_buf(nw);
     for (int64_t i = 0; i < nx; i++)
         xd[i] = x[i];
@@ -144,9 +146,9 @@ static void conv_fd(yp_conv_desc d) {
         gw[i] = (lp - lm) / (2 * h);
     }
     conv_ref(&d, xd, wd, yd);
-    CHECK(ops->conv2d_forward(&d, x, w, NULL, y, WS_ARGS(&d, ws)) == 0);
-    CHECK(ops->conv2d_backward_data(&d, r, w, dx, 0.0f, WS_ARGS(&d, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(&d, x, r, dw, NULL, 0.0f, WS_ARGS(&d, ws)) == 0);
+    CHECK(ops->conv2d_forward(&d, x, w, NULL, y, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(&d, r, w, dx, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(&d, x, r, dw, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
     double ey = rel_err_d(y, yd, ny), ex = rel_err_d(dx, gx, nx), ew = rel_err_d(dw, gw, nw);
     if (verbose || !(ey <= 1e-4 && ex <= 1e-4 && ew <= 1e-4))
         printf("    conv k%d s%d p%d %lldx%lld: y %.3g, dx (fd) %.3g, dw (fd) %.3g\n", d.k, d.s, d.p,
@@ -176,9 +178,13 @@ static void test_conv_finite_diff(void) {
 
 static void test_conv_errors(void) {
     yp_conv_desc d = conv_desc(1, 4, 4, 4, 4, 3, 1, 1);
-    float buf[256] = {0}, ws[512];
-    CHECK_EQ_I64(yp_conv_workspace_floats(&d), 16 * 36 + 4 * 36); /* columns + reordered weights */
+    static float buf[256], ws[1 << 14];
+    int64_t per_image, fixed;
+    CHECK(ops->conv2d_scratch(&d, 0, YP_CONV_FORWARD, &per_image, &fixed) == 0);
+    CHECK(per_image + fixed <= (int64_t)(sizeof ws / sizeof *ws)); /* what ws below holds */
     d.groups = 2;
+    CHECK(ops->conv2d_scratch(&d, 0, YP_CONV_FORWARD, &per_image, &fixed) == -1);
+    CHECK_STR_HAS(cpu->last_error(), "groups");
     CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, ws, ws) == -1);
     CHECK_STR_HAS(cpu->last_error(), "groups");
     CHECK(ops->conv2d_backward_data(&d, buf, buf, buf, 0.0f, ws, ws) == -1);
@@ -188,8 +194,12 @@ static void test_conv_errors(void) {
     CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, ws, ws) == -1);
     CHECK_STR_HAS(cpu->last_error(), "does not follow");
     d.out.h = 4;
-    CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, NULL, NULL) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "workspace");
+    if (fixed) { /* the backend wants scratch: refusing to run without it names the plan */
+        CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, NULL, NULL) == -1);
+        CHECK_STR_HAS(cpu->last_error(), "no scratch given");
+    }
+    CHECK(ops->conv2d_backward_data(&d, buf, buf, buf, 1.0f, NULL, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(), "one image of scratch");
     CHECK(ops->conv2d_forward(&d, NULL, buf, NULL, buf, ws, ws) == -1);
     CHECK_STR_HAS(cpu->last_error(), "NULL");
 }

@@ -19,6 +19,7 @@ static int make_plan(yp_plan *p, yp_save_policy policy, uint64_t ckpt) {
     yp_err err;
     yp_candidate c = yp_candidate_default();
     c.batch = 2, c.img_w = c.img_h = 128, c.mosaic = 0, c.labels_per_image = 4, c.policy = policy, c.ckpt_layers = ckpt;
+    yp_exec_candidate_for(&c, yp_backend_cpu());
     if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
+#include <omp.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
@@ -34,6 +34,9 @@ int yp_cpu_fail(const char *fmt, ...) {
 static void cpu_thread_init(void) {
 #if defined(__SSE__)
     _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ (bit 15) | DAZ (bit 6) */
+    /* and in the OpenMP workers (threads created later copy the caller's bits) */
+#pragma omp parallel
+    _mm_setcsr(_mm_getcsr() | 0x8040);
 #endif
 }
 
@@ -110,5 +113,5 @@ const yp_backend *yp_backend_cpu(void) {
 }
 
 void yp_cpu_set_threads(int n) {
-    if (n >= 1) openblas_set_num_threads(n);
+    if (n >= 1) omp_set_num_threads(n);
 }

@@ -3,7 +3,8 @@
  *
  * Per-channel sums are accumulated in double over all n*h*w rows, in blocks of CB channels so the
  * accumulators live on the stack (no op allocates); a channel block is one contiguous stretch of
- * every row, so for c <= CB each pass is a plain sequential sweep. */
+ * every row, so for c <= CB each pass is a plain sequential sweep. The rows are split between the
+ * OpenMP threads (static schedule: with a fixed thread count the sums add up in a fixed order). */
 #include <math.h>
 #include <stddef.h>
 
@@ -29,6 +30,7 @@ static int64_t bn_rows(const yp_bn_desc *d) {
  * into one multiply-add, as PyTorch's CPU kernel does). x and y may be the same buffer. */
 static void affine_rows(const float *x, float *y, int64_t rows, int64_t stride, int64_t cb, const float *a,
                         const float *b) {
+#pragma omp parallel for schedule(static) if (rows * cb >= YP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * stride;
         float *yr = y + r * stride;
@@ -65,6 +67,7 @@ int yp_cpu_bn_forward_train(const yp_bn_desc *d, const float *x, const float *ga
     for (int64_t c0 = 0; c0 < c; c0 += CB) {
         int64_t cb = c - c0 < CB ? c - c0 : CB;
         double sum[CB] = {0}, sq[CB] = {0};
+#pragma omp parallel for schedule(static) reduction(+ : sum[:cb], sq[:cb]) if (rows * cb >= YP_PAR_MIN)
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = x + r * c + c0;
             for (int64_t j = 0; j < cb; j++) {
@@ -139,6 +142,7 @@ int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, 
         int64_t cb = c - c0 < CB ? c - c0 : CB;
         const float *mean = stats + c0, *invstd = stats + c + c0;
         double sdy[CB] = {0}, sdyx[CB] = {0};
+#pragma omp parallel for schedule(static) reduction(+ : sdy[:cb], sdyx[:cb]) if (rows * cb >= YP_PAR_MIN)
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
             for (int64_t j = 0; j < cb; j++) {
@@ -162,6 +166,7 @@ int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, 
             if (dbeta)
                 dbeta[c0 + j] = beta_w == 0.0f ? (float)sdy[j] : (float)(beta_w * dbeta[c0 + j] + sdy[j]);
         }
+#pragma omp parallel for schedule(static) if (rows * cb >= YP_PAR_MIN)
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
             float *dxr = dx + r * c + c0;

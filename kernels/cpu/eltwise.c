@@ -11,9 +11,11 @@ static void accumulate(float *dst, const float *src, int64_t n, float beta) {
         if (dst != src)
             memmove(dst, src, (size_t)n * sizeof *dst);
     } else if (beta == 1.0f) {
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
         for (int64_t i = 0; i < n; i++)
             dst[i] += src[i];
     } else {
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
         for (int64_t i = 0; i < n; i++)
             dst[i] = beta * dst[i] + src[i];
     }
@@ -23,6 +25,7 @@ int yp_cpu_add_forward(const float *a, const float *b, float *y, int64_t n) {
     static const char op[] = "add_forward";
     if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){a, b, y})))
         return -1;
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
         y[i] = a[i] + b[i];
     return 0;
@@ -67,6 +70,7 @@ int yp_cpu_concat_forward(int k, const float *const *xs, const int64_t *cs, yp_d
     for (int i = 0; i < k; i++) {
         const int64_t c = cs[i];
         const float *x = xs[i];
+#pragma omp parallel for schedule(static) if (rows * c >= YP_PAR_MIN)
         for (int64_t r = 0; r < rows; r++)
             memcpy(y + r * out.c + off, x + r * c, (size_t)c * sizeof *y);
         off += c;
@@ -85,6 +89,7 @@ int yp_cpu_concat_backward(int k, float *const *dxs, const int64_t *cs, yp_dims 
         const int64_t c = cs[i];
         float *dx = dxs[i];
         if (dx)
+#pragma omp parallel for schedule(static) if (rows * c >= YP_PAR_MIN)
             for (int64_t r = 0; r < rows; r++)
                 accumulate(dx + r * c, dy + r * out.c + off, c, betas[i]);
         off += c;
@@ -106,6 +111,7 @@ int yp_cpu_upsample_forward(yp_dims in, int scale, const float *x, float *y) {
     if (upsample_check(op, in, scale, x, y))
         return -1;
     const int64_t s = scale, C = in.c, ow = in.w * s;
+#pragma omp parallel for collapse(2) schedule(static) if (in.n * in.h * in.w * C >= YP_PAR_MIN)
     for (int64_t i = 0; i < in.n; i++)
         for (int64_t iy = 0; iy < in.h; iy++) {
             const float *xrow = x + (i * in.h + iy) * in.w * C;
@@ -125,6 +131,7 @@ int yp_cpu_upsample_backward(yp_dims in, int scale, const float *dy, float *dx, 
     if (upsample_check(op, in, scale, dy, dx))
         return -1;
     const int64_t s = scale, C = in.c, ow = in.w * s;
+#pragma omp parallel for collapse(2) schedule(static) if (in.n * in.h * in.w * C >= YP_PAR_MIN)
     for (int64_t i = 0; i < in.n; i++)
         for (int64_t iy = 0; iy < in.h; iy++) {
             const float *dyrow = dy + (i * in.h + iy) * s * ow * C;
@@ -163,25 +170,29 @@ static int64_t s2d_source(yp_dims in, int64_t i, int64_t oy, int64_t ox, int b) 
 int yp_cpu_space_to_depth_forward(yp_dims in, const float *x, float *y) {
     if (s2d_check("space_to_depth_forward", in, x, y))
         return -1;
-    const int64_t C = in.c;
-    float *yp = y;
+    const int64_t C = in.c, oh = in.h / 2, ow = in.w / 2;
+#pragma omp parallel for collapse(2) schedule(static) if (in.n * in.h * in.w * C >= YP_PAR_MIN)
     for (int64_t i = 0; i < in.n; i++)
-        for (int64_t oy = 0; oy < in.h / 2; oy++)
-            for (int64_t ox = 0; ox < in.w / 2; ox++)
+        for (int64_t oy = 0; oy < oh; oy++) {
+            float *yp = y + ((i * oh + oy) * ow) * 4 * C;
+            for (int64_t ox = 0; ox < ow; ox++)
                 for (int b = 0; b < 4; b++, yp += C)
                     memcpy(yp, x + s2d_source(in, i, oy, ox, b), (size_t)C * sizeof *yp);
+        }
     return 0;
 }
 
 int yp_cpu_space_to_depth_backward(yp_dims in, const float *dy, float *dx, float beta) {
     if (s2d_check("space_to_depth_backward", in, dy, dx))
         return -1;
-    const int64_t C = in.c;
-    const float *g = dy;
+    const int64_t C = in.c, oh = in.h / 2, ow = in.w / 2;
+#pragma omp parallel for collapse(2) schedule(static) if (in.n * in.h * in.w * C >= YP_PAR_MIN)
     for (int64_t i = 0; i < in.n; i++)
-        for (int64_t oy = 0; oy < in.h / 2; oy++)
-            for (int64_t ox = 0; ox < in.w / 2; ox++)
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const float *g = dy + ((i * oh + oy) * ow) * 4 * C;
+            for (int64_t ox = 0; ox < ow; ox++)
                 for (int b = 0; b < 4; b++, g += C)
                     accumulate(dx + s2d_source(in, i, oy, ox, b), g, C, beta);
+        }
     return 0;
 }

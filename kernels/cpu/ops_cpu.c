@@ -34,6 +34,7 @@ void yp_cpu_scale_beta(float *x, int64_t n, float beta) {
 }
 
 const yp_ops yp_cpu_ops = {
+    .conv2d_scratch = yp_cpu_conv2d_scratch,
     .conv2d_forward = yp_cpu_conv2d_forward,
     .conv2d_backward_data = yp_cpu_conv2d_backward_data,
     .conv2d_backward_weights = yp_cpu_conv2d_backward_weights,

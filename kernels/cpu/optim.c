@@ -1,7 +1,7 @@
 /* optim.c - optimizer steps on one flat parameter tensor (fp32), in PyTorch's semantics: SGD with
  * Nesterov momentum, Adam and AdamW with bias correction, the EMA of the weights, and the sum of
  * squares used for gradient-norm clipping. `scale` multiplies the raw gradient first (loss scaling,
- * accumulation, clipping folded into one factor). Single pass, single thread: these are memory bound. */
+ * accumulation, clipping folded into one factor). Single pass, on the OpenMP threads for large tensors. */
 #include <math.h>
 #include <stddef.h>
 
@@ -14,6 +14,7 @@ int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, float lr, 
         return -1;
     /* torch.optim.SGD(nesterov=True, dampening=0): d = g + wd*w; buf = momentum*buf + d (buf starts
      * as d, which is what a zero buffer gives); w -= lr*(d + momentum*buf). */
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         float g = grad[i] * scale + wd * w[i];
         float b = momentum * m[i] + g;
@@ -36,6 +37,7 @@ int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n,
     const float step_size = (float)(lr / (1.0 - pow(b1, (double)t)));
     const float bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t));
     const float decay = decoupled ? 1.0f - lr * wd : 1.0f, wd_grad = decoupled ? 0.0f : wd;
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         float p = w[i] * decay;
         float g = grad[i] * scale + wd_grad * p;
@@ -53,6 +55,7 @@ int yp_cpu_ema_update(float *ema, const float *w, int64_t n, float d) {
     if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 2, (const void *[]){ema, w})))
         return -1;
     const float one_minus = 1.0f - d;
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
         ema[i] = d * ema[i] + one_minus * w[i];
     return 0;

@@ -62,10 +62,11 @@ int yp_cpu_maxpool_forward(const yp_pool_desc *d, const float *x, float *y) {
     if (pool_check(op, d) || yp_cpu_check_ptrs(op, 2, (const void *[]){x, y}))
         return -1;
     const int64_t C = d->in.c, H = d->in.h, W = d->in.w;
-    float *yp = y;
+#pragma omp parallel for collapse(2) schedule(static) if (d->out.n * d->out.h * d->out.w * C >= YP_PAR_MIN)
     for (int64_t i = 0; i < d->in.n; i++) {
-        const float *ximg = x + i * H * W * C;
         for (int64_t oy = 0; oy < d->out.h; oy++) {
+            const float *ximg = x + i * H * W * C;
+            float *yp = y + (i * d->out.h + oy) * d->out.w * C;
             int64_t y0, y1;
             window(oy, d, H, &y0, &y1);
             for (int64_t ox = 0; ox < d->out.w; ox++, yp += C) {
@@ -90,8 +91,10 @@ int yp_cpu_maxpool_backward(const yp_pool_desc *d, const float *x, const float *
     if (H * W > INT32_MAX)
         return yp_cpu_fail("%s: %lldx%lld pixels per image is too many", op, (long long)H, (long long)W);
     yp_cpu_scale_beta(dx, d->in.n * H * W * C, beta);
-    const float *g = dy;
+    /* image by image in parallel: the windows of one image overlap, so its scatter-adds stay on one thread */
+#pragma omp parallel for schedule(static) if (d->in.n * H * W * C >= YP_PAR_MIN)
     for (int64_t i = 0; i < d->in.n; i++) {
+        const float *g = dy + i * d->out.h * d->out.w * C;
         const float *ximg = x + i * H * W * C;
         float *dximg = dx + i * H * W * C;
         for (int64_t oy = 0; oy < d->out.h; oy++) {

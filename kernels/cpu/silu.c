@@ -40,6 +40,7 @@ static inline float exp_approx(float x) {
 int yp_cpu_silu_forward(const float *x, float *y, int64_t n) {
     if (check_args("silu_forward", n, x, y, y))
         return -1;
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         float v = x[i];
         y[i] = v / (1.0f + exp_approx(-v));
@@ -51,6 +52,7 @@ int yp_cpu_silu_forward(const float *x, float *y, int64_t n) {
 int yp_cpu_silu_backward(const float *x, const float *dy, float *dx, int64_t n) {
     if (check_args("silu_backward", n, x, dy, dx))
         return -1;
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         float v = x[i];
         float s = 1.0f / (1.0f + exp_approx(-v));

@@ -25,6 +25,10 @@ int yp_cpu_check_ptrs(const char *op, int count, const void *const *ptrs); /* no
  * the arena), beta == 1 does nothing. */
 void yp_cpu_scale_beta(float *x, int64_t n, float beta);
 
+/* Loops over at least this many floats run on the OpenMP threads (yp_cpu_set_threads); shorter
+ * ones stay on the calling thread, where waking the team would cost more than it saves. */
+#define YP_PAR_MIN 32768
+
 /* The op table (ops_cpu.c); backend_cpu.c points its `ops` at it. */
 extern const yp_ops yp_cpu_ops;
 
@@ -32,6 +36,8 @@ int yp_cpu_silu_forward(const float *x, float *y, int64_t n);
 int yp_cpu_silu_backward(const float *x, const float *dy, float *dx, int64_t n);
 
 /* conv.c */
+int yp_cpu_conv2d_scratch(const yp_conv_desc *d, int has_bias, yp_conv_stage stage, int64_t *per_image,
+                          int64_t *fixed);
 int yp_cpu_conv2d_forward(const yp_conv_desc *d, const float *x, const float *w, const float *bias, float *y,
                           float *ws, float *wt);
 int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const float *w, float *dx, float beta,
