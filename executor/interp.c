@@ -1,5 +1,6 @@
 /* interp.c - the step interpreter: each step of the schedule, with its operands in the order
  * graph/schedule.c emits them (yp_schedule.h documents that order), through the backend's ops. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "yp_executor_internal.h"
@@ -66,12 +67,50 @@ static yp_bn_desc bn_desc(const call *c, const yp_node *n, int x) {
 
 static int64_t numel(const call *c, int t) { return yp_shape_numel(T(c, t)->shape); }
 
+/* Fusions of a BN step with the SiLU step right after it (yp_exec_prepare_convs decides): when
+ * only that SiLU reads the BN output and the BN input is still live at the SiLU step, the BN step
+ * computes only what must outlive it (training statistics) and the SiLU step computes
+ * silu(bn(x)) or its gradient straight from the BN input, so the BN output is never written or
+ * read (its planned bytes stay reserved). */
+enum {
+    FUSE_NONE,
+    FUSE_BN_STATS, /* forward BN: statistics and running stats only */
+    FUSE_BN_SKIP,  /* recompute BN: nothing (the SiLU step applies the saved statistics) */
+    FUSE_SILU_FWD, /* forward or recompute SiLU: y = silu(bn(x)) */
+    FUSE_SILU_BWD  /* backward SiLU: dx = silu'(bn(x)) * dy */
+};
+
+/* The BN step fused into SiLU step c (the step before it) and its operands. */
+typedef struct {
+    yp_bn_desc d;
+    const float *x, *gamma, *beta, *stats;
+} fused_bn;
+
+static fused_bn fused_partner(const call *c) {
+    const yp_step *b = c->st - 1;
+    const yp_schedule *s = c->x->s;
+    const int *bin = yp_step_inputs(s, b), *bout = yp_step_outputs(s, b);
+    const yp_node *n = &s->g->nodes[b->node];
+    fused_bn f;
+    f.d = (yp_bn_desc){dims(c, bin[0]), (float)n->a.bn.eps, (float)n->a.bn.momentum};
+    f.x = F(c, bin[0]), f.gamma = F(c, bin[1]), f.beta = F(c, bin[2]);
+    /* forward: the statistics are the BN step's second output; recompute: its fourth input */
+    f.stats = F(c, b->phase == YP_PHASE_FORWARD ? bout[1] : bin[3]);
+    return f;
+}
+
 /* Forward and recompute share everything but BN (batch statistics vs the saved ones). */
 static int forward_like(const call *c, int recompute) {
     const yp_ops *o = c->x->ops;
     const yp_node *n = &c->x->s->g->nodes[c->st->node];
     const int *in = c->in, *out = c->out;
-    int k = n->n_inputs;
+    int k = n->n_inputs, fuse = c->x->fuse[c->st - c->x->s->steps];
+    if (fuse == FUSE_BN_SKIP) return 0;
+    if (fuse == FUSE_SILU_FWD) {
+        fused_bn f = fused_partner(c);
+        OK(o->bn_silu_apply(&f.d, f.x, f.gamma, f.beta, f.stats, F(c, out[0])), "bn + silu");
+        return 0;
+    }
     switch (n->op) {
     case YP_OP_CONV2D: {
         yp_conv_desc d = conv_desc(c, n, out[0]);
@@ -84,8 +123,8 @@ static int forward_like(const call *c, int recompute) {
         if (recompute) {
             OK(o->bn_apply(&d, F(c, in[0]), F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, out[0])), "bn apply");
         } else {
-            OK(o->bn_forward_train(&d, F(c, in[0]), F(c, in[1]), F(c, in[2]), F(c, out[0]), F(c, out[1]), F(c, in[3]),
-                                   F(c, in[4])), "batchnorm");
+            OK(o->bn_forward_train(&d, F(c, in[0]), F(c, in[1]), F(c, in[2]), fuse == FUSE_BN_STATS ? NULL : F(c, out[0]),
+                                   F(c, out[1]), F(c, in[3]), F(c, in[4])), "batchnorm");
         }
         return 0;
     }
@@ -188,6 +227,11 @@ static int backward(const call *c) {
     }
     case YP_OP_SILU:
         if (beta_of(c, out[0]) != 0.0f) return yp_err_set(c->err, "silu backward cannot accumulate");
+        if (c->x->fuse[c->st - c->x->s->steps] == FUSE_SILU_BWD) {
+            fused_bn f = fused_partner(c);
+            OK(o->bn_silu_backward(&f.d, f.x, f.gamma, f.beta, f.stats, F(c, in[0]), F(c, out[0])), "bn + silu backward");
+            return 0;
+        }
         OK(c->x->be->silu_backward(F(c, in[1]), F(c, in[0]), F(c, out[0]), numel(c, in[0])), "silu backward");
         return 0;
     case YP_OP_ADD:
@@ -261,7 +305,31 @@ static int check_scratch(const call *c, const yp_conv_desc *d, int bias, yp_conv
     return 0;
 }
 
+/* The fusion steps i (a BN) and i + 1 (a SiLU reading its output) allow, as FUSE_* of each. */
+static void find_fusion(yp_exec *x, int i) {
+    const yp_schedule *s = x->s;
+    const yp_step *b = &s->steps[i], *a = b + 1;
+    if (i + 1 >= s->n_steps || b->op != YP_OP_BATCHNORM2D || a->op != YP_OP_SILU || !x->ops->bn_silu_apply ||
+        !x->ops->bn_silu_backward)
+        return;
+    if (b->phase != YP_PHASE_FORWARD && b->phase != YP_PHASE_RECOMPUTE) return;
+    const int *bin = yp_step_inputs(s, b), *bout = yp_step_outputs(s, b), *ain = yp_step_inputs(s, a);
+    int y = bout[0], xin = bin[0];
+    int silu_x = a->phase == YP_PHASE_BACKWARD ? ain[1] : ain[0]; /* backward reads (dy, x) */
+    if (silu_x != y || s->tensors[y].last != i + 1 || s->tensors[xin].last < i + 1) return;
+    if (a->phase == YP_PHASE_BACKWARD) {
+        if (b->phase != YP_PHASE_RECOMPUTE) return;
+        x->fuse[i] = FUSE_BN_SKIP, x->fuse[i + 1] = FUSE_SILU_BWD;
+    } else if (a->phase == b->phase) {
+        x->fuse[i] = b->phase == YP_PHASE_FORWARD ? FUSE_BN_STATS : FUSE_BN_SKIP, x->fuse[i + 1] = FUSE_SILU_FWD;
+    }
+}
+
 int yp_exec_prepare_convs(yp_exec *x, yp_err *err) {
+    x->fuse = calloc((size_t)x->s->n_steps + 1, 1);
+    if (!x->fuse) return yp_err_set(err, "out of memory");
+    for (int i = 0; i + 1 < x->s->n_steps; i++)
+        if (!x->fuse[i]) find_fusion(x, i);
     for (int i = 0; i < x->s->n_steps; i++) {
         const yp_step *st = &x->s->steps[i];
         if (st->node < 0 || (st->phase != YP_PHASE_FORWARD && st->phase != YP_PHASE_RECOMPUTE &&

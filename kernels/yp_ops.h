@@ -58,7 +58,8 @@ typedef struct yp_ops {
                                    float beta, float *ws, float *wt);
 
     /* Training mode: batch statistics into stats = {mean[c], invstd[c]}, running stats updated
-     * (running_var with the unbiased variance, as PyTorch), y = gamma*(x-mean)*invstd + beta. */
+     * (running_var with the unbiased variance, as PyTorch), y = gamma*(x-mean)*invstd + beta
+     * (y may be NULL: statistics only, for a fused bn_silu_apply to follow). */
     int (*bn_forward_train)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
                             float *stats, float *running_mean, float *running_var);
     /* Eval mode: y = gamma*(x-running_mean)/sqrt(running_var+eps) + beta. */
@@ -67,6 +68,13 @@ typedef struct yp_ops {
     /* Recompute: y = gamma*(x-mean)*invstd + beta with saved stats (no statistics, no update). */
     int (*bn_apply)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, const float *stats,
                     float *y);
+    /* Optional fusions of a BN apply with the SiLU after it, so that the BN output never goes
+     * through memory (the executor uses them when nothing else reads that output):
+     * y = silu(bn_apply(x)), and dx = silu'(bn_apply(x)) * dy (dx overwritten; may alias dy). */
+    int (*bn_silu_apply)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                         const float *stats, float *y);
+    int (*bn_silu_backward)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                            const float *stats, const float *dy, float *dx);
     /* dx = beta*dx + BN backward; dgamma/dbeta = beta_w*(old) + their gradients (either may be
      * NULL: not wanted). */
     int (*bn_backward)(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma, const float *dy,

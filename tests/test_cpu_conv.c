@@ -373,6 +373,36 @@ static void test_bn_errors(void) {
     CHECK(ops->bn_apply(&d, v, v, v, v, v) == -1);
 }
 
+/* The fused BN + SiLU entries against the two ops run one after the other: the same fp32
+ * arithmetic, so equal to rounding (bound 1e-6); a 3x5x7 batch of 300 channels crosses the
+ * 256-channel block and runs on the OpenMP threads. */
+static void test_bn_silu_fused(void) {
+    yp_dims dims = {3, 5, 7, 300};
+    const int64_t n = dims_count(dims), c = dims.c;
+    yp_bn_desc d = {.dims = dims, .eps = 1e-3f, .momentum = 0.03f};
+    float *x = rand_buf(n, 31, -3, 4), *gamma = rand_buf(c, 32, 0.5, 1.5), *beta = rand_buf(c, 33, -1, 1);
+    float *rm = rand_buf(c, 34, 0, 0), *rv = rand_buf(c, 35, 1, 1), *dy = rand_buf(n, 36, -1, 1);
+    float *stats = nan_buf(2 * c), *ybn = nan_buf(n), *want = nan_buf(n), *got = nan_buf(n);
+    CHECK(ops->bn_forward_train(&d, x, gamma, beta, ybn, stats, rm, rv) == 0);
+    /* statistics only (y NULL) gives the same statistics */
+    float *stats2 = nan_buf(2 * c);
+    CHECK(ops->bn_forward_train(&d, x, gamma, beta, NULL, stats2, rm, rv) == 0);
+    CHECK_CLOSE("stats without y", stats2, stats, 2 * c, 0.0);
+    CHECK(cpu->silu_forward(ybn, want, n) == 0);
+    CHECK(ops->bn_silu_apply(&d, x, gamma, beta, stats, got) == 0);
+    CHECK_CLOSE("bn_silu_apply", got, want, n, 1e-6);
+    CHECK(cpu->silu_backward(ybn, dy, want, n) == 0);
+    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, dy, got) == 0);
+    CHECK_CLOSE("bn_silu_backward", got, want, n, 1e-6);
+    memcpy(got, dy, (size_t)n * sizeof *got); /* dx may alias dy */
+    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, got, got) == 0);
+    CHECK_CLOSE("bn_silu_backward in place", got, want, n, 1e-6);
+    CHECK(ops->bn_silu_apply(&d, x, gamma, NULL, stats, got) == -1);
+    CHECK_STR_HAS(cpu->last_error(), "NULL");
+    free(x), free(gamma), free(beta), free(rm), free(rv), free(dy), free(stats), free(stats2), free(ybn), free(want),
+        free(got);
+}
+
 int main(int argc, char **argv) {
     int rc = cpu_ops_setup(argc, argv);
     if (rc) return rc;
@@ -387,6 +417,7 @@ int main(int argc, char **argv) {
     YP_RUN(test_bn_eval);
     YP_RUN(test_bn_finite_diff);
     YP_RUN(test_bn_errors);
+    YP_RUN(test_bn_silu_fused);
     free(fx_data);
     return yp_test_summary();
 }

@@ -26,6 +26,17 @@ static int64_t bn_rows(const yp_bn_desc *d) {
     return d->dims.n * d->dims.h * d->dims.w;
 }
 
+/* The per-channel a, b of y = x*a + b for channels [c0, c0+cb), from mean and invstd indexed
+ * from c0. */
+static void fold(const float *gamma, const float *beta_, int64_t c0, int64_t cb, const double *mean,
+                 const double *invstd, float *a, float *b) {
+    for (int64_t j = 0; j < cb; j++) {
+        double s = (double)gamma[c0 + j] * invstd[j];
+        a[j] = (float)s;
+        b[j] = (float)(beta_[c0 + j] - mean[j] * s);
+    }
+}
+
 /* y[r*stride + j] = x[r*stride + j]*a[j] + b[j] for j < cb in every row (the normalisation folded
  * into one multiply-add, as PyTorch's CPU kernel does). x and y may be the same buffer. */
 static void affine_rows(const float *x, float *y, int64_t rows, int64_t stride, int64_t cb, const float *a,
@@ -44,11 +55,7 @@ static void affine_rows(const float *x, float *y, int64_t rows, int64_t stride, 
 static void normalize_block(const yp_bn_desc *d, const float *x, float *y, int64_t c0, int64_t cb,
                             const float *gamma, const float *beta_, const double *mean, const double *invstd) {
     float a[CB], b[CB];
-    for (int64_t j = 0; j < cb; j++) {
-        double s = (double)gamma[c0 + j] * invstd[j];
-        a[j] = (float)s;
-        b[j] = (float)(beta_[c0 + j] - mean[j] * s);
-    }
+    fold(gamma, beta_, c0, cb, mean, invstd, a, b);
     affine_rows(x + c0, y + c0, bn_rows(d), d->dims.c, cb, a, b);
 }
 
@@ -56,7 +63,7 @@ int yp_cpu_bn_forward_train(const yp_bn_desc *d, const float *x, const float *ga
                             float *stats, float *running_mean, float *running_var) {
     static const char op[] = "bn_forward_train";
     if (bn_check(op, d) ||
-        yp_cpu_check_ptrs(op, 7, (const void *[]){x, gamma, beta_, y, stats, running_mean, running_var}))
+        yp_cpu_check_ptrs(op, 6, (const void *[]){x, gamma, beta_, stats, running_mean, running_var}))
         return -1;
     const int64_t rows = bn_rows(d), c = d->dims.c;
     if (rows < 2)
@@ -88,7 +95,10 @@ int yp_cpu_bn_forward_train(const yp_bn_desc *d, const float *x, const float *ga
             running_mean[c0 + j] = (float)((1.0 - mom) * running_mean[c0 + j] + mom * mean[j]);
             running_var[c0 + j] = (float)((1.0 - mom) * running_var[c0 + j] + mom * var * unbias);
         }
-        normalize_block(d, x, y, c0, cb, gamma, beta_, mean, invstd);
+        /* normalise with the statistics as saved (fp32), so that a recompute or a fused
+         * bn_silu_apply from them reproduces this output bit for bit */
+        for (int64_t j = 0; j < cb; j++) mean[j] = stats[c0 + j], invstd[j] = stats[c + c0 + j];
+        if (y) normalize_block(d, x, y, c0, cb, gamma, beta_, mean, invstd);
     }
     return 0;
 }
@@ -177,6 +187,56 @@ int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, 
                 for (int64_t j = 0; j < cb; j++)
                     dxr[j] = beta * dxr[j] + (k1[j] * dyr[j] + k2[j] * (xr[j] - mean[j]) + k3[j]);
             }
+        }
+    }
+    return 0;
+}
+
+/* The folded a, b of every channel from saved stats (c <= CB per block). Shared by the fusions. */
+static void fold_stats(const float *gamma, const float *beta_, const float *stats, int64_t c, int64_t c0, int64_t cb,
+                       float *a, float *b) {
+    double m[CB], is[CB];
+    for (int64_t j = 0; j < cb; j++) m[j] = stats[c0 + j], is[j] = stats[c + c0 + j];
+    fold(gamma, beta_, c0, cb, m, is, a, b);
+}
+
+int yp_cpu_bn_silu_apply(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                         const float *stats, float *y) {
+    static const char op[] = "bn_silu_apply";
+    if (bn_check(op, d) || yp_cpu_check_ptrs(op, 5, (const void *[]){x, gamma, beta_, stats, y}))
+        return -1;
+    const int64_t rows = bn_rows(d), c = d->dims.c;
+    for (int64_t c0 = 0; c0 < c; c0 += CB) {
+        int64_t cb = c - c0 < CB ? c - c0 : CB;
+        float a[CB], b[CB];
+        fold_stats(gamma, beta_, stats, c, c0, cb, a, b);
+#pragma omp parallel for schedule(static) if (rows * cb >= YP_PAR_MIN)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * c + c0;
+            float *yr = y + r * c + c0;
+            for (int64_t j = 0; j < cb; j++)
+                yr[j] = yp_silu(xr[j] * a[j] + b[j]);
+        }
+    }
+    return 0;
+}
+
+int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                            const float *stats, const float *dy, float *dx) {
+    static const char op[] = "bn_silu_backward";
+    if (bn_check(op, d) || yp_cpu_check_ptrs(op, 6, (const void *[]){x, gamma, beta_, stats, dy, dx}))
+        return -1;
+    const int64_t rows = bn_rows(d), c = d->dims.c;
+    for (int64_t c0 = 0; c0 < c; c0 += CB) {
+        int64_t cb = c - c0 < CB ? c - c0 : CB;
+        float a[CB], b[CB];
+        fold_stats(gamma, beta_, stats, c, c0, cb, a, b);
+#pragma omp parallel for schedule(static) if (rows * cb >= YP_PAR_MIN)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
+            float *dxr = dx + r * c + c0;
+            for (int64_t j = 0; j < cb; j++)
+                dxr[j] = yp_silu_grad(xr[j] * a[j] + b[j], dyr[j]);
         }
     }
     return 0;
