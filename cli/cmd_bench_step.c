@@ -50,6 +50,11 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* Random images in [0, 1] and 8 boxes per image, seeded. */
 static void random_batch(float *img, int64_t n_img, float *tg, int64_t n_tg, int64_t batch, int nc, uint64_t *s) {
     for (int64_t i = 0; i < n_img; i++) *s = *s * 6364136223846793005ull + 1442695040888963407ull, img[i] = (float)(*s >> 40) / 16777216.0f;
@@ -86,13 +91,21 @@ static int run(const bench_opts *o, yp_err *err) {
     int64_t n_img = o->batch * o->h * o->w * 3, n_tg = o->batch * 8;
     float *img = malloc((size_t)n_img * sizeof *img), *tg = malloc((size_t)n_tg * 6 * sizeof *tg);
     uint64_t seed = 1;
-    double loss[4], t0 = 0;
-    for (long i = 0; img && tg && !rc && i < o->warmup + o->steps; i++) {
-        if (i == o->warmup) t0 = now_s();
+    double loss[4], t0 = 0, *step_ms = calloc((size_t)o->steps, sizeof *step_ms);
+    for (long i = 0; img && tg && step_ms && !rc && i < o->warmup + o->steps; i++) {
+        double ts = now_s();
+        if (i == o->warmup) t0 = ts;
         random_batch(img, n_img, tg, n_tg, o->batch, g->nc, &seed);
         rc = yp_exec_micro_step(&x, img, tg, n_tg, loss, err) || yp_exec_update(&x, err);
+        if (i >= o->warmup) step_ms[i - o->warmup] = (now_s() - ts) * 1e3;
     }
-    double ms = (now_s() - t0) * 1e3 / (double)o->steps;
+    if (!img || !tg || !step_ms) rc = yp_err_set(err, "bench-step: out of memory for the batch");
+    double ms = (now_s() - t0) * 1e3 / (double)o->steps, med = 0, fastest = 0;
+    if (!rc) {
+        qsort(step_ms, (size_t)o->steps, sizeof *step_ms, cmp_double);
+        med = o->steps % 2 ? step_ms[o->steps / 2] : 0.5 * (step_ms[o->steps / 2 - 1] + step_ms[o->steps / 2]);
+        fastest = step_ms[0];
+    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     int64_t rss = (int64_t)ru.ru_maxrss * 1024;
@@ -104,6 +117,8 @@ static int run(const bench_opts *o, yp_err *err) {
         cJSON_AddNumberToObject(j, "threads", (double)o->threads);
         cJSON_AddNumberToObject(j, "ms_per_step", ms);
         cJSON_AddNumberToObject(j, "images_per_s", (double)o->batch * 1e3 / ms);
+        cJSON_AddNumberToObject(j, "ms_per_step_median", med);
+        cJSON_AddNumberToObject(j, "ms_per_step_min", fastest);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)rss);
         cJSON_AddNumberToObject(j, "arena_bytes", (double)p.arena_bytes);
         cJSON_AddNumberToObject(j, "last_loss", loss[3]);
@@ -112,12 +127,12 @@ static int run(const bench_opts *o, yp_err *err) {
         free(s);
         cJSON_Delete(j);
     } else if (!rc) {
-        printf("%s batch %ld img %lldx%lld, %ld threads, %ld steps (+%ld warm-up): %.1f ms/step, %.2f images/s, peak "
-               "RSS %.1f MiB (arena %.1f MiB), last loss %.4f\n", g->name, o->batch, (long long)o->w, (long long)o->h,
-               o->threads, o->steps, o->warmup, ms, (double)o->batch * 1e3 / ms, (double)rss / 1048576.0,
-               (double)p.arena_bytes / 1048576.0, loss[3]);
+        printf("%s batch %ld img %lldx%lld, %ld threads, %ld steps (+%ld warm-up): %.1f ms/step (median %.1f, fastest "
+               "%.1f), %.2f images/s, peak RSS %.1f MiB (arena %.1f MiB), last loss %.4f\n", g->name, o->batch,
+               (long long)o->w, (long long)o->h, o->threads, o->steps, o->warmup, ms, med, fastest,
+               (double)o->batch * 1e3 / ms, (double)rss / 1048576.0, (double)p.arena_bytes / 1048576.0, loss[3]);
     }
-    free(img), free(tg);
+    free(img), free(tg), free(step_ms);
     yp_exec_free(&x);
     yp_plan_free(&p);
     yp_graph_free(g);
