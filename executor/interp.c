@@ -67,11 +67,11 @@ static yp_bn_desc bn_desc(const call *c, const yp_node *n, int x) {
 
 static int64_t numel(const call *c, int t) { return yp_shape_numel(T(c, t)->shape); }
 
-/* Fusions of a BN step with the SiLU step right after it (yp_exec_prepare_convs decides): when
- * only that SiLU reads the BN output and the BN input is still live at the SiLU step, the BN step
- * computes only what must outlive it (training statistics) and the SiLU step computes
- * silu(bn(x)) or its gradient straight from the BN input, so the BN output is never written or
- * read (its planned bytes stay reserved). */
+/* Fusions of a BN step with the SiLU steps that read its output (yp_exec_prepare_convs decides):
+ * when only SiLU steps (forward, recompute or backward) read the BN output and the BN input and
+ * statistics are still live at the last of them, the BN step computes only what must outlive it
+ * (training statistics) and each SiLU step computes silu(bn(x)) or its gradient straight from the
+ * BN input, so the BN output is never written or read (its planned bytes stay reserved). */
 enum {
     FUSE_NONE,
     FUSE_BN_STATS, /* forward BN: statistics and running stats only */
@@ -80,15 +80,15 @@ enum {
     FUSE_SILU_BWD  /* backward SiLU: dx = silu'(bn(x)) * dy */
 };
 
-/* The BN step fused into SiLU step c (the step before it) and its operands. */
+/* The BN step fused into SiLU step c and its operands. */
 typedef struct {
     yp_bn_desc d;
     const float *x, *gamma, *beta, *stats;
 } fused_bn;
 
 static fused_bn fused_partner(const call *c) {
-    const yp_step *b = c->st - 1;
     const yp_schedule *s = c->x->s;
+    const yp_step *b = &s->steps[c->x->fuse_bn[c->st - s->steps]];
     const int *bin = yp_step_inputs(s, b), *bout = yp_step_outputs(s, b);
     const yp_node *n = &s->g->nodes[b->node];
     fused_bn f;
@@ -305,31 +305,39 @@ static int check_scratch(const call *c, const yp_conv_desc *d, int bias, yp_conv
     return 0;
 }
 
-/* The fusion steps i (a BN) and i + 1 (a SiLU reading its output) allow, as FUSE_* of each. */
+/* The fusion BN step i allows (FUSE_* of it and of the SiLU steps reading its output). */
 static void find_fusion(yp_exec *x, int i) {
     const yp_schedule *s = x->s;
-    const yp_step *b = &s->steps[i], *a = b + 1;
-    if (i + 1 >= s->n_steps || b->op != YP_OP_BATCHNORM2D || a->op != YP_OP_SILU || !x->ops->bn_silu_apply ||
-        !x->ops->bn_silu_backward)
+    const yp_step *b = &s->steps[i];
+    if (b->op != YP_OP_BATCHNORM2D || (b->phase != YP_PHASE_FORWARD && b->phase != YP_PHASE_RECOMPUTE) ||
+        !x->ops->bn_silu_apply || !x->ops->bn_silu_backward)
         return;
-    if (b->phase != YP_PHASE_FORWARD && b->phase != YP_PHASE_RECOMPUTE) return;
-    const int *bin = yp_step_inputs(s, b), *bout = yp_step_outputs(s, b), *ain = yp_step_inputs(s, a);
-    int y = bout[0], xin = bin[0];
-    int silu_x = a->phase == YP_PHASE_BACKWARD ? ain[1] : ain[0]; /* backward reads (dy, x) */
-    if (silu_x != y || s->tensors[y].last != i + 1 || s->tensors[xin].last < i + 1) return;
-    if (a->phase == YP_PHASE_BACKWARD) {
-        if (b->phase != YP_PHASE_RECOMPUTE) return;
-        x->fuse[i] = FUSE_BN_SKIP, x->fuse[i + 1] = FUSE_SILU_BWD;
-    } else if (a->phase == b->phase) {
-        x->fuse[i] = b->phase == YP_PHASE_FORWARD ? FUSE_BN_STATS : FUSE_BN_SKIP, x->fuse[i + 1] = FUSE_SILU_FWD;
+    const int *bin = yp_step_inputs(s, b), *bout = yp_step_outputs(s, b);
+    const yp_tensor *y = &s->tensors[bout[0]];
+    int stats = b->phase == YP_PHASE_FORWARD ? bout[1] : bin[3];
+    if (y->producer != i || y->n_cons == 0) return;
+    for (int k = 0; k < y->n_cons; k++) {
+        const yp_step *a = &s->steps[s->refs[y->cons_off + k]];
+        const int *ain = yp_step_inputs(s, a);
+        int fwd = a->phase == YP_PHASE_FORWARD || a->phase == YP_PHASE_RECOMPUTE;
+        if (a->op != YP_OP_SILU || a <= b || (!fwd && a->phase != YP_PHASE_BACKWARD) ||
+            ain[fwd ? 0 : 1] != bout[0] || x->fuse[a - s->steps])
+            return;
+    }
+    if (s->tensors[bin[0]].last < y->last || s->tensors[stats].last < y->last) return;
+    x->fuse[i] = b->phase == YP_PHASE_FORWARD ? FUSE_BN_STATS : FUSE_BN_SKIP;
+    for (int k = 0; k < y->n_cons; k++) {
+        int a = s->refs[y->cons_off + k];
+        x->fuse[a] = s->steps[a].phase == YP_PHASE_BACKWARD ? FUSE_SILU_BWD : FUSE_SILU_FWD;
+        x->fuse_bn[a] = i;
     }
 }
 
 int yp_exec_prepare_convs(yp_exec *x, yp_err *err) {
     x->fuse = calloc((size_t)x->s->n_steps + 1, 1);
-    if (!x->fuse) return yp_err_set(err, "out of memory");
-    for (int i = 0; i + 1 < x->s->n_steps; i++)
-        if (!x->fuse[i]) find_fusion(x, i);
+    x->fuse_bn = calloc((size_t)x->s->n_steps + 1, sizeof *x->fuse_bn);
+    if (!x->fuse || !x->fuse_bn) return yp_err_set(err, "out of memory");
+    for (int i = 0; i < x->s->n_steps; i++) find_fusion(x, i);
     for (int i = 0; i < x->s->n_steps; i++) {
         const yp_step *st = &x->s->steps[i];
         if (st->node < 0 || (st->phase != YP_PHASE_FORWARD && st->phase != YP_PHASE_RECOMPUTE &&

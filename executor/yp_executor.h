@@ -49,7 +49,8 @@ typedef struct {
     int64_t micro;           /* micro-batches accumulated since the last update */
     int64_t updates;         /* optimizer updates done (EMA ramp, Adam's t) */
     double last_grad_norm;
-    unsigned char *fuse;     /* per step: its part in a fused BN + SiLU pair (interp.c), 0 if none */
+    unsigned char *fuse;     /* per step: its part in a fused BN + SiLU (interp.c), 0 if none */
+    int *fuse_bn;            /* per fused SiLU step: the BN step it applies */
 } yp_exec;
 
 /* The conv scratch rule of backend `ctx` (a const yp_backend *) for yp_sched_opts: what its
