@@ -23,6 +23,7 @@ static inline int conv_scratch_both(const yp_conv_desc *d, int bias, int64_t *pe
     if (ops->conv2d_scratch(d, bias, YP_CONV_FORWARD, &p0, &f0) || ops->conv2d_scratch(d, bias, YP_CONV_BACKWARD, &p1, &f1))
         return -1;
     *per_image = p0 > p1 ? p0 : p1, *fixed = f0 > f1 ? f0 : f1;
+    *per_image = (*per_image + 15) / 16 * 16; /* keeps the fixed part 64-byte aligned too */
     return 0;
 }
 /* Floats of one buffer holding both parts (per-image first); at least 1. */
@@ -122,8 +123,10 @@ static inline float *fxc(const char *cs, const char *tensor, int64_t count) {
 }
 
 /* malloc'd n floats set to NaN: an op that should overwrite (beta 0) but reads instead leaves NaN. */
+/* n NaNs, 64-byte aligned as the executor's arena tensors are (conv scratch must be). */
 static inline float *nan_buf(int64_t n) {
-    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    size_t bytes = ((size_t)(n > 0 ? n : 1) * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes);
     for (int64_t i = 0; i < n; i++)
         p[i] = NAN;
     return p;

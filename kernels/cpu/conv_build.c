@@ -1,0 +1,268 @@
+/* conv_build.c - builds the oneDNN primitives of one conv (conv_dnnl.h): the memory descriptors
+ * of the caller's layouts, the algorithm, the primitive, and a reorder for every argument whose
+ * layout the primitive wants otherwise.
+ *
+ * Algorithm: oneDNN's direct convolution on NHWC as it is, except for 3x3 stride-1 pad-1 convs
+ * with channel counts that are multiples of 16 and outputs of at least 20x20, which run oneDNN's
+ * Winograd F(4x4, 3x3) in its blocked layout (1.5-1.6x the direct rate here on forward, backward-
+ * data and backward-weights alike, reorders included; smaller maps gain nothing). Winograd's fp32
+ * results differ from the direct ones by rounding (~1e-5 relative, test_cpu_conv checks 1e-4).
+ * YP_CONV_WINOGRAD=0 in the environment keeps every conv direct. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_dnnl.h"
+
+#define ALIGN 64
+
+static dnnl_engine_t engine;
+static dnnl_stream_t stream;
+
+static size_t up(size_t b) { return (b + ALIGN - 1) / ALIGN * ALIGN; }
+
+int yp_conv_dnnl_fail(const char *op, const char *what, dnnl_status_t st) {
+    return yp_cpu_fail("%s: oneDNN %s: %s", op, what, dnnl_status2str(st));
+}
+
+#define DN(op, what, expr)                                                \
+    do {                                                                  \
+        dnnl_status_t st_ = (expr);                                       \
+        if (st_ != dnnl_success) return yp_conv_dnnl_fail(op, what, st_); \
+    } while (0)
+
+int yp_conv_engine(const char *op, dnnl_engine_t *e, dnnl_stream_t *s) {
+    if (!engine) {
+        DN(op, "engine", dnnl_engine_create(&engine, dnnl_cpu, 0));
+        DN(op, "stream", dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
+    }
+    *e = engine, *s = stream;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+/* The caller's layouts of conv d over n images, "any" layouts for the primitive to choose, and
+ * the geometry. */
+typedef struct {
+    dnnl_memory_desc_t src, dst, w_user, bias;                   /* the caller's */
+    dnnl_memory_desc_t src_any, dst_any, w_any;                  /* the primitive's choice */
+    dnnl_dims_t strides, pad_l, pad_r;
+} conv_mds;
+
+static int mds_init(const char *op, const yp_conv_desc *d, int64_t n, conv_mds *m) {
+    dnnl_dims_t s = {n, d->in.c, d->in.h, d->in.w}, t = {n, d->out.c, d->out.h, d->out.w},
+                w = {d->out.c, d->in.c, d->k, d->k}, b = {d->out.c};
+    DN(op, "source layout", dnnl_memory_desc_init_by_tag(&m->src, 4, s, dnnl_f32, dnnl_nhwc));
+    DN(op, "destination layout", dnnl_memory_desc_init_by_tag(&m->dst, 4, t, dnnl_f32, dnnl_nhwc));
+    DN(op, "weights layout", dnnl_memory_desc_init_by_tag(&m->w_user, 4, w, dnnl_f32, dnnl_oihw));
+    DN(op, "bias layout", dnnl_memory_desc_init_by_tag(&m->bias, 1, b, dnnl_f32, dnnl_a));
+    DN(op, "source layout", dnnl_memory_desc_init_by_tag(&m->src_any, 4, s, dnnl_f32, dnnl_format_tag_any));
+    DN(op, "destination layout", dnnl_memory_desc_init_by_tag(&m->dst_any, 4, t, dnnl_f32, dnnl_format_tag_any));
+    DN(op, "weights layout", dnnl_memory_desc_init_by_tag(&m->w_any, 4, w, dnnl_f32, dnnl_format_tag_any));
+    /* PyTorch's symmetric padding: oneDNN checks out = (in + pad_l + pad_r - k) / s + 1 with the
+     * same floor, and windows past the last one are simply not computed */
+    m->strides[0] = m->strides[1] = d->s;
+    m->pad_l[0] = m->pad_l[1] = m->pad_r[0] = m->pad_r[1] = d->p;
+    return 0;
+}
+
+static int winograd_wanted(const yp_conv_desc *d) {
+    const char *env = getenv("YP_CONV_WINOGRAD");
+    if (env && !strcmp(env, "0")) return 0;
+    return d->k == 3 && d->s == 1 && d->p == 1 && d->in.c % 16 == 0 && d->out.c % 16 == 0 &&
+           d->out.h * d->out.w >= 400;
+}
+
+static dnnl_primitive_attr_t attr_make(int add) {
+    dnnl_primitive_attr_t a = NULL;
+    if (dnnl_primitive_attr_create(&a) != dnnl_success) return NULL;
+    dnnl_primitive_attr_set_scratchpad_mode(a, dnnl_scratchpad_mode_user);
+    if (add) {
+        dnnl_post_ops_t po = NULL;
+        if (dnnl_post_ops_create(&po) != dnnl_success || dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success ||
+            dnnl_primitive_attr_set_post_ops(a, po) != dnnl_success) {
+            dnnl_post_ops_destroy(po);
+            dnnl_primitive_attr_destroy(a);
+            return NULL;
+        }
+        dnnl_post_ops_destroy(po);
+    }
+    return a;
+}
+
+/* pd from an op descriptor (hint: the forward pd, for backward ones); NULL-safe status. */
+static dnnl_status_t pd_make(dnnl_primitive_desc_t *pd, const void *desc, const_dnnl_primitive_desc_t hint) {
+    dnnl_primitive_attr_t a = attr_make(0);
+    if (!a) return dnnl_out_of_memory;
+    dnnl_status_t st = dnnl_primitive_desc_create(pd, desc, a, engine, hint);
+    dnnl_primitive_attr_destroy(a);
+    return st;
+}
+
+/* The forward pd of d over n images with algorithm alg (also the hint of the backward pds). */
+static dnnl_status_t fwd_pd(const conv_mds *m, int bias, dnnl_alg_kind_t alg, dnnl_primitive_desc_t *pd) {
+    int wino = alg == dnnl_convolution_winograd;
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, alg, wino ? &m->src_any : &m->src,
+                                                          &m->w_any, bias ? &m->bias : NULL, wino ? &m->dst_any : &m->dst,
+                                                          m->strides, m->pad_l, m->pad_r);
+    return st == dnnl_success ? pd_make(pd, &cd, NULL) : st;
+}
+
+/* ---------------------------------------------------------------- slots */
+
+/* The scratchpad of pd: grows p->bytes' scratchpad part and creates its memory object. */
+static int scratchpad(const char *op, const_dnnl_primitive_desc_t pd, dnnl_memory_t *m, size_t *sp_bytes) {
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t b = md ? dnnl_memory_desc_get_size(md) : 0;
+    if (b > *sp_bytes) *sp_bytes = b;
+    DN(op, "scratchpad memory", dnnl_memory_create(m, md, engine, DNNL_MEMORY_NONE));
+    return 0;
+}
+
+/* A reorder from -> to (adding into `to` when add) and its scratchpad object. */
+static int reorder_make(const char *op, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, int add,
+                        dnnl_primitive_t *r, dnnl_memory_t *sp, size_t *sp_bytes) {
+    dnnl_primitive_attr_t a = attr_make(add);
+    if (!a) return yp_cpu_fail("%s: oneDNN reorder attributes", op);
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, a);
+    dnnl_primitive_attr_destroy(a);
+    if (st != dnnl_success) return yp_conv_dnnl_fail(op, "reorder", st);
+    int rc = 0;
+    st = dnnl_primitive_create(r, pd);
+    if (st != dnnl_success) rc = yp_conv_dnnl_fail(op, "reorder primitive", st);
+    if (!rc) rc = scratchpad(op, pd, sp, sp_bytes);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+/* Adds the slot for argument `arg`: the primitive's layout `prim_md`, the caller's `user_md`; a
+ * reorder (both ways for outputs: plain and adding) when they differ or when `always` (outputs
+ * the caller accumulates into). Its buffer is placed at *off in the scratch. */
+static int slot_add(const char *op, conv_prim *p, int arg, int output, const dnnl_memory_desc_t *prim_md,
+                    const dnnl_memory_desc_t *user_md, int always, size_t *off, size_t *sp_bytes) {
+    conv_slot *s = &p->slot[p->n_slots++];
+    s->arg = arg, s->output = output;
+    DN(op, "memory object", dnnl_memory_create(&s->m, prim_md, engine, DNNL_MEMORY_NONE));
+    if (!always && dnnl_memory_desc_equal(prim_md, user_md)) return 0;
+    DN(op, "memory object", dnnl_memory_create(&s->user, user_md, engine, DNNL_MEMORY_NONE));
+    s->off = *off;
+    *off += up(dnnl_memory_desc_get_size(prim_md));
+    if (!output) return reorder_make(op, user_md, prim_md, 0, &s->re, &s->re_sp, sp_bytes);
+    return reorder_make(op, prim_md, user_md, 0, &s->re, &s->re_sp, sp_bytes) ||
+                   reorder_make(op, prim_md, user_md, 1, &s->re_add, &s->re_add_sp, sp_bytes)
+               ? -1
+               : 0;
+}
+
+typedef struct {
+    int arg, output, always;
+    dnnl_query_t q;
+    int index;
+    const dnnl_memory_desc_t *user;
+} slot_spec;
+
+/* The primitive of pd with the slots specs[] and its scratch layout. */
+static int prim_make(const char *op, dnnl_primitive_desc_t pd, const slot_spec *specs, int n, conv_prim *p) {
+    size_t off = 0, sp_bytes = 0;
+    for (int k = 0; k < n; k++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, specs[k].q, specs[k].index);
+        if (!md) return yp_cpu_fail("%s: oneDNN: a primitive without an expected argument", op);
+        if (slot_add(op, p, specs[k].arg, specs[k].output, md, specs[k].user, specs[k].always, &off, &sp_bytes))
+            return -1;
+    }
+    DN(op, "primitive", dnnl_primitive_create(&p->prim, pd));
+    if (scratchpad(op, pd, &p->sp, &sp_bytes)) return -1;
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    p->winograd = impl && strstr(impl, "wino") != NULL;
+    p->sp_off = off;
+    p->bytes = off + up(sp_bytes);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the three primitives */
+
+/* The forward pd of e over n images, Winograd when wanted and available; *alg says which. */
+static int fwd_pd_for(const char *op, const conv_entry *e, const conv_mds *m, int bias, dnnl_alg_kind_t *alg,
+                      dnnl_primitive_desc_t *pd) {
+    *alg = dnnl_convolution_direct;
+    if (winograd_wanted(&e->d) && fwd_pd(m, bias, dnnl_convolution_winograd, pd) == dnnl_success) {
+        *alg = dnnl_convolution_winograd;
+        return 0;
+    }
+    DN(op, "no forward convolution for this shape", fwd_pd(m, bias, dnnl_convolution_direct, pd));
+    return 0;
+}
+
+int yp_conv_build_fwd(const char *op, conv_entry *e) {
+    conv_mds m;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_alg_kind_t alg;
+    if (yp_conv_engine(op, &engine, &stream) || mds_init(op, &e->d, e->d.in.n, &m) ||
+        fwd_pd_for(op, e, &m, e->bias, &alg, &pd))
+        return -1;
+    slot_spec specs[] = {{DNNL_ARG_SRC, 0, 0, dnnl_query_src_md, 0, &m.src},
+                         {DNNL_ARG_WEIGHTS, 0, 0, dnnl_query_weights_md, 0, &m.w_user},
+                         {DNNL_ARG_DST, 1, 0, dnnl_query_dst_md, 0, &m.dst},
+                         {DNNL_ARG_BIAS, 0, 0, dnnl_query_weights_md, 1, &m.bias}};
+    int rc = prim_make(op, pd, specs, e->bias ? 4 : 3, &e->fwd);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+/* Backward-data over n images into p. */
+static int build_bwd_data(const char *op, conv_entry *e, int64_t n, conv_prim *p) {
+    conv_mds m;
+    dnnl_primitive_desc_t hint = NULL, pd = NULL;
+    dnnl_alg_kind_t alg;
+    if (mds_init(op, &e->d, n, &m) || fwd_pd_for(op, e, &m, 0, &alg, &hint)) return -1;
+    int wino = alg == dnnl_convolution_winograd;
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t st = dnnl_convolution_backward_data_desc_init(&cd, alg, wino ? &m.src_any : &m.src, &m.w_any,
+                                                                wino ? &m.dst_any : &m.dst, m.strides, m.pad_l,
+                                                                m.pad_r);
+    if (st == dnnl_success) st = pd_make(&pd, &cd, hint);
+    dnnl_primitive_desc_destroy(hint);
+    if (st != dnnl_success) return yp_conv_dnnl_fail(op, "no backward-data convolution for this shape", st);
+    slot_spec specs[] = {{DNNL_ARG_DIFF_DST, 0, 0, dnnl_query_diff_dst_md, 0, &m.dst},
+                         {DNNL_ARG_WEIGHTS, 0, 0, dnnl_query_weights_md, 0, &m.w_user},
+                         {DNNL_ARG_DIFF_SRC, 1, 0, dnnl_query_diff_src_md, 0, &m.src}};
+    int rc = prim_make(op, pd, specs, 3, p);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+static int build_bwd_weights(const char *op, conv_entry *e) {
+    conv_mds m;
+    dnnl_primitive_desc_t hint = NULL, pd = NULL;
+    dnnl_alg_kind_t alg;
+    if (mds_init(op, &e->d, e->d.in.n, &m) || fwd_pd_for(op, e, &m, e->bias, &alg, &hint)) return -1;
+    int wino = alg == dnnl_convolution_winograd;
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t st = dnnl_convolution_backward_weights_desc_init(&cd, alg, wino ? &m.src_any : &m.src, &m.w_any,
+                                                                   e->bias ? &m.bias : NULL,
+                                                                   wino ? &m.dst_any : &m.dst, m.strides, m.pad_l,
+                                                                   m.pad_r);
+    if (st == dnnl_success) st = pd_make(&pd, &cd, hint);
+    dnnl_primitive_desc_destroy(hint);
+    if (st != dnnl_success) return yp_conv_dnnl_fail(op, "no backward-weights convolution for this shape", st);
+    /* the weight and bias gradients always land in the scratch first: the reorder out adds */
+    slot_spec specs[] = {{DNNL_ARG_SRC, 0, 0, dnnl_query_src_md, 0, &m.src},
+                         {DNNL_ARG_DIFF_DST, 0, 0, dnnl_query_diff_dst_md, 0, &m.dst},
+                         {DNNL_ARG_DIFF_WEIGHTS, 1, 1, dnnl_query_diff_weights_md, 0, &m.w_user},
+                         {DNNL_ARG_DIFF_BIAS, 1, 1, dnnl_query_diff_weights_md, 1, &m.bias}};
+    int rc = prim_make(op, pd, specs, e->bias ? 4 : 3, &e->bwd_weights);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+int yp_conv_build_bwd(const char *op, conv_entry *e) {
+    if (yp_conv_engine(op, &engine, &stream) || build_bwd_data(op, e, e->d.in.n, &e->bwd_data) ||
+        build_bwd_weights(op, e))
+        return -1;
+    /* dx written in place (no reorder out): accumulating needs the one-image form */
+    const conv_slot *dx = &e->bwd_data.slot[2];
+    return dx->re ? 0 : build_bwd_data(op, e, 1, &e->bwd_data1);
+}

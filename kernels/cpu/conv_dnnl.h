@@ -1,0 +1,62 @@
+/* conv_dnnl.h - internal to kernels/cpu: the oneDNN primitives behind the conv ops (conv.c runs
+ * them, conv_build.c builds them).
+ *
+ * A conv_prim is one oneDNN convolution (forward, backward-data or backward-weights) with a slot
+ * per argument. A slot whose layout differs from the caller's (NHWC activations, OIHW weights,
+ * plain bias) goes through the scratch: an input is reordered into it before the primitive runs,
+ * an output is reordered out of it after, adding into the caller's tensor when asked (beta != 0).
+ * Outputs the caller accumulates into (weight and bias gradients) always go through the scratch.
+ * Scratch of one primitive, each part 64-byte aligned: the slots' buffers, then the scratchpad
+ * (oneDNN's user-scratchpad mode), which every reorder and the primitive share in turn. */
+#ifndef YP_CONV_DNNL_H
+#define YP_CONV_DNNL_H
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <stddef.h>
+
+#include "yp_cpu.h"
+
+enum { CONV_MAX_SLOTS = 5 };
+
+typedef struct {
+    int arg;             /* DNNL_ARG_* */
+    int output;          /* written by the primitive */
+    dnnl_memory_t m;     /* the primitive's memory object for it (buffer set per call) */
+    dnnl_primitive_t re; /* caller layout -> primitive layout (input) or back (output); NULL: none */
+    dnnl_primitive_t re_add; /* output only: the same, adding into the caller's tensor */
+    dnnl_memory_t user;  /* the caller's side of the reorder */
+    dnnl_memory_t re_sp, re_add_sp; /* the reorders' scratchpads (placed at the primitive's) */
+    size_t off;          /* the buffer's offset in the scratch (when re) */
+} conv_slot;
+
+typedef struct {
+    dnnl_primitive_t prim;
+    conv_slot slot[CONV_MAX_SLOTS];
+    int n_slots;
+    dnnl_memory_t sp;   /* the primitive's scratchpad (the reorders' share its place) */
+    size_t sp_off;      /* where the scratchpad starts */
+    size_t bytes;       /* all of this primitive's scratch */
+    int winograd;       /* the primitive runs oneDNN's Winograd algorithm */
+} conv_prim;
+
+typedef struct {
+    yp_conv_desc d;
+    int bias, nthr;
+    int have_fwd, have_bwd;
+    conv_prim fwd, bwd_data, bwd_weights;
+    conv_prim bwd_data1; /* one image, for accumulating into dx when bwd_data writes dx directly */
+} conv_entry;
+
+/* The engine and stream (created on first use). 0, or -1 with the reason recorded. */
+int yp_conv_engine(const char *op, dnnl_engine_t *engine, dnnl_stream_t *stream);
+
+/* Build e's forward, or its backward primitives (bwd_data, bwd_weights and, when bwd_data writes
+ * NHWC directly, bwd_data1). 0, or -1 with the reason recorded. */
+int yp_conv_build_fwd(const char *op, conv_entry *e);
+int yp_conv_build_bwd(const char *op, conv_entry *e);
+
+/* Records "<op>: oneDNN <what>: <status>" as the last error; returns -1. */
+int yp_conv_dnnl_fail(const char *op, const char *what, dnnl_status_t st);
+
+#endif
