@@ -14,7 +14,7 @@ typedef struct {
     const char *model;
     int64_t w, h;
     long batch, steps, threads, warmup;
-    int json;
+    int json, no_ema;
     yp_save_policy policy;
     uint64_t ckpt;
 } bench_opts;
@@ -26,11 +26,15 @@ static double now_s(void) {
 }
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
-    *o = (bench_opts){"yolov5s", 320, 320, 8, 20, 2, 2, 0, YP_SAVE_YOLOPLAN, 0};
+    *o = (bench_opts){"yolov5s", 320, 320, 8, 20, 2, 2, 0, 0, YP_SAVE_YOLOPLAN, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
         if (!strcmp(a, "--json")) continue;
+        if (!strcmp(a, "--no-ema")) {
+            o->no_ema = 1;
+            continue;
+        }
         if (!v) return yp_err_set(err, "bench-step: option %s needs a value", a);
         if (!strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err);
@@ -42,7 +46,7 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
             o->policy = strcmp(v, "pytorch") ? YP_SAVE_YOLOPLAN : YP_SAVE_PYTORCH;
         else
             return yp_err_set(err, "bench-step: unknown option %s; usage: yoloplan bench-step [--model M] [--batch B] "
-                              "[--img S] [--steps N] [--warmup N] [--threads T] [--policy yoloplan|pytorch] [--json]", a);
+                              "[--img S] [--steps N] [--warmup N] [--threads T] [--policy yoloplan|pytorch] [--no-ema] [--json]", a);
         if (rc) return -1;
         i++;
     }
@@ -56,8 +60,20 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Random images in [0, 1] and 8 boxes per image, seeded. */
+/* splitmix64's output function: a counter-based generator, so the image fill splits across the
+ * OpenMP threads (as torch.rand does on the reference side) and stays the same for any count. */
+static inline uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 static void random_batch(float *img, int64_t n_img, float *tg, int64_t n_tg, int64_t batch, int nc, uint64_t *s) {
-    for (int64_t i = 0; i < n_img; i++) *s = *s * 6364136223846793005ull + 1442695040888963407ull, img[i] = (float)(*s >> 40) / 16777216.0f;
+    const uint64_t base = *s;
+    *s = mix64(*s ^ 0x5851f42d4c957f2dull);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n_img; i++) img[i] = (float)(mix64(base + (uint64_t)i) >> 40) / 16777216.0f;
     for (int64_t k = 0; k < n_tg; k++) {
         float *r = tg + 6 * k;
         *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -74,6 +90,7 @@ static int run(const bench_opts *o, yp_err *err) {
     yp_gpu_parse("1TB", &host, err); /* the CPU's memory is not what is being planned here */
     yp_candidate c = yp_candidate_default();
     c.batch = o->batch, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
+    c.ema = !o->no_ema; /* YOLOv5 updates its EMA every optimizer step; --no-ema measures the step without */
     yp_cpu_set_threads((int)o->threads); /* first: the CPU's conv scratch depends on it */
     yp_exec_candidate_for(&c, yp_backend_cpu());
     yp_plan p;

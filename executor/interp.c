@@ -77,7 +77,8 @@ enum {
     FUSE_BN_STATS, /* forward BN: statistics and running stats only */
     FUSE_BN_SKIP,  /* recompute BN: nothing (the SiLU step applies the saved statistics) */
     FUSE_SILU_FWD, /* forward or recompute SiLU: y = silu(bn(x)) */
-    FUSE_SILU_BWD  /* backward SiLU: dx = silu'(bn(x)) * dy */
+    FUSE_SILU_BWD, /* backward SiLU: dx = silu'(bn(x)) * dy (and, before FUSE_BN_BWD_SUMS, its sums) */
+    FUSE_BN_BWD_SUMS /* backward BN right after its SiLU's: takes the sums from it, one pass less */
 };
 
 /* The BN step fused into SiLU step c and its operands. */
@@ -220,7 +221,8 @@ static int backward(const call *c) {
     case YP_OP_BATCHNORM2D: {
         yp_bn_desc d = bn_desc(c, n, in[1]);
         int g = rg0 ? 1 : 0;
-        OK(o->bn_backward(&d, F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, in[0]), rg0 ? F(c, out[0]) : NULL,
+        const double *sums = c->x->fuse[c->st - c->x->s->steps] == FUSE_BN_BWD_SUMS ? c->x->bn_sums : NULL;
+        OK(o->bn_backward(&d, F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, in[0]), sums, rg0 ? F(c, out[0]) : NULL,
                           rg0 ? beta_of(c, out[0]) : 0.0f, tr ? F(c, out[g]) : NULL, tr ? F(c, out[g + 1]) : NULL, 1.0f),
            "bn backward");
         return 0;
@@ -229,7 +231,9 @@ static int backward(const call *c) {
         if (beta_of(c, out[0]) != 0.0f) return yp_err_set(c->err, "silu backward cannot accumulate");
         if (c->x->fuse[c->st - c->x->s->steps] == FUSE_SILU_BWD) {
             fused_bn f = fused_partner(c);
-            OK(o->bn_silu_backward(&f.d, f.x, f.gamma, f.beta, f.stats, F(c, in[0]), F(c, out[0])), "bn + silu backward");
+            double *sums = c->x->fuse[c->st - c->x->s->steps + 1] == FUSE_BN_BWD_SUMS ? c->x->bn_sums : NULL;
+            OK(o->bn_silu_backward(&f.d, f.x, f.gamma, f.beta, f.stats, F(c, in[0]), F(c, out[0]), sums),
+               "bn + silu backward");
             return 0;
         }
         OK(c->x->be->silu_backward(F(c, in[1]), F(c, in[0]), F(c, out[0]), numel(c, in[0])), "silu backward");
@@ -330,13 +334,23 @@ static void find_fusion(yp_exec *x, int i) {
         int a = s->refs[y->cons_off + k];
         x->fuse[a] = s->steps[a].phase == YP_PHASE_BACKWARD ? FUSE_SILU_BWD : FUSE_SILU_FWD;
         x->fuse_bn[a] = i;
+        /* the BN's own backward right after its SiLU's, on the gradient that step writes */
+        const yp_step *nb = &s->steps[a + 1];
+        if (x->fuse[a] == FUSE_SILU_BWD && a + 1 < s->n_steps && nb->op == YP_OP_BATCHNORM2D &&
+            nb->phase == YP_PHASE_BACKWARD && nb->node == b->node &&
+            yp_step_inputs(s, nb)[0] == yp_step_outputs(s, &s->steps[a])[0])
+            x->fuse[a + 1] = FUSE_BN_BWD_SUMS;
     }
 }
 
 int yp_exec_prepare_convs(yp_exec *x, yp_err *err) {
     x->fuse = calloc((size_t)x->s->n_steps + 1, 1);
     x->fuse_bn = calloc((size_t)x->s->n_steps + 1, sizeof *x->fuse_bn);
-    if (!x->fuse || !x->fuse_bn) return yp_err_set(err, "out of memory");
+    int64_t max_c = 1;
+    for (int i = 0; i < x->s->g->n_nodes; i++)
+        if (x->s->g->nodes[i].op == YP_OP_BATCHNORM2D && x->s->g->nodes[i].a.bn.c > max_c) max_c = x->s->g->nodes[i].a.bn.c;
+    x->bn_sums = calloc((size_t)(2 * max_c), sizeof *x->bn_sums);
+    if (!x->fuse || !x->fuse_bn || !x->bn_sums) return yp_err_set(err, "out of memory");
     for (int i = 0; i < x->s->n_steps; i++) find_fusion(x, i);
     for (int i = 0; i < x->s->n_steps; i++) {
         const yp_step *st = &x->s->steps[i];

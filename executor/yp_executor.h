@@ -51,6 +51,7 @@ typedef struct {
     double last_grad_norm;
     unsigned char *fuse;     /* per step: its part in a fused BN + SiLU (interp.c), 0 if none */
     int *fuse_bn;            /* per fused SiLU step: the BN step it applies */
+    double *bn_sums;         /* a fused SiLU backward's per-channel sums for the BN backward after it */
 } yp_exec;
 
 /* The conv scratch rule of backend `ctx` (a const yp_backend *) for yp_sched_opts: what its

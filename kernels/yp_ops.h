@@ -70,15 +70,18 @@ typedef struct yp_ops {
                     float *y);
     /* Optional fusions of a BN apply with the SiLU after it, so that the BN output never goes
      * through memory (the executor uses them when nothing else reads that output):
-     * y = silu(bn_apply(x)), and dx = silu'(bn_apply(x)) * dy (dx overwritten; may alias dy). */
+     * y = silu(bn_apply(x)), and dx = silu'(bn_apply(x)) * dy (dx overwritten; may alias dy);
+     * `sums` (2c doubles, may be NULL) receives what bn_backward's first pass would compute from
+     * that dx -- sum(dx) and sum(dx*(x - mean)) per channel -- so that it can skip the pass. */
     int (*bn_silu_apply)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
                          const float *stats, float *y);
     int (*bn_silu_backward)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
-                            const float *stats, const float *dy, float *dx);
-    /* dx = beta*dx + BN backward; dgamma/dbeta = beta_w*(old) + their gradients (either may be
+                            const float *stats, const float *dy, float *dx, double *sums);
+    /* dx = beta*dx + BN backward (sums: from bn_silu_backward on this dy, or NULL);
+     * dgamma/dbeta = beta_w*(old) + their gradients (either may be
      * NULL: not wanted). */
     int (*bn_backward)(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma, const float *dy,
-                       float *dx, float beta, float *dgamma, float *dbeta, float beta_w);
+                       const double *sums, float *dx, float beta, float *dgamma, float *dbeta, float beta_w);
 
     /* y = a + b; backward is dy added to each input's gradient (no entry needed). */
     int (*add_forward)(const float *a, const float *b, float *y, int64_t n);

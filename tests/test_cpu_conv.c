@@ -317,7 +317,7 @@ static void bn_train_fixture(const char *cs, yp_dims dims) {
     snprintf(what, sizeof what, "%s apply == train y", cs);
     CHECK_CLOSE(what, y2, y, n, 1e-6);
 
-    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, dx, 0.0f, dg, db, 0.0f) == 0);
+    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, NULL, dx, 0.0f, dg, db, 0.0f) == 0);
     snprintf(what, sizeof what, "%s dx", cs);
     CHECK_CLOSE(what, dx, dx_ref, n, 1e-4);
     snprintf(what, sizeof what, "%s dgamma", cs);
@@ -330,7 +330,7 @@ static void bn_train_fixture(const char *cs, yp_dims dims) {
     memcpy(dx, dx0, (size_t)n * sizeof *dx);
     memcpy(dg, dg0, (size_t)c * sizeof *dg);
     memcpy(db, db0, (size_t)c * sizeof *db);
-    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, dx, 1.0f, dg, db, 1.0f) == 0);
+    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, NULL, dx, 1.0f, dg, db, 1.0f) == 0);
     snprintf(what, sizeof what, "%s dx (beta 1)", cs);
     CHECK_CLOSE(what, dx, dx_want, n, 1e-4);
     snprintf(what, sizeof what, "%s dgamma (beta 1)", cs);
@@ -338,7 +338,7 @@ static void bn_train_fixture(const char *cs, yp_dims dims) {
     snprintf(what, sizeof what, "%s dbeta (beta 1)", cs);
     CHECK_CLOSE(what, db, db_want, c, 1e-4);
     /* No parameter gradients wanted: NULL dgamma/dbeta, dx unchanged. */
-    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, dx, 0.0f, NULL, NULL, 0.0f) == 0);
+    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, NULL, dx, 0.0f, NULL, NULL, 0.0f) == 0);
     snprintf(what, sizeof what, "%s dx (no dgamma)", cs);
     CHECK_CLOSE(what, dx, dx_ref, n, 1e-4);
     free(dx0), free(dg0), free(db0), free(dx_want), free(dg_want), free(db_want);
@@ -424,7 +424,7 @@ static void test_bn_finite_diff(void) {
         }
     bn_ref(dims, 1e-3, xd, gd, bd, yd);
     CHECK(ops->bn_forward_train(&d, x, g, b, y, stats, rm, rv) == 0);
-    CHECK(ops->bn_backward(&d, x, stats, g, r, dx, 0.0f, dg, db, 0.0f) == 0);
+    CHECK(ops->bn_backward(&d, x, stats, g, r, NULL, dx, 0.0f, dg, db, 0.0f) == 0);
     double ey = rel_err_d(y, yd, n), ex = rel_err_d(dx, gx, n), eg = rel_err_d(dg, gg, c), eb = rel_err_d(db, gb, c);
     if (verbose || !(ey <= 1e-4 && ex <= 1e-4 && eg <= 1e-4 && eb <= 1e-4))
         printf("    bn fd: y %.3g, dx %.3g, dgamma %.3g, dbeta %.3g\n", ey, ex, eg, eb);
@@ -466,10 +466,21 @@ static void test_bn_silu_fused(void) {
     CHECK(ops->bn_silu_apply(&d, x, gamma, beta, stats, got) == 0);
     CHECK_CLOSE("bn_silu_apply", got, want, n, 1e-6);
     CHECK(cpu->silu_backward(ybn, dy, want, n) == 0);
-    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, dy, got) == 0);
+    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, dy, got, NULL) == 0);
     CHECK_CLOSE("bn_silu_backward", got, want, n, 1e-6);
+    /* with the sums, bn_backward skips its first pass and gives the same gradients */
+    double *sums = malloc((size_t)(2 * c) * sizeof *sums);
+    float *dx1 = nan_buf(n), *dx2 = nan_buf(n), *dg1 = nan_buf(c), *dg2 = nan_buf(c), *db1 = nan_buf(c), *db2 = nan_buf(c);
+    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, dy, got, sums) == 0);
+    CHECK_CLOSE("bn_silu_backward with sums", got, want, n, 0.0);
+    CHECK(ops->bn_backward(&d, x, stats, gamma, got, NULL, dx1, 0.0f, dg1, db1, 0.0f) == 0);
+    CHECK(ops->bn_backward(&d, x, stats, gamma, got, sums, dx2, 0.0f, dg2, db2, 0.0f) == 0);
+    CHECK_CLOSE("bn_backward from sums: dx", dx2, dx1, n, 0.0);
+    CHECK_CLOSE("bn_backward from sums: dgamma", dg2, dg1, c, 0.0);
+    CHECK_CLOSE("bn_backward from sums: dbeta", db2, db1, c, 0.0);
+    free(sums), free(dx1), free(dx2), free(dg1), free(dg2), free(db1), free(db2);
     memcpy(got, dy, (size_t)n * sizeof *got); /* dx may alias dy */
-    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, got, got) == 0);
+    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, got, got, NULL) == 0);
     CHECK_CLOSE("bn_silu_backward in place", got, want, n, 1e-6);
     CHECK(ops->bn_silu_apply(&d, x, gamma, NULL, stats, got) == -1);
     CHECK_STR_HAS(cpu->last_error(), "NULL");

@@ -140,9 +140,11 @@ int yp_cpu_bn_apply(const yp_bn_desc *d, const float *x, const float *gamma, con
 
 /* With xh = (x - mean)*invstd, sdy = sum(dy), sdyxh = sum(dy*xh) over the rows of a channel:
  *   dbeta = sdy, dgamma = sdyxh, dx = gamma*invstd*(dy - sdy/N - xh*sdyxh/N).
- * Pass 1 sums dy and dy*(x - mean) per channel block, pass 2 writes dx. dx may be dy. */
+ * Pass 1 sums dy and dy*(x - mean) per channel block (skipped when the caller has them: `sums`,
+ * from bn_silu_backward), pass 2 writes dx. dx may be dy. */
 int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma,
-                       const float *dy, float *dx, float beta, float *dgamma, float *dbeta, float beta_w) {
+                       const float *dy, const double *sums, float *dx, float beta, float *dgamma, float *dbeta,
+                       float beta_w) {
     static const char op[] = "bn_backward";
     if (bn_check(op, d) || yp_cpu_check_ptrs(op, 5, (const void *[]){x, stats, gamma, dy, dx}))
         return -1;
@@ -152,12 +154,16 @@ int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, 
         int64_t cb = c - c0 < CB ? c - c0 : CB;
         const float *mean = stats + c0, *invstd = stats + c + c0;
         double sdy[CB] = {0}, sdyx[CB] = {0};
+        if (sums) {
+            for (int64_t j = 0; j < cb; j++) sdy[j] = sums[c0 + j], sdyx[j] = sums[c + c0 + j];
+        } else {
 #pragma omp parallel for schedule(static) reduction(+ : sdy[:cb], sdyx[:cb]) if (rows * cb >= YP_PAR_MIN)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
-            for (int64_t j = 0; j < cb; j++) {
-                sdy[j] += dyr[j];
-                sdyx[j] += (double)dyr[j] * (double)(xr[j] - mean[j]);
+            for (int64_t r = 0; r < rows; r++) {
+                const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
+                for (int64_t j = 0; j < cb; j++) {
+                    sdy[j] += dyr[j];
+                    sdyx[j] += (double)dyr[j] * (double)(xr[j] - mean[j]);
+                }
             }
         }
         /* dx = k1*dy + k2*(x - mean) + k3 with k1 = gamma*invstd, k2 = -k1*invstd^2*sdyx/N,
@@ -222,7 +228,7 @@ int yp_cpu_bn_silu_apply(const yp_bn_desc *d, const float *x, const float *gamma
 }
 
 int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
-                            const float *stats, const float *dy, float *dx) {
+                            const float *stats, const float *dy, float *dx, double *sums) {
     static const char op[] = "bn_silu_backward";
     if (bn_check(op, d) || yp_cpu_check_ptrs(op, 6, (const void *[]){x, gamma, beta_, stats, dy, dx}))
         return -1;
@@ -231,13 +237,31 @@ int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *ga
         int64_t cb = c - c0 < CB ? c - c0 : CB;
         float a[CB], b[CB];
         fold_stats(gamma, beta_, stats, c, c0, cb, a, b);
+        if (!sums) {
 #pragma omp parallel for schedule(static) if (rows * cb >= YP_PAR_MIN)
+            for (int64_t r = 0; r < rows; r++) {
+                const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
+                float *dxr = dx + r * c + c0;
+                for (int64_t j = 0; j < cb; j++)
+                    dxr[j] = yp_silu_grad(xr[j] * a[j] + b[j], dyr[j]);
+            }
+            continue;
+        }
+        /* also BN backward's pass 1 on the values just written, in its order (same sums) */
+        const float *mean = stats + c0;
+        double s1[CB] = {0}, s2[CB] = {0};
+#pragma omp parallel for schedule(static) reduction(+ : s1[:cb], s2[:cb]) if (rows * cb >= YP_PAR_MIN)
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
             float *dxr = dx + r * c + c0;
-            for (int64_t j = 0; j < cb; j++)
-                dxr[j] = yp_silu_grad(xr[j] * a[j] + b[j], dyr[j]);
+            for (int64_t j = 0; j < cb; j++) {
+                float g = yp_silu_grad(xr[j] * a[j] + b[j], dyr[j]);
+                dxr[j] = g;
+                s1[j] += g;
+                s2[j] += (double)g * (double)(xr[j] - mean[j]);
+            }
         }
+        for (int64_t j = 0; j < cb; j++) sums[c0 + j] = s1[j], sums[c + c0 + j] = s2[j];
     }
     return 0;
 }

@@ -132,10 +132,12 @@ static int reorder(const char *op, dnnl_primitive_t r, dnnl_memory_t from, dnnl_
 }
 
 /* Runs p on the caller's buffers (bufs[k] for slot k; NULL: an argument left out) with its
- * scratch at s (NULL when it needs none). Outputs that go through the scratch are reordered out
- * into the caller's buffer, adding to what it holds when beta != 0 (callers scale it first when
- * beta is not 1). */
-static int exec(const char *op, conv_prim *p, const void *const *bufs, int n_bufs, char *s, float beta) {
+ * scratch at s (NULL when it needs none). Inputs that go through the scratch are reordered in,
+ * except those in the bit mask `staged` (already there from a previous call on the same scratch);
+ * outputs that go through it are reordered out into the caller's buffer, adding to what it holds
+ * when beta != 0 (callers scale it first when beta is not 1). */
+static int exec(const char *op, conv_prim *p, const void *const *bufs, int n_bufs, char *s, float beta,
+                unsigned staged) {
     if (!s && p->bytes)
         return yp_cpu_fail("%s: no scratch given, %zu bytes needed (a plan made without the CPU backend's conv "
                            "scratch rule)",
@@ -151,7 +153,9 @@ static int exec(const char *op, conv_prim *p, const void *const *bufs, int n_buf
         if (!bufs[k]) continue;
         if (c->re) {
             if (set(op, c->m, s + c->off) || set(op, c->user, bufs[k])) return -1;
-            if (!c->output && (set(op, c->re_sp, sp) || reorder(op, c->re, c->user, c->m, c->re_sp))) return -1;
+            if (!c->output && !(staged >> k & 1u) &&
+                (set(op, c->re_sp, sp) || reorder(op, c->re, c->user, c->m, c->re_sp)))
+                return -1;
         } else if (set(op, c->m, bufs[k])) {
             return -1;
         }
@@ -178,7 +182,7 @@ int yp_cpu_conv2d_forward(const yp_conv_desc *d, const float *x, const float *w,
     const void *ptrs[] = {x, w, y};
     if (yp_cpu_check_ptrs(op, 3, ptrs)) return -1;
     const void *bufs[] = {x, w, y, bias};
-    return exec(op, &e->fwd, bufs, 4, (char *)wt, 0.0f);
+    return exec(op, &e->fwd, bufs, 4, (char *)wt, 0.0f, 0);
 }
 
 int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const float *w, float *dx, float beta,
@@ -192,13 +196,14 @@ int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const fl
     float b = beta != 0.0f ? 1.0f : 0.0f;
     if (b == 0.0f || e->bwd_data.slot[2].re) {
         const void *bufs[] = {dy, w, dx};
-        return exec(op, &e->bwd_data, bufs, 3, (char *)wt, b);
+        return exec(op, &e->bwd_data, bufs, 3, (char *)wt, b, 0);
     }
     if (!ws) return yp_cpu_fail("%s: accumulating into dx needs one image of scratch, none given", op);
     const int64_t in_img = d->in.h * d->in.w * d->in.c, out_img = d->out.h * d->out.w * d->out.c;
     for (int64_t i = 0; i < d->in.n; i++) {
         const void *bufs[] = {dy + i * out_img, w, ws};
-        if (exec(op, &e->bwd_data1, bufs, 3, (char *)wt, 0.0f)) return -1;
+        /* the weights are reordered for the first image and stay in the scratch for the rest */
+        if (exec(op, &e->bwd_data1, bufs, 3, (char *)wt, 0.0f, i ? 1u << 1 : 0u)) return -1;
         float *dxi = dx + i * in_img;
         const float *t = ws;
 #pragma omp parallel for simd schedule(static) if (in_img >= YP_PAR_MIN)
@@ -220,5 +225,5 @@ int yp_cpu_conv2d_backward_weights(const yp_conv_desc *d, const float *x, const 
         if (dbias) yp_cpu_scale_beta(dbias, d->out.c, beta);
     }
     const void *bufs[] = {x, dy, dw, dbias};
-    return exec(op, &e->bwd_weights, bufs, 4, (char *)wt, beta != 0.0f ? 1.0f : 0.0f);
+    return exec(op, &e->bwd_weights, bufs, 4, (char *)wt, beta != 0.0f ? 1.0f : 0.0f, 0);
 }

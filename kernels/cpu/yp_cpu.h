@@ -80,9 +80,10 @@ int yp_cpu_bn_apply(const yp_bn_desc *d, const float *x, const float *gamma, con
 int yp_cpu_bn_silu_apply(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
                          const float *stats, float *y);
 int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
-                            const float *stats, const float *dy, float *dx);
+                            const float *stats, const float *dy, float *dx, double *sums);
 int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma,
-                       const float *dy, float *dx, float beta, float *dgamma, float *dbeta, float beta_w);
+                       const float *dy, const double *sums, float *dx, float beta, float *dgamma, float *dbeta,
+                       float beta_w);
 
 /* eltwise.c */
 int yp_cpu_add_forward(const float *a, const float *b, float *y, int64_t n);
