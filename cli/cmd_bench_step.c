@@ -14,7 +14,7 @@ typedef struct {
     const char *model;
     int64_t w, h;
     long batch, steps, threads, warmup;
-    int json, no_ema;
+    int json, no_ema, profile;
     yp_save_policy policy;
     uint64_t ckpt;
 } bench_opts;
@@ -26,13 +26,13 @@ static double now_s(void) {
 }
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
-    *o = (bench_opts){"yolov5s", 320, 320, 8, 20, 2, 2, 0, 0, YP_SAVE_YOLOPLAN, 0};
+    *o = (bench_opts){"yolov5s", 320, 320, 8, 20, 2, 2, 0, 0, 0, YP_SAVE_YOLOPLAN, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
         if (!strcmp(a, "--json")) continue;
-        if (!strcmp(a, "--no-ema")) {
-            o->no_ema = 1;
+        if (!strcmp(a, "--no-ema") || !strcmp(a, "--profile")) {
+            *(a[2] == 'n' ? &o->no_ema : &o->profile) = 1;
             continue;
         }
         if (!v) return yp_err_set(err, "bench-step: option %s needs a value", a);
@@ -46,7 +46,7 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
             o->policy = strcmp(v, "pytorch") ? YP_SAVE_YOLOPLAN : YP_SAVE_PYTORCH;
         else
             return yp_err_set(err, "bench-step: unknown option %s; usage: yoloplan bench-step [--model M] [--batch B] "
-                              "[--img S] [--steps N] [--warmup N] [--threads T] [--policy yoloplan|pytorch] [--no-ema] [--json]", a);
+                              "[--img S] [--steps N] [--warmup N] [--threads T] [--policy yoloplan|pytorch] [--no-ema] [--profile] [--json]", a);
         if (rc) return -1;
         i++;
     }
@@ -83,6 +83,31 @@ static void random_batch(float *img, int64_t n_img, float *tg, int64_t n_tg, int
     }
 }
 
+/* The timed steps' wall time by kind of step (--profile), largest first. */
+static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f) {
+    enum { N = YP_PHASE_COUNT * (YP_OP_COUNT + 1) };
+    int order[N], n = 0;
+    for (int i = 0; i < N; i++)
+        if (x->prof_n[i]) order[n++] = i;
+    for (int i = 1; i < n; i++) /* insertion sort by time, descending */
+        for (int j = i; j > 0 && x->prof_s[order[j]] > x->prof_s[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    fprintf(f, "%-10s %-18s %8s %10s %7s\n", "phase", "op", "calls", "ms/step", "share");
+    double total = 0;
+    for (int k = 0; k < n; k++) {
+        int i = order[k], phase = i / (YP_OP_COUNT + 1), op = i % (YP_OP_COUNT + 1);
+        double ms = x->prof_s[i] * 1e3 / (double)steps;
+        total += ms;
+        fprintf(f, "%-10s %-18s %8.1f %10.2f %6.1f%%\n", yp_phase_name((yp_phase)phase),
+                op < YP_OP_COUNT ? yp_op_get((yp_op)op)->name : (phase == YP_PHASE_OPTIMIZER ? "update + EMA" : "-"),
+                (double)x->prof_n[i] / (double)steps, ms, 100.0 * ms / ms_step);
+    }
+    fprintf(f, "%-10s %-18s %8s %10.2f %6.1f%% (the rest: the batch and the loop)\n", "total", "", "", total,
+            100.0 * total / ms_step);
+}
+
 static int run(const bench_opts *o, yp_err *err) {
     yp_graph *g = cli_load_model(o->model, 0, err);
     if (!g) return -1;
@@ -111,7 +136,10 @@ static int run(const bench_opts *o, yp_err *err) {
     double loss[4], t0 = 0, *step_ms = calloc((size_t)o->steps, sizeof *step_ms);
     for (long i = 0; img && tg && step_ms && !rc && i < o->warmup + o->steps; i++) {
         double ts = now_s();
-        if (i == o->warmup) t0 = ts;
+        if (i == o->warmup) {
+            t0 = ts;
+            if (o->profile && yp_exec_profile(&x, 1)) rc = yp_err_set(err, "bench-step: out of memory for the profile");
+        }
         random_batch(img, n_img, tg, n_tg, o->batch, g->nc, &seed);
         rc = yp_exec_micro_step(&x, img, tg, n_tg, loss, err) || yp_exec_update(&x, err);
         if (i >= o->warmup) step_ms[i - o->warmup] = (now_s() - ts) * 1e3;
@@ -149,6 +177,7 @@ static int run(const bench_opts *o, yp_err *err) {
                (long long)o->w, (long long)o->h, o->threads, o->steps, o->warmup, ms, med, fastest,
                (double)o->batch * 1e3 / ms, (double)rss / 1048576.0, (double)p.arena_bytes / 1048576.0, loss[3]);
     }
+    if (!rc && o->profile) print_profile(&x, o->steps, ms, o->json ? stderr : stdout);
     free(img), free(tg), free(step_ms);
     yp_exec_free(&x);
     yp_plan_free(&p);

@@ -264,6 +264,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
 
 void yp_exec_free(yp_exec *x) {
     if (x->arena && x->be) x->be->mem_free(x->arena);
+    free(x->prof_s), free(x->prof_n);
     free(x->fuse), free(x->fuse_bn), free(x->bn_sums), free(x->offset), free(x->rg), free(x->trainable), free(x->fwd_t), free(x->opt_m), free(x->opt_v), free(x->ema);
     memset(x, 0, sizeof *x);
 }

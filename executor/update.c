@@ -1,9 +1,32 @@
 /* update.c - one micro-batch through the schedule, and the optimizer + EMA update
  * (YOLOv5 train.py: clip_grad_norm_ 10, SGD/Adam/AdamW over three parameter groups, ModelEMA). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "yp_executor_internal.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int yp_exec_profile(yp_exec *x, int on) {
+    free(x->prof_s), free(x->prof_n);
+    x->prof_s = NULL, x->prof_n = NULL;
+    if (!on) return 0;
+    size_t n = (size_t)YP_PHASE_COUNT * (YP_OP_COUNT + 1);
+    x->prof_s = calloc(n, sizeof *x->prof_s), x->prof_n = calloc(n, sizeof *x->prof_n);
+    return x->prof_s && x->prof_n ? 0 : (yp_exec_profile(x, 0), -1);
+}
+
+static void prof_add(yp_exec *x, int phase, int op, double t0) {
+    if (!x->prof_s) return;
+    x->prof_s[YP_EXEC_PROF_INDEX(phase, op)] += now_s() - t0;
+    x->prof_n[YP_EXEC_PROF_INDEX(phase, op)]++;
+}
 
 int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, int64_t n_targets, double loss_out[4],
                        yp_err *err) {
@@ -22,9 +45,11 @@ int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, in
             memcpy(yp_exec_tensor(x, x->images_t), images, (size_t)img->bytes);
             memcpy(yp_exec_tensor(x, x->targets_t), targets, (size_t)n_targets * 6 * sizeof(float));
         }
+        double t0 = x->prof_s ? now_s() : 0;
         if (yp_exec_run_step(x, i, yp_exec_tensor(x, x->targets_t), n_targets, sum, err) ||
             yp_exec_check_guards(x, i, err))
             return -1;
+        prof_add(x, st->phase, st->op, t0);
     }
     if (loss_out) memcpy(loss_out, sum, sizeof sum);
     x->micro++;
@@ -63,6 +88,7 @@ static int step_param(yp_exec *x, int t, float scale) {
 }
 
 int yp_exec_update(yp_exec *x, yp_err *err) {
+    double t0 = x->prof_s ? now_s() : 0;
     if (x->be->thread_init) x->be->thread_init();
     double norm = grad_norm(x, err);
     if (norm < 0) return -1;
@@ -86,5 +112,6 @@ int yp_exec_update(yp_exec *x, yp_err *err) {
             return yp_err_set(err, "EMA update of %s: %s", w->name, x->be->last_error());
     }
     x->micro = 0;
+    prof_add(x, YP_PHASE_OPTIMIZER, -1, t0);
     return 0;
 }

@@ -52,6 +52,8 @@ typedef struct {
     unsigned char *fuse;     /* per step: its part in a fused BN + SiLU (interp.c), 0 if none */
     int *fuse_bn;            /* per fused SiLU step: the BN step it applies */
     double *bn_sums;         /* a fused SiLU backward's per-channel sums for the BN backward after it */
+    double *prof_s;          /* yp_exec_profile: seconds per (phase, op), NULL when off */
+    int64_t *prof_n;         /* and calls */
 } yp_exec;
 
 /* The conv scratch rule of backend `ctx` (a const yp_backend *) for yp_sched_opts: what its
@@ -97,6 +99,12 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
 /* Checks the canaries of every tensor live at `step` (a no-op without guards). 0, or -1 with err
  * naming the tensor whose bytes were overwritten. */
 int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err);
+
+/* Wall time per kind of step: yp_exec_profile(x, 1) starts counting (0 stops and clears); the
+ * table has YP_PHASE_COUNT rows of YP_OP_COUNT + 1 entries (op -1, steps without an op, last);
+ * the optimizer and EMA update counts as (YP_PHASE_OPTIMIZER, -1). 0, or -1 when out of memory. */
+int yp_exec_profile(yp_exec *x, int on);
+#define YP_EXEC_PROF_INDEX(phase, op) ((phase) * (YP_OP_COUNT + 1) + ((op) >= 0 ? (op) : YP_OP_COUNT))
 
 /* Index of the weight tensor (kind WEIGHT) with this name, or -1. */
 int yp_exec_find_param(const yp_exec *x, const char *name);

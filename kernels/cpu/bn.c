@@ -11,6 +11,8 @@
 #include "yp_cpu.h"
 
 enum { CB = 256 };
+/* Rows per block of the backward's sums (summed in double within a block, then across). */
+enum { ROW_BLOCK = 128 };
 
 static int bn_check(const char *op, const yp_bn_desc *d) {
     if (!d)
@@ -157,13 +159,11 @@ int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, 
         if (sums) {
             for (int64_t j = 0; j < cb; j++) sdy[j] = sums[c0 + j], sdyx[j] = sums[c + c0 + j];
         } else {
+            const int64_t blocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
 #pragma omp parallel for schedule(static) reduction(+ : sdy[:cb], sdyx[:cb]) if (rows * cb >= YP_PAR_MIN)
-            for (int64_t r = 0; r < rows; r++) {
-                const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
-                for (int64_t j = 0; j < cb; j++) {
-                    sdy[j] += dyr[j];
-                    sdyx[j] += (double)dyr[j] * (double)(xr[j] - mean[j]);
-                }
+            for (int64_t k = 0; k < blocks; k++) {
+                int64_t r0 = k * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+                yp_bn_block_sums(x + r0 * c + c0, dy + r0 * c + c0, nr, c, cb, mean, sdy, sdyx);
             }
         }
         /* dx = k1*dy + k2*(x - mean) + k3 with k1 = gamma*invstd, k2 = -k1*invstd^2*sdyx/N,
@@ -220,8 +220,7 @@ int yp_cpu_bn_silu_apply(const yp_bn_desc *d, const float *x, const float *gamma
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = x + r * c + c0;
             float *yr = y + r * c + c0;
-            for (int64_t j = 0; j < cb; j++)
-                yr[j] = yp_silu(xr[j] * a[j] + b[j]);
+            yp_silu_affine_span(xr, a, b, yr, cb);
         }
     }
     return 0;
@@ -242,24 +241,19 @@ int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *ga
             for (int64_t r = 0; r < rows; r++) {
                 const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
                 float *dxr = dx + r * c + c0;
-                for (int64_t j = 0; j < cb; j++)
-                    dxr[j] = yp_silu_grad(xr[j] * a[j] + b[j], dyr[j]);
+                yp_silu_affine_grad_span(xr, a, b, dyr, dxr, cb);
             }
             continue;
         }
-        /* also BN backward's pass 1 on the values just written, in its order (same sums) */
+        /* also BN backward's pass 1 on the values just written, block by block of rows as
+         * bn_backward sums them (same sums) */
         const float *mean = stats + c0;
         double s1[CB] = {0}, s2[CB] = {0};
+        const int64_t blocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
 #pragma omp parallel for schedule(static) reduction(+ : s1[:cb], s2[:cb]) if (rows * cb >= YP_PAR_MIN)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
-            float *dxr = dx + r * c + c0;
-            for (int64_t j = 0; j < cb; j++) {
-                float g = yp_silu_grad(xr[j] * a[j] + b[j], dyr[j]);
-                dxr[j] = g;
-                s1[j] += g;
-                s2[j] += (double)g * (double)(xr[j] - mean[j]);
-            }
+        for (int64_t k = 0; k < blocks; k++) {
+            int64_t r0 = k * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+            yp_silu_affine_grad_rows(x + r0 * c + c0, a, b, dy + r0 * c + c0, dx + r0 * c + c0, nr, c, cb, mean, s1, s2);
         }
         for (int64_t j = 0; j < cb; j++) sums[c0 + j] = s1[j], sums[c + c0 + j] = s2[j];
     }

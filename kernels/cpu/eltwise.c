@@ -5,20 +5,28 @@
 
 #include "yp_cpu.h"
 
-/* dst = beta*dst + src over n floats (dst == src allowed when beta == 0). */
+/* dst = beta*dst + src over n floats (dst == src allowed when beta == 0), on the calling thread
+ * (the callers below run it per pixel or row inside their own parallel loops). */
 static void accumulate(float *dst, const float *src, int64_t n, float beta) {
     if (beta == 0.0f) {
         if (dst != src)
             memmove(dst, src, (size_t)n * sizeof *dst);
     } else if (beta == 1.0f) {
-#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
         for (int64_t i = 0; i < n; i++)
             dst[i] += src[i];
     } else {
-#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
         for (int64_t i = 0; i < n; i++)
             dst[i] = beta * dst[i] + src[i];
     }
+}
+
+/* The same over a whole tensor, in spans on the OpenMP threads. */
+static void accumulate_all(float *dst, const float *src, int64_t n, float beta) {
+    enum { SPAN = 16384 };
+    const int64_t spans = (n + SPAN - 1) / SPAN;
+#pragma omp parallel for schedule(static) if (n >= YP_PAR_MIN)
+    for (int64_t k = 0; k < spans; k++)
+        accumulate(dst + k * SPAN, src + k * SPAN, n - k * SPAN < SPAN ? n - k * SPAN : SPAN, beta);
 }
 
 int yp_cpu_add_forward(const float *a, const float *b, float *y, int64_t n) {
@@ -35,7 +43,7 @@ int yp_cpu_axpy_grad(const float *dy, float *dx, float beta, int64_t n) {
     static const char op[] = "axpy_grad";
     if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 2, (const void *[]){dy, dx})))
         return -1;
-    accumulate(dx, dy, n, beta);
+    accumulate_all(dx, dy, n, beta);
     return 0;
 }
 
@@ -138,10 +146,16 @@ int yp_cpu_upsample_backward(yp_dims in, int scale, const float *dy, float *dx, 
             float *dxrow = dx + (i * in.h + iy) * in.w * C;
             for (int64_t ix = 0; ix < in.w; ix++) {
                 float *g = dxrow + ix * C;
+                /* the first copy sets (beta 0: without reading g), the others add */
+                const float *first = dyrow + ix * s * C;
+                if (beta == 0.0f)
+                    for (int64_t c = 0; c < C; c++) g[c] = first[c];
+                else
+                    for (int64_t c = 0; c < C; c++) g[c] = beta * g[c] + first[c];
                 for (int64_t ty = 0; ty < s; ty++)
-                    for (int64_t tx = 0; tx < s; tx++) {
+                    for (int64_t tx = ty == 0 ? 1 : 0; tx < s; tx++) {
                         const float *src = dyrow + (ty * ow + ix * s + tx) * C;
-                        accumulate(g, src, C, ty == 0 && tx == 0 ? beta : 1.0f);
+                        for (int64_t c = 0; c < C; c++) g[c] += src[c];
                     }
             }
         }

@@ -1,12 +1,16 @@
 /* silu.c - SiLU (x * sigmoid(x)) forward and backward on the CPU, fp32.
- * The formulas match kernels/cuda/silu.cu term for term. exp is computed inline (below) rather
- * than by libm's expf, so the loops vectorise: with expf they ran at ~2 GB/s, the slowest op. */
+ * The formulas match kernels/cuda/silu.cu term for term. exp is computed inline (silu_math.h)
+ * rather than by libm's expf, so the loops vectorise: with expf they ran at ~2 GB/s, the slowest
+ * op. Spans of CHUNK elements go to the OpenMP threads. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "yp_cpu.h"
+
+/* Elements per span handed to a thread (a multiple of 16). */
+#define CHUNK 4096
 
 /* Returns 0, or -1 (reason recorded) for a negative count or a NULL buffer with a positive count. */
 static int check_args(const char *op, int64_t n, const void *a, const void *b, const void *c) {
@@ -22,10 +26,10 @@ static int check_args(const char *op, int64_t n, const void *a, const void *b, c
 int yp_cpu_silu_forward(const float *x, float *y, int64_t n) {
     if (check_args("silu_forward", n, x, y, y))
         return -1;
-#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        y[i] = yp_silu(x[i]);
-    }
+    const int64_t chunks = (n + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(static) if (n >= YP_PAR_MIN)
+    for (int64_t k = 0; k < chunks; k++)
+        yp_silu_span(x + k * CHUNK, y + k * CHUNK, n - k * CHUNK < CHUNK ? n - k * CHUNK : CHUNK);
     return 0;
 }
 
@@ -33,9 +37,9 @@ int yp_cpu_silu_forward(const float *x, float *y, int64_t n) {
 int yp_cpu_silu_backward(const float *x, const float *dy, float *dx, int64_t n) {
     if (check_args("silu_backward", n, x, dy, dx))
         return -1;
-#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        dx[i] = yp_silu_grad(x[i], dy[i]);
-    }
+    const int64_t chunks = (n + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(static) if (n >= YP_PAR_MIN)
+    for (int64_t k = 0; k < chunks; k++)
+        yp_silu_grad_span(x + k * CHUNK, dy + k * CHUNK, dx + k * CHUNK, n - k * CHUNK < CHUNK ? n - k * CHUNK : CHUNK);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "yp_ops.h"
+#include "silu_math.h"
 
 /* Records a formatted reason as the calling thread's last error. Always returns -1. */
 int yp_cpu_fail(const char *fmt, ...)
@@ -28,31 +29,6 @@ void yp_cpu_scale_beta(float *x, int64_t n, float beta);
 /* Loops over at least this many floats run on the OpenMP threads (yp_cpu_set_threads); shorter
  * ones stay on the calling thread, where waking the team would cost more than it saves. */
 #define YP_PAR_MIN 32768
-
-/* exp(x) for x in [-87, 88] to a few ulp (clamped outside, where SiLU's result no longer changes
- * in fp32): e^x = 2^n * e^f with n = round(x log2 e) and f = x - n ln 2 computed with ln 2 split
- * in two (Cody-Waite) so that f keeps its precision, |f| <= ln2 / 2, e^f by its Taylor series to
- * degree 7 (truncation < 6e-9), 2^n by building the exponent bits. Branch-free (selects and the
- * 1.5 * 2^23 rounding trick) so that GCC vectorises the callers' loops. */
-static inline float yp_exp_approx(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float f = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
-    float p = 1.0f + f * (1.0f + f * (0.5f + f * (1.0f / 6 + f * (1.0f / 24 +
-              f * (1.0f / 120 + f * (1.0f / 720 + f * (1.0f / 5040)))))));
-    int32_t bits = ((int32_t)n + 127) << 23;
-    float scale;
-    __builtin_memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
-/* SiLU and its derivative, as silu.c computes them (the fused BN kernels use the same). */
-static inline float yp_silu(float v) { return v / (1.0f + yp_exp_approx(-v)); }
-static inline float yp_silu_grad(float v, float dy) {
-    float s = 1.0f / (1.0f + yp_exp_approx(-v));
-    return dy * s * (1.0f + v * (1.0f - s));
-}
 
 /* The op table (ops_cpu.c); backend_cpu.c points its `ops` at it. */
 extern const yp_ops yp_cpu_ops;
