@@ -191,6 +191,15 @@ static level_loss positives_loss(const yp_loss_cfg *c, int level, int64_t batch,
     return r;
 }
 
+/* memset on the OpenMP threads (the prediction gradients are megabytes). */
+static void zero_floats(float *p, int64_t n) {
+    enum { SPAN = 1 << 16 };
+    const int64_t spans = (n + SPAN - 1) / SPAN;
+#pragma omp parallel for schedule(static) if (spans > 1)
+    for (int64_t k = 0; k < spans; k++)
+        memset(p + k * SPAN, 0, (size_t)(n - k * SPAN < SPAN ? n - k * SPAN : SPAN) * sizeof(float));
+}
+
 /* Objectness BCE over every (image, cell, anchor) of one level against tobj; writes its gradient. */
 static double objectness_loss(const yp_loss_cfg *c, int level, int64_t batch, const float *pred, int64_t cells,
                               const float *tobj, float *dp) {
@@ -198,6 +207,7 @@ static double objectness_loss(const yp_loss_cfg *c, int level, int64_t batch, co
     const int64_t count = cells * c->na; /* cells = batch * h * w */
     const float gobj = (float)((double)batch * c->obj * c->balance[level] / (double)count);
     double sum = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (count >= 4096)
     for (int64_t i = 0; i < count; i++) {
         const float x = pred[i * no + 4];
         sum += bce_logits(x, tobj[i]);
@@ -231,9 +241,8 @@ int yp_loss_compute(const yp_loss_cfg *c, int64_t batch, const float *const *pre
     for (int l = 0; l < c->nl; l++) {
         const int64_t h = grid_h[l], w = grid_w[l], cells = batch * h * w;
         float *dp = dpreds ? dpreds[l] : NULL;
-        if (dp)
-            memset(dp, 0, (size_t)(cells * c->na * (c->nc + 5)) * sizeof(float));
-        memset(tobj, 0, (size_t)(cells * c->na) * sizeof(float));
+        if (dp) zero_floats(dp, cells * c->na * (c->nc + 5));
+        zero_floats(tobj, cells * c->na);
         int64_t n = yp_loss_build_targets(c, l, h, w, targets, n_targets, pos);
         if (n > 0) {
             level_loss r = positives_loss(c, l, batch, preds[l], h, w, pos, n, tobj, dp);
