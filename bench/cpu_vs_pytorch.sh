@@ -190,7 +190,7 @@ def fmt_name(p):
 sg = load("sgemm.json")
 rate = sg["square"]["gflops"] if sg else float("nan")
 print("yoloplan vs PyTorch on the CPU: batch %d, image %d, %d threads, %d rounds of %d timed steps (+%d warm-up), "
-      "random data, yoloplan policy %s, EMA %s on both sides" % (batch, img, threads, rounds, steps, warmup, policy, ema))
+      "random data, yoloplan policy %s, %s" % (batch, img, threads, rounds, steps, warmup, policy, "EMA on both sides" if ema == "on" else "no EMA"))
 if sg:
     print("  oneDNN sgemm (isa %s): 2048^3 %.1f GFLOP/s, 6400x64x576 %.1f GFLOP/s"
           % (sg["isa"], sg["square"]["gflops"], sg["conv"]["gflops"]))

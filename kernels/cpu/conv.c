@@ -14,7 +14,8 @@
  *   forward          weights (and, for Winograd, x) reordered into `wt`, the conv, y out
  *   backward-data    beta == 0, or a primitive whose dx goes through the scratch (the reorder out
  *                    adds): the whole batch. Otherwise (dx written in place; oneDNN's backward
- *                    has no accumulate): one image at a time into `ws`, then dx = beta*dx + it
+ *                    has no accumulate): a 1x1 conv as one matmul that adds into dx, any other
+ *                    one image at a time into `ws`, then dx = beta*dx + it
  *   backward-weights the weight and bias gradients into `wt`, then reordered out adding into dw
  * Scratch per stage (yp_cpu_conv2d_scratch): `fixed` bytes = the largest primitive's scratch of
  * the stage; `per_image` = one image of dx when the one-image form exists. oneDNN threads with
@@ -103,6 +104,7 @@ int yp_cpu_conv2d_scratch(const yp_conv_desc *d, int has_bias, yp_conv_stage sta
     } else {
         f = e->bwd_data.bytes > e->bwd_weights.bytes ? e->bwd_data.bytes : e->bwd_weights.bytes;
         f = e->bwd_data1.bytes > f ? e->bwd_data1.bytes : f;
+        f = e->bwd_data_add.bytes > f ? e->bwd_data_add.bytes : f;
         if (e->bwd_data1.prim) *per_image = d->in.h * d->in.w * d->in.c;
     }
     *fixed = (int64_t)(f / sizeof(float));
@@ -197,6 +199,10 @@ int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const fl
     if (b == 0.0f || e->bwd_data.slot[2].re) {
         const void *bufs[] = {dy, w, dx};
         return exec(op, &e->bwd_data, bufs, 3, (char *)wt, b, 0);
+    }
+    if (e->bwd_data_add.prim) { /* one matmul whose sum post-op adds into dx */
+        const void *bufs[] = {dy, w, dx};
+        return exec(op, &e->bwd_data_add, bufs, 3, (char *)wt, 0.0f, 0);
     }
     if (!ws) return yp_cpu_fail("%s: accumulating into dx needs one image of scratch, none given", op);
     const int64_t in_img = d->in.h * d->in.w * d->in.c, out_img = d->out.h * d->out.w * d->out.c;

@@ -258,11 +258,41 @@ static int build_bwd_weights(const char *op, conv_entry *e) {
     return rc;
 }
 
+/* A 1x1 stride-1 conv's backward-data adding into dx: the NHWC batch is the matrix dy (P, c_out),
+ * the OIHW weights are (c_out, c_in), so dx (P, c_in) += dy . W is one matmul with a sum post-op.
+ * 0 when built, 1 when oneDNN has no such matmul here (the caller falls back), -1 on error. */
+static int build_bwd_data_add(const char *op, conv_entry *e) {
+    const yp_conv_desc *d = &e->d;
+    if (d->k != 1 || d->s != 1 || d->p != 0) return 1;
+    const int64_t rows = d->in.n * d->in.h * d->in.w;
+    dnnl_dims_t s = {rows, d->out.c}, w = {d->out.c, d->in.c}, t = {rows, d->in.c};
+    dnnl_memory_desc_t src, wei, dst;
+    DN(op, "matmul layout", dnnl_memory_desc_init_by_tag(&src, 2, s, dnnl_f32, dnnl_ab));
+    DN(op, "matmul layout", dnnl_memory_desc_init_by_tag(&wei, 2, w, dnnl_f32, dnnl_ab));
+    DN(op, "matmul layout", dnnl_memory_desc_init_by_tag(&dst, 2, t, dnnl_f32, dnnl_ab));
+    dnnl_matmul_desc_t md;
+    DN(op, "matmul descriptor", dnnl_matmul_desc_init(&md, &src, &wei, NULL, &dst));
+    dnnl_primitive_attr_t a = attr_make(1);
+    if (!a) return yp_cpu_fail("%s: oneDNN attributes", op);
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = dnnl_primitive_desc_create(&pd, &md, a, engine, NULL);
+    dnnl_primitive_attr_destroy(a);
+    if (st != dnnl_success) return 1;
+    slot_spec specs[] = {{DNNL_ARG_SRC, 0, 0, dnnl_query_src_md, 0, &src},
+                         {DNNL_ARG_WEIGHTS, 0, 0, dnnl_query_weights_md, 0, &wei},
+                         {DNNL_ARG_DST, 1, 0, dnnl_query_dst_md, 0, &dst}};
+    int rc = prim_make(op, pd, specs, 3, &e->bwd_data_add);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
 int yp_conv_build_bwd(const char *op, conv_entry *e) {
     if (yp_conv_engine(op, &engine, &stream) || build_bwd_data(op, e, e->d.in.n, &e->bwd_data) ||
         build_bwd_weights(op, e))
         return -1;
-    /* dx written in place (no reorder out): accumulating needs the one-image form */
+    /* dx written in place (no reorder out): accumulating needs the matmul or the one-image form */
     const conv_slot *dx = &e->bwd_data.slot[2];
-    return dx->re ? 0 : build_bwd_data(op, e, 1, &e->bwd_data1);
+    if (dx->re) return 0;
+    int rc = build_bwd_data_add(op, e);
+    return rc <= 0 ? rc : build_bwd_data(op, e, 1, &e->bwd_data1);
 }

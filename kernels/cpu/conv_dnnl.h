@@ -45,14 +45,15 @@ typedef struct {
     int bias, nthr;
     int have_fwd, have_bwd;
     conv_prim fwd, bwd_data, bwd_weights;
-    conv_prim bwd_data1; /* one image, for accumulating into dx when bwd_data writes dx directly */
+    conv_prim bwd_data_add; /* 1x1 stride-1 convs: backward-data as one matmul adding into dx */
+    conv_prim bwd_data1; /* otherwise one image, for accumulating into dx when bwd_data writes it in place */
 } conv_entry;
 
 /* The engine and stream (created on first use). 0, or -1 with the reason recorded. */
 int yp_conv_engine(const char *op, dnnl_engine_t *engine, dnnl_stream_t *stream);
 
 /* Build e's forward, or its backward primitives (bwd_data, bwd_weights and, when bwd_data writes
- * NHWC directly, bwd_data1). 0, or -1 with the reason recorded. */
+ * NHWC directly, bwd_data_add for a 1x1 conv or bwd_data1). 0, or -1 with the reason recorded. */
 int yp_conv_build_fwd(const char *op, conv_entry *e);
 int yp_conv_build_bwd(const char *op, conv_entry *e);
 
