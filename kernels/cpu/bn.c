@@ -11,8 +11,37 @@
 #include "yp_cpu.h"
 
 enum { CB = 256 };
-/* Rows per block of the backward's sums (summed in double within a block, then across). */
+/* Rows per block of the backward's sums (each thread takes whole blocks). */
 enum { ROW_BLOCK = 128 };
+
+/* s1[j] += sum of g[j], s2[j] += sum of g[j]*(x[j] - mean[j]) over one row of n channels, through
+ * float partial sums a1, a2 that the caller flushes into double every SUM_RUN rows: the row loop
+ * vectorises in fp32, and 16-term fp32 sums lose nothing measurable before the double total. */
+enum { SUM_RUN = 16 };
+static inline void row_sums(const float *x, const float *g, const float *mean, int64_t n, float *a1, float *a2) {
+    for (int64_t j = 0; j < n; j++) {
+        float gv = g[j];
+        a1[j] += gv;
+        a2[j] += gv * (x[j] - mean[j]);
+    }
+}
+
+static inline void flush_sums(float *a1, float *a2, int64_t n, double *s1, double *s2) {
+    for (int64_t j = 0; j < n; j++) {
+        s1[j] += a1[j], s2[j] += a2[j];
+        a1[j] = a2[j] = 0.0f;
+    }
+}
+
+/* BN backward's sums over rows [0, rows) of one block (dy and x `stride` floats per row). */
+static void block_sums(const float *x, const float *dy, int64_t rows, int64_t stride, int64_t n, const float *mean,
+                       double *s1, double *s2) {
+    float a1[CB] = {0}, a2[CB] = {0};
+    for (int64_t r = 0; r < rows; r++) {
+        row_sums(x + r * stride, dy + r * stride, mean, n, a1, a2);
+        if (r % SUM_RUN == SUM_RUN - 1 || r == rows - 1) flush_sums(a1, a2, n, s1, s2);
+    }
+}
 
 static int bn_check(const char *op, const yp_bn_desc *d) {
     if (!d)
@@ -163,7 +192,7 @@ int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, 
 #pragma omp parallel for schedule(static) reduction(+ : sdy[:cb], sdyx[:cb]) if (rows * cb >= YP_PAR_MIN)
             for (int64_t k = 0; k < blocks; k++) {
                 int64_t r0 = k * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
-                yp_bn_block_sums(x + r0 * c + c0, dy + r0 * c + c0, nr, c, cb, mean, sdy, sdyx);
+                block_sums(x + r0 * c + c0, dy + r0 * c + c0, nr, c, cb, mean, sdy, sdyx);
             }
         }
         /* dx = k1*dy + k2*(x - mean) + k3 with k1 = gamma*invstd, k2 = -k1*invstd^2*sdyx/N,
@@ -253,7 +282,14 @@ int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *ga
 #pragma omp parallel for schedule(static) reduction(+ : s1[:cb], s2[:cb]) if (rows * cb >= YP_PAR_MIN)
         for (int64_t k = 0; k < blocks; k++) {
             int64_t r0 = k * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
-            yp_silu_affine_grad_rows(x + r0 * c + c0, a, b, dy + r0 * c + c0, dx + r0 * c + c0, nr, c, cb, mean, s1, s2);
+            float a1[CB] = {0}, a2[CB] = {0};
+            for (int64_t r = r0; r < r0 + nr; r++) {
+                const float *xr = x + r * c + c0;
+                float *dxr = dx + r * c + c0;
+                yp_silu_affine_grad_span(xr, a, b, dy + r * c + c0, dxr, cb);
+                row_sums(xr, dxr, mean, cb, a1, a2); /* as block_sums would on this dx */
+                if ((r - r0) % SUM_RUN == SUM_RUN - 1 || r == r0 + nr - 1) flush_sums(a1, a2, cb, s1, s2);
+            }
         }
         for (int64_t j = 0; j < cb; j++) sums[c0 + j] = s1[j], sums[c + c0 + j] = s2[j];
     }
