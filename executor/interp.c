@@ -211,6 +211,12 @@ static int backward(const call *c) {
     case YP_OP_CONV2D: {
         int w = tr ? 2 : 1, dx = rg0 ? out[0] : -1, g = rg0 ? 1 : 0;
         yp_conv_desc d = conv_desc(c, n, in[0]);
+        if (rg0 && tr && o->conv2d_backward) {
+            OK(o->conv2d_backward(&d, F(c, in[1]), F(c, in[0]), F(c, in[w]), F(c, dx), beta_of(c, dx), F(c, out[g]),
+                                  n->a.conv.bias ? F(c, out[g + 1]) : NULL, 1.0f, WS(c)),
+               "conv backward");
+            return 0;
+        }
         if (rg0) OK(o->conv2d_backward_data(&d, F(c, in[0]), F(c, in[w]), F(c, dx), beta_of(c, dx), WS(c)),
                     "conv backward data");
         if (tr) OK(o->conv2d_backward_weights(&d, F(c, in[1]), F(c, in[0]), F(c, out[g]),

@@ -95,19 +95,30 @@ int yp_exec_update(yp_exec *x, yp_err *err) {
     x->last_grad_norm = norm;
     double coef = x->hyp.max_grad_norm / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
     float scale = coef < 1.0 ? (float)coef : 1.0f;
+    double d = x->hyp.ema_decay * (1.0 - exp(-(double)(x->updates + 1) / x->hyp.ema_tau));
+    /* SGD, zeroing and the EMA of a trained tensor in one pass when the backend has it */
+    const int fused = x->s->opts.optimizer == YP_OPT_SGD && x->ops->sgd_ema_step;
     for (int t = 0; t < x->s->n_tensors; t++) {
         const yp_tensor *w = &x->s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
         if (x->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
+        if (fused) {
+            const yp_hyp *h = &x->hyp;
+            float wd = decays(x, w) ? (float)h->weight_decay : 0.0f;
+            if (x->ops->sgd_ema_step(yp_exec_tensor(x, t), yp_exec_tensor(x, w->grad), yp_exec_tensor(x, x->opt_m[t]),
+                                     x->ema[t] >= 0 ? yp_exec_tensor(x, x->ema[t]) : NULL, w->shape.w, (float)h->lr,
+                                     (float)h->momentum, wd, scale, (float)d))
+                return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error());
+            continue;
+        }
         if (step_param(x, t, scale)) return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error());
         if (x->be->mem_set(yp_exec_tensor(x, w->grad), 0, (size_t)x->s->tensors[w->grad].bytes))
             return yp_err_set(err, "zeroing %s: %s", x->s->tensors[w->grad].name, x->be->last_error());
     }
     x->updates++;
-    double d = x->hyp.ema_decay * (1.0 - exp(-(double)x->updates / x->hyp.ema_tau));
     for (int t = 0; t < x->s->n_tensors; t++) {
         const yp_tensor *w = &x->s->tensors[t];
-        if (w->kind != YP_KIND_WEIGHT || x->ema[t] < 0) continue;
+        if (w->kind != YP_KIND_WEIGHT || x->ema[t] < 0 || (fused && w->grad >= 0)) continue;
         if (x->ops->ema_update(yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t), w->shape.w, (float)d))
             return yp_err_set(err, "EMA update of %s: %s", w->name, x->be->last_error());
     }

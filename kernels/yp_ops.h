@@ -56,6 +56,10 @@ typedef struct yp_ops {
     /* dw = beta*dw + dy (x) x; dbias = beta*dbias + sum(dy) (dbias may be NULL). */
     int (*conv2d_backward_weights)(const yp_conv_desc *d, const float *x, const float *dy, float *dw, float *dbias,
                                    float beta, float *ws, float *wt);
+    /* Optional: both at once (dx or dw may be NULL: not wanted), sharing what the two passes can
+     * (on the CPU, dy reordered once for both). The same results as the two entries. */
+    int (*conv2d_backward)(const yp_conv_desc *d, const float *x, const float *dy, const float *w, float *dx,
+                           float beta_dx, float *dw, float *dbias, float beta_w, float *ws, float *wt);
 
     /* Training mode: batch statistics into stats = {mean[c], invstd[c]}, running stats updated
      * (running_var with the unbiased variance, as PyTorch), y = gamma*(x-mean)*invstd + beta
@@ -118,6 +122,10 @@ typedef struct yp_ops {
                      float eps, float wd, int decoupled, int64_t t, float scale);
     /* ema = d*ema + (1-d)*w. */
     int (*ema_update)(float *ema, const float *w, int64_t n, float d);
+    /* Optional: sgd_step, then grad = 0, then (ema not NULL) ema_update with the new w, in one pass
+     * over the tensor (the same results as the three). */
+    int (*sgd_ema_step)(float *w, float *grad, float *m, float *ema, int64_t n, float lr, float momentum, float wd,
+                        float scale, float d);
     /* *out = sum of x[i]^2, accumulated in double (for gradient-norm clipping). */
     int (*sum_squares)(const float *x, int64_t n, double *out);
 } yp_ops;

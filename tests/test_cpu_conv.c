@@ -244,6 +244,14 @@ static void conv_large_case(yp_conv_desc d) {
     for (int64_t i = 0; i < nx; i++) dxd[i] *= 2;
     for (int64_t i = 0; i < nw; i++) dwd[i] *= 2;
     errs[3] = rel_err_d(dx, dxd, nx), errs[4] = rel_err_d(dw, dwd, nw);
+    /* both passes in one call (sharing the reorder of dy) give what the two calls gave */
+    float *dx1 = nan_buf(nx), *dw1 = nan_buf(nw), *dx2 = nan_buf(nx), *dw2 = nan_buf(nw);
+    CHECK(ops->conv2d_backward_data(&d, dy, w, dx1, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw1, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward(&d, x, dy, w, dx2, 0.0f, dw2, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK_CLOSE("conv2d_backward dx", dx2, dx1, nx, 0.0);
+    CHECK_CLOSE("conv2d_backward dw", dw2, dw1, nw, 0.0);
+    free(dx1), free(dw1), free(dx2), free(dw2);
     char label[128];
     snprintf(label, sizeof label, "conv %lld->%lld k%d s%d on %lldx%lld (scratch %lld + %lld floats)",
              (long long)d.in.c, (long long)d.out.c, d.k, d.s, (long long)d.in.h, (long long)d.in.w,

@@ -258,6 +258,19 @@ static void test_ema_sum_squares(void) {
         ss += (double)w[i] * w[i];
     }
     CHECK_EQ_I64(bad, 0);
+    /* the fused step: SGD, zeroed gradient and EMA as the separate entries give them */
+    float *w1 = rand_buf(N, 63, -1, 1), *g1 = rand_buf(N, 64, -1, 1), *m1 = rand_buf(N, 65, -1, 1);
+    float *w2 = malloc(N * sizeof *w2), *g2 = malloc(N * sizeof *g2), *m2 = malloc(N * sizeof *m2);
+    float *e1 = rand_buf(N, 66, -1, 1), *e2 = malloc(N * sizeof *e2);
+    memcpy(w2, w1, N * sizeof *w1), memcpy(g2, g1, N * sizeof *g1), memcpy(m2, m1, N * sizeof *m1);
+    memcpy(e2, e1, N * sizeof *e1);
+    CHECK(ops->sgd_step(w1, g1, m1, N, 0.01f, 0.937f, 5e-4f, 0.5f) == 0);
+    memset(g1, 0, N * sizeof *g1);
+    CHECK(ops->ema_update(e1, w1, N, dcy) == 0);
+    CHECK(ops->sgd_ema_step(w2, g2, m2, e2, N, 0.01f, 0.937f, 5e-4f, 0.5f, dcy) == 0);
+    CHECK(!memcmp(w1, w2, N * sizeof *w1) && !memcmp(g1, g2, N * sizeof *g1) && !memcmp(m1, m2, N * sizeof *m1) &&
+          !memcmp(e1, e2, N * sizeof *e1));
+    free(w1), free(g1), free(m1), free(w2), free(g2), free(m2), free(e1), free(e2);
     double got = -1;
     CHECK(ops->sum_squares(w, N, &got) == 0);
     CHECK(fabs(got - ss) <= 1e-12 * ss); /* double accumulation: only summation order differs */

@@ -187,17 +187,17 @@ int yp_cpu_conv2d_forward(const yp_conv_desc *d, const float *x, const float *w,
     return exec(op, &e->fwd, bufs, 4, (char *)wt, 0.0f, 0);
 }
 
-int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const float *w, float *dx, float beta,
-                                float *ws, float *wt) {
-    const char *op = "conv2d backward-data";
-    conv_entry *e = entry_get(op, d, -1, YP_CONV_BACKWARD);
-    if (!e) return -1;
-    const void *ptrs[] = {dy, w, dx};
-    if (yp_cpu_check_ptrs(op, 3, ptrs)) return -1;
+/* Backward-data of entry e; *whole says whether the whole-batch primitive ran (its dy slot then
+ * holds dy in its layout, which backward-weights may reuse). */
+static int bwd_data_run(const char *op, conv_entry *e, const float *dy, const float *w, float *dx, float beta,
+                        float *ws, float *wt, int *whole) {
+    const yp_conv_desc *d = &e->d;
+    *whole = 0;
     if (beta != 0.0f && beta != 1.0f) yp_cpu_scale_beta(dx, d->in.n * d->in.h * d->in.w * d->in.c, beta);
     float b = beta != 0.0f ? 1.0f : 0.0f;
     if (b == 0.0f || e->bwd_data.slot[2].re) {
         const void *bufs[] = {dy, w, dx};
+        *whole = 1;
         return exec(op, &e->bwd_data, bufs, 3, (char *)wt, b, 0);
     }
     if (e->bwd_data_add.prim) { /* one matmul whose sum post-op adds into dx */
@@ -218,6 +218,29 @@ int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const fl
     return 0;
 }
 
+/* Backward-weights of entry e; staged: dy is already in the scratch in its layout. */
+static int bwd_weights_run(const char *op, conv_entry *e, const float *x, const float *dy, float *dw, float *dbias,
+                           float beta, float *wt, int staged) {
+    const yp_conv_desc *d = &e->d;
+    if (beta != 0.0f && beta != 1.0f) {
+        yp_cpu_scale_beta(dw, d->out.c * d->in.c * d->k * d->k, beta);
+        if (dbias) yp_cpu_scale_beta(dbias, d->out.c, beta);
+    }
+    const void *bufs[] = {dy, x, dw, dbias};
+    return exec(op, &e->bwd_weights, bufs, 4, (char *)wt, beta != 0.0f ? 1.0f : 0.0f, staged ? 1u : 0u);
+}
+
+int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const float *w, float *dx, float beta,
+                                float *ws, float *wt) {
+    const char *op = "conv2d backward-data";
+    conv_entry *e = entry_get(op, d, -1, YP_CONV_BACKWARD);
+    if (!e) return -1;
+    const void *ptrs[] = {dy, w, dx};
+    if (yp_cpu_check_ptrs(op, 3, ptrs)) return -1;
+    int whole;
+    return bwd_data_run(op, e, dy, w, dx, beta, ws, wt, &whole);
+}
+
 int yp_cpu_conv2d_backward_weights(const yp_conv_desc *d, const float *x, const float *dy, float *dw,
                                    float *dbias, float beta, float *ws, float *wt) {
     const char *op = "conv2d backward-weights";
@@ -226,10 +249,18 @@ int yp_cpu_conv2d_backward_weights(const yp_conv_desc *d, const float *x, const 
     if (!e) return -1;
     const void *ptrs[] = {x, dy, dw};
     if (yp_cpu_check_ptrs(op, 3, ptrs)) return -1;
-    if (beta != 0.0f && beta != 1.0f) {
-        yp_cpu_scale_beta(dw, d->out.c * d->in.c * d->k * d->k, beta);
-        if (dbias) yp_cpu_scale_beta(dbias, d->out.c, beta);
-    }
-    const void *bufs[] = {x, dy, dw, dbias};
-    return exec(op, &e->bwd_weights, bufs, 4, (char *)wt, beta != 0.0f ? 1.0f : 0.0f, 0);
+    return bwd_weights_run(op, e, x, dy, dw, dbias, beta, wt, 0);
+}
+
+int yp_cpu_conv2d_backward(const yp_conv_desc *d, const float *x, const float *dy, const float *w, float *dx,
+                           float beta_dx, float *dw, float *dbias, float beta_w, float *ws, float *wt) {
+    const char *op = "conv2d backward";
+    conv_entry *e = entry_get(op, d, dbias != NULL, YP_CONV_BACKWARD);
+    if (!e) return -1;
+    const void *ptrs[] = {dy, w};
+    if (yp_cpu_check_ptrs(op, 2, ptrs) || (dw && !x)) return yp_cpu_fail("%s: NULL buffer", op);
+    int whole = 0;
+    if (dx && bwd_data_run(op, e, dy, w, dx, beta_dx, ws, wt, &whole)) return -1;
+    /* the reordered dy stays where backward-weights wants it when both put it first, alike */
+    return dw ? bwd_weights_run(op, e, x, dy, dw, dbias, beta_w, wt, whole && e->share_dy) : 0;
 }

@@ -249,8 +249,9 @@ static int build_bwd_weights(const char *op, conv_entry *e) {
     dnnl_primitive_desc_destroy(hint);
     if (st != dnnl_success) return yp_conv_dnnl_fail(op, "no backward-weights convolution for this shape", st);
     /* the weight and bias gradients always land in the scratch first: the reorder out adds */
-    slot_spec specs[] = {{DNNL_ARG_SRC, 0, 0, dnnl_query_src_md, 0, &m.src},
-                         {DNNL_ARG_DIFF_DST, 0, 0, dnnl_query_diff_dst_md, 0, &m.dst},
+    /* dy first, as in backward-data, so that the two may share its reorder (conv.c) */
+    slot_spec specs[] = {{DNNL_ARG_DIFF_DST, 0, 0, dnnl_query_diff_dst_md, 0, &m.dst},
+                         {DNNL_ARG_SRC, 0, 0, dnnl_query_src_md, 0, &m.src},
                          {DNNL_ARG_DIFF_WEIGHTS, 1, 1, dnnl_query_diff_weights_md, 0, &m.w_user},
                          {DNNL_ARG_DIFF_BIAS, 1, 1, dnnl_query_diff_weights_md, 1, &m.bias}};
     int rc = prim_make(op, pd, specs, e->bias ? 4 : 3, &e->bwd_weights);
@@ -290,6 +291,11 @@ int yp_conv_build_bwd(const char *op, conv_entry *e) {
     if (yp_conv_engine(op, &engine, &stream) || build_bwd_data(op, e, e->d.in.n, &e->bwd_data) ||
         build_bwd_weights(op, e))
         return -1;
+    const conv_slot *a = &e->bwd_data.slot[0], *b = &e->bwd_weights.slot[0];
+    const dnnl_memory_desc_t *ma = NULL, *mb = NULL;
+    if (a->re && b->re && dnnl_memory_get_memory_desc(a->m, &ma) == dnnl_success &&
+        dnnl_memory_get_memory_desc(b->m, &mb) == dnnl_success)
+        e->share_dy = a->off == 0 && b->off == 0 && dnnl_memory_desc_equal(ma, mb);
     /* dx written in place (no reorder out): accumulating needs the matmul or the one-image form */
     const conv_slot *dx = &e->bwd_data.slot[2];
     if (dx->re) return 0;

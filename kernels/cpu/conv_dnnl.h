@@ -44,6 +44,7 @@ typedef struct {
     yp_conv_desc d;
     int bias, nthr;
     int have_fwd, have_bwd;
+    int share_dy; /* bwd_data and bwd_weights reorder dy alike into the start of the scratch */
     conv_prim fwd, bwd_data, bwd_weights;
     conv_prim bwd_data_add; /* 1x1 stride-1 convs: backward-data as one matmul adding into dx */
     conv_prim bwd_data1; /* otherwise one image, for accumulating into dx when bwd_data writes it in place */

@@ -38,6 +38,7 @@ const yp_ops yp_cpu_ops = {
     .conv2d_forward = yp_cpu_conv2d_forward,
     .conv2d_backward_data = yp_cpu_conv2d_backward_data,
     .conv2d_backward_weights = yp_cpu_conv2d_backward_weights,
+    .conv2d_backward = yp_cpu_conv2d_backward,
     .bn_forward_train = yp_cpu_bn_forward_train,
     .bn_forward_eval = yp_cpu_bn_forward_eval,
     .bn_apply = yp_cpu_bn_apply,
@@ -57,5 +58,6 @@ const yp_ops yp_cpu_ops = {
     .sgd_step = yp_cpu_sgd_step,
     .adam_step = yp_cpu_adam_step,
     .ema_update = yp_cpu_ema_update,
+    .sgd_ema_step = yp_cpu_sgd_ema_step,
     .sum_squares = yp_cpu_sum_squares,
 };

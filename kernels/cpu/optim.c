@@ -77,3 +77,22 @@ int yp_cpu_sum_squares(const float *x, int64_t n, double *out) {
     *out = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     return 0;
 }
+
+int yp_cpu_sgd_ema_step(float *w, float *grad, float *m, float *ema, int64_t n, float lr, float momentum, float wd,
+                        float scale, float d) {
+    static const char op[] = "sgd_ema_step";
+    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){w, grad, m})))
+        return -1;
+    const float one_minus = 1.0f - d;
+#pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float g = grad[i] * scale + wd * w[i];
+        float b = momentum * m[i] + g;
+        m[i] = b;
+        float nw = w[i] - lr * (g + momentum * b);
+        w[i] = nw;
+        grad[i] = 0.0f;
+        if (ema) ema[i] = d * ema[i] + one_minus * nw;
+    }
+    return 0;
+}

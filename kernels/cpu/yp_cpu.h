@@ -43,6 +43,8 @@ int yp_cpu_conv2d_forward(const yp_conv_desc *d, const float *x, const float *w,
                           float *ws, float *wt);
 int yp_cpu_conv2d_backward_data(const yp_conv_desc *d, const float *dy, const float *w, float *dx, float beta,
                                 float *ws, float *wt);
+int yp_cpu_conv2d_backward(const yp_conv_desc *d, const float *x, const float *dy, const float *w, float *dx,
+                           float beta_dx, float *dw, float *dbias, float beta_w, float *ws, float *wt);
 int yp_cpu_conv2d_backward_weights(const yp_conv_desc *d, const float *x, const float *dy, float *dw,
                                    float *dbias, float beta, float *ws, float *wt);
 
@@ -81,6 +83,8 @@ int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, float lr, 
                     float scale);
 int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n, float lr, float b1, float b2,
                      float eps, float wd, int decoupled, int64_t t, float scale);
+int yp_cpu_sgd_ema_step(float *w, float *grad, float *m, float *ema, int64_t n, float lr, float momentum, float wd,
+                        float scale, float d);
 int yp_cpu_ema_update(float *ema, const float *w, int64_t n, float d);
 int yp_cpu_sum_squares(const float *x, int64_t n, double *out);
 
