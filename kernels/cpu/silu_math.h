@@ -7,8 +7,8 @@
  * degree 7 (truncation < 6e-9), 2^n by building the exponent bits. The scalar form is branch-free
  * so that GCC vectorises loops over it; the AVX-512 form does the same steps and replaces the
  * divisions of sigmoid by a reciprocal estimate and one Newton step (relative error ~1e-7, the
- * divide costs as much as the rest together). Both forms are used side by side (vector body,
- * scalar tail is never mixed within one op: tails use masked vector operations). */
+ * divide costs as much as the rest together). Within one build every op uses one form: the
+ * vector spans handle their tails with masked operations rather than scalar code. */
 #ifndef YP_SILU_MATH_H
 #define YP_SILU_MATH_H
 
