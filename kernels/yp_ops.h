@@ -44,7 +44,8 @@ typedef struct yp_ops {
     /* The scratch the conv entries below need for d at `stage`, in floats, in two parts that a
      * planner sizes separately: `per_image` grows with the image (passed as `ws`), `fixed` does not
      * (passed as `wt`). Also builds whatever the backend prepares per shape, so that the op calls
-     * themselves build nothing. Depends on the backend's thread count at the time of the call. */
+     * themselves build nothing. Depends on the backend's thread count at the time of the call.
+     * The scratch passed in must be 64-byte aligned (arena tensors are). */
     int (*conv2d_scratch)(const yp_conv_desc *d, int has_bias, yp_conv_stage stage, int64_t *per_image,
                           int64_t *fixed);
     /* y = conv(x, w) + bias (bias may be NULL). ws, wt: the scratch conv2d_scratch asked for. */
