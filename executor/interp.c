@@ -29,13 +29,18 @@ static int fail(const call *c, const char *what) {
 #define OK(expr, what) \
     if ((expr) != 0) return fail(c, what)
 
-/* The scratch a conv step was given: its "ws:" (columns) or "wt:" (weights) output, or NULL. */
-static float *scratch(const call *c, const char *prefix) {
+/* The scratch tensor a conv step was given: its "ws:" (per image) or "wt:" (fixed) output, or -1. */
+static int scratch_t(const call *c, const char *prefix) {
     for (int k = 0; k < c->st->n_out; k++) {
         const yp_tensor *t = T(c, c->out[k]);
-        if (t->kind == YP_KIND_WORKSPACE && !strncmp(t->name, prefix, 3)) return F(c, c->out[k]);
+        if (t->kind == YP_KIND_WORKSPACE && !strncmp(t->name, prefix, 3)) return c->out[k];
     }
-    return NULL;
+    return -1;
+}
+
+static float *scratch(const call *c, const char *prefix) {
+    int t = scratch_t(c, prefix);
+    return t >= 0 ? F(c, t) : NULL;
 }
 #define WS(c) scratch(c, "ws:"), scratch(c, "wt:")
 
@@ -301,11 +306,8 @@ static int check_scratch(const call *c, const yp_conv_desc *d, int bias, yp_conv
     const char *pre[2] = {"ws:", "wt:"};
     int64_t need[2] = {per_image * (int64_t)sizeof(float), fixed * (int64_t)sizeof(float)};
     for (int k = 0; k < 2; k++) {
-        int64_t have = 0;
-        for (int j = 0; j < c->st->n_out; j++) {
-            const yp_tensor *t = T(c, c->out[j]);
-            if (t->kind == YP_KIND_WORKSPACE && !strncmp(t->name, pre[k], 3)) have = t->bytes;
-        }
+        int t = scratch_t(c, pre[k]);
+        int64_t have = t >= 0 ? T(c, t)->bytes : 0;
         if (have < need[k])
             return yp_err_set(c->err, "step %d (%s): the plan gives %lld bytes of %s scratch, the %s backend needs "
                               "%lld; plan with the backend's conv rule (yp_exec_candidate_for) and its thread count",

@@ -76,11 +76,16 @@ static double grad_norm(const yp_exec *x, yp_err *err) {
     return sqrt(total);
 }
 
-static int step_param(yp_exec *x, int t, float scale) {
+/* The optimizer step of weight t; `fused` (SGD with sgd_ema_step): its gradient zeroing and EMA
+ * update (decay d) in the same pass. */
+static int step_param(yp_exec *x, int t, float scale, int fused, float d) {
     const yp_tensor *w = &x->s->tensors[t];
     float *p = yp_exec_tensor(x, t), *g = yp_exec_tensor(x, w->grad), *m = yp_exec_tensor(x, x->opt_m[t]);
     const yp_hyp *h = &x->hyp;
     float wd = decays(x, w) ? (float)h->weight_decay : 0.0f;
+    if (fused)
+        return x->ops->sgd_ema_step(p, g, m, x->ema[t] >= 0 ? yp_exec_tensor(x, x->ema[t]) : NULL, w->shape.w,
+                                    (float)h->lr, (float)h->momentum, wd, scale, d);
     if (x->s->opts.optimizer == YP_OPT_SGD) return x->ops->sgd_step(p, g, m, w->shape.w, (float)h->lr, (float)h->momentum, wd, scale);
     return x->ops->adam_step(p, g, m, yp_exec_tensor(x, x->opt_v[t]), w->shape.w, (float)h->lr, (float)h->momentum,
                              (float)h->beta2, (float)h->eps, wd, x->s->opts.optimizer == YP_OPT_ADAMW, x->updates + 1,
@@ -102,17 +107,9 @@ int yp_exec_update(yp_exec *x, yp_err *err) {
         const yp_tensor *w = &x->s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
         if (x->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
-        if (fused) {
-            const yp_hyp *h = &x->hyp;
-            float wd = decays(x, w) ? (float)h->weight_decay : 0.0f;
-            if (x->ops->sgd_ema_step(yp_exec_tensor(x, t), yp_exec_tensor(x, w->grad), yp_exec_tensor(x, x->opt_m[t]),
-                                     x->ema[t] >= 0 ? yp_exec_tensor(x, x->ema[t]) : NULL, w->shape.w, (float)h->lr,
-                                     (float)h->momentum, wd, scale, (float)d))
-                return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error());
-            continue;
-        }
-        if (step_param(x, t, scale)) return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error());
-        if (x->be->mem_set(yp_exec_tensor(x, w->grad), 0, (size_t)x->s->tensors[w->grad].bytes))
+        if (step_param(x, t, scale, fused, (float)d))
+            return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error());
+        if (!fused && x->be->mem_set(yp_exec_tensor(x, w->grad), 0, (size_t)x->s->tensors[w->grad].bytes))
             return yp_err_set(err, "zeroing %s: %s", x->s->tensors[w->grad].name, x->be->last_error());
     }
     x->updates++;
