@@ -466,10 +466,11 @@ static void test_bn_errors(void) {
 }
 
 /* The fused BN + SiLU entries against the two ops run one after the other: the same fp32
- * arithmetic, so equal to rounding (bound 1e-6); a 3x5x7 batch of 300 channels crosses the
- * 256-channel block and runs on the OpenMP threads. */
+ * arithmetic, so equal to rounding (bound 1e-6); a 3x9x7 batch of 300 channels crosses the
+ * 256-channel block (and the 16-channel vectors' tail), spans two 128-row blocks of the sums and
+ * runs on the OpenMP threads. */
 static void test_bn_silu_fused(void) {
-    yp_dims dims = {3, 5, 7, 300};
+    yp_dims dims = {3, 9, 7, 300};
     const int64_t n = dims_count(dims), c = dims.c;
     yp_bn_desc d = {.dims = dims, .eps = 1e-3f, .momentum = 0.03f};
     float *x = rand_buf(n, 31, -3, 4), *gamma = rand_buf(c, 32, 0.5, 1.5), *beta = rand_buf(c, 33, -1, 1);

@@ -22,7 +22,7 @@ static inline void row_sums(const float *x, const float *g, const float *mean, i
     for (int64_t j = 0; j < n; j++) {
         float gv = g[j];
         a1[j] += gv;
-        a2[j] += gv * (x[j] - mean[j]);
+        a2[j] = YP_AFFINE(gv, x[j] - mean[j], a2[j]);
     }
 }
 
@@ -39,6 +39,22 @@ static void block_sums(const float *x, const float *dy, int64_t rows, int64_t st
     float a1[CB] = {0}, a2[CB] = {0};
     for (int64_t r = 0; r < rows; r++) {
         row_sums(x + r * stride, dy + r * stride, mean, n, a1, a2);
+        if (r % SUM_RUN == SUM_RUN - 1 || r == rows - 1) flush_sums(a1, a2, n, s1, s2);
+    }
+}
+
+/* BN forward's sums of v = x - k[j] and v*v over rows [0, rows) of one block, in the same fp32
+ * runs. */
+static void block_moments(const float *x, int64_t rows, int64_t stride, int64_t n, const float *k, double *s1,
+                          double *s2) {
+    float a1[CB] = {0}, a2[CB] = {0};
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * stride;
+        for (int64_t j = 0; j < n; j++) {
+            float v = xr[j] - k[j];
+            a1[j] += v;
+            a2[j] += v * v;
+        }
         if (r % SUM_RUN == SUM_RUN - 1 || r == rows - 1) flush_sums(a1, a2, n, s1, s2);
     }
 }
@@ -77,7 +93,7 @@ static void affine_rows(const float *x, float *y, int64_t rows, int64_t stride, 
         const float *xr = x + r * stride;
         float *yr = y + r * stride;
         for (int64_t j = 0; j < cb; j++)
-            yr[j] = xr[j] * a[j] + b[j];
+            yr[j] = YP_AFFINE(xr[j], a[j], b[j]);
     }
 }
 
@@ -104,20 +120,21 @@ int yp_cpu_bn_forward_train(const yp_bn_desc *d, const float *x, const float *ga
     const double mom = d->momentum;
     for (int64_t c0 = 0; c0 < c; c0 += CB) {
         int64_t cb = c - c0 < CB ? c - c0 : CB;
+        /* sums of x - k and its square with k = the first row (shifted data: no cancellation
+         * in sq/N - (sum/N)^2 when |mean| is large next to the spread), in fp32 runs of SUM_RUN
+         * rows flushed into double as the backward's sums */
+        const float *k = x + c0;
         double sum[CB] = {0}, sq[CB] = {0};
+        const int64_t blocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
 #pragma omp parallel for schedule(static) reduction(+ : sum[:cb], sq[:cb]) if (rows * cb >= YP_PAR_MIN)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * c + c0;
-            for (int64_t j = 0; j < cb; j++) {
-                double v = xr[j];
-                sum[j] += v;
-                sq[j] += v * v;
-            }
+        for (int64_t b = 0; b < blocks; b++) {
+            int64_t r0 = b * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+            block_moments(x + r0 * c + c0, nr, c, cb, k, sum, sq);
         }
         double mean[CB], invstd[CB];
         for (int64_t j = 0; j < cb; j++) {
-            mean[j] = sum[j] * inv_rows;
-            double var = sq[j] * inv_rows - mean[j] * mean[j];
+            double dm = sum[j] * inv_rows, var = sq[j] * inv_rows - dm * dm;
+            mean[j] = k[j] + dm;
             if (var < 0.0)
                 var = 0.0;
             invstd[j] = 1.0 / sqrt(var + (double)d->eps);
@@ -255,6 +272,49 @@ int yp_cpu_bn_silu_apply(const yp_bn_desc *d, const float *x, const float *gamma
     return 0;
 }
 
+/* dx = silu'(x*a + b) * dy over rows [0, rows) of one block (x, dy, dx `stride` floats per row,
+ * channels [0, n)), and block_sums' sums of that dx: the same operations in the same order per
+ * channel, so the same bits. The AVX-512 form goes 16 channels at a time down the rows with the
+ * fp32 partial sums in registers. */
+static void silu_grad_sums_block(const float *x, const float *dy, float *dx, int64_t rows, int64_t stride, int64_t n,
+                                 const float *a, const float *b, const float *mean, double *s1, double *s2) {
+#if defined(YP_SILU_VEC)
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = yp_mask16(j, n);
+        __m512 va = _mm512_maskz_loadu_ps(m, a + j), vb = _mm512_maskz_loadu_ps(m, b + j);
+        __m512 vm = _mm512_maskz_loadu_ps(m, mean + j), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps();
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t o = r * stride + j;
+            __m512 xv = _mm512_maskz_loadu_ps(m, x + o);
+            __m512 g = yp_silu_grad16(_mm512_fmadd_ps(xv, va, vb), _mm512_maskz_loadu_ps(m, dy + o));
+            _mm512_mask_storeu_ps(dx + o, m, g);
+            a1 = _mm512_add_ps(a1, g);
+            a2 = _mm512_fmadd_ps(g, _mm512_sub_ps(xv, vm), a2);
+            if (r % SUM_RUN == SUM_RUN - 1 || r == rows - 1) {
+                for (int h = 0; h < 2; h++) { /* the two halves' 8 lanes, widened to double */
+                    __mmask8 mh = (__mmask8)(m >> (8 * h));
+                    __m256 l1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a1), h));
+                    __m256 l2 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a2), h));
+                    double *p1 = s1 + j + 8 * h, *p2 = s2 + j + 8 * h;
+                    _mm512_mask_storeu_pd(p1, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, p1), _mm512_cvtps_pd(l1)));
+                    _mm512_mask_storeu_pd(p2, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, p2), _mm512_cvtps_pd(l2)));
+                }
+                a1 = a2 = _mm512_setzero_ps();
+            }
+        }
+    }
+#else
+    float a1[CB] = {0}, a2[CB] = {0};
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * stride;
+        float *dxr = dx + r * stride;
+        yp_silu_affine_grad_span(xr, a, b, dy + r * stride, dxr, n);
+        row_sums(xr, dxr, mean, n, a1, a2); /* as block_sums would on this dx */
+        if (r % SUM_RUN == SUM_RUN - 1 || r == rows - 1) flush_sums(a1, a2, n, s1, s2);
+    }
+#endif
+}
+
 int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
                             const float *stats, const float *dy, float *dx, double *sums) {
     static const char op[] = "bn_silu_backward";
@@ -282,14 +342,7 @@ int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *ga
 #pragma omp parallel for schedule(static) reduction(+ : s1[:cb], s2[:cb]) if (rows * cb >= YP_PAR_MIN)
         for (int64_t k = 0; k < blocks; k++) {
             int64_t r0 = k * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
-            float a1[CB] = {0}, a2[CB] = {0};
-            for (int64_t r = r0; r < r0 + nr; r++) {
-                const float *xr = x + r * c + c0;
-                float *dxr = dx + r * c + c0;
-                yp_silu_affine_grad_span(xr, a, b, dy + r * c + c0, dxr, cb);
-                row_sums(xr, dxr, mean, cb, a1, a2); /* as block_sums would on this dx */
-                if ((r - r0) % SUM_RUN == SUM_RUN - 1 || r == r0 + nr - 1) flush_sums(a1, a2, cb, s1, s2);
-            }
+            silu_grad_sums_block(x + r0 * c + c0, dy + r0 * c + c0, dx + r0 * c + c0, nr, c, cb, a, b, mean, s1, s2);
         }
         for (int64_t j = 0; j < cb; j++) sums[c0 + j] = s1[j], sums[c + c0 + j] = s2[j];
     }
