@@ -274,34 +274,25 @@ int yp_cpu_bn_silu_apply(const yp_bn_desc *d, const float *x, const float *gamma
 
 /* dx = silu'(x*a + b) * dy over rows [0, rows) of one block (x, dy, dx `stride` floats per row,
  * channels [0, n)), and block_sums' sums of that dx: the same operations in the same order per
- * channel, so the same bits. The AVX-512 form goes 16 channels at a time down the rows with the
- * fp32 partial sums in registers. */
+ * channel, so the same bits. The AVX-512 form computes the gradient and the sums from the same
+ * registers (masked lanes add zeros). */
 static void silu_grad_sums_block(const float *x, const float *dy, float *dx, int64_t rows, int64_t stride, int64_t n,
                                  const float *a, const float *b, const float *mean, double *s1, double *s2) {
 #if defined(YP_SILU_VEC)
-    for (int64_t j = 0; j < n; j += 16) {
-        __mmask16 m = yp_mask16(j, n);
-        __m512 va = _mm512_maskz_loadu_ps(m, a + j), vb = _mm512_maskz_loadu_ps(m, b + j);
-        __m512 vm = _mm512_maskz_loadu_ps(m, mean + j), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps();
-        for (int64_t r = 0; r < rows; r++) {
+    float a1[CB] __attribute__((aligned(64))) = {0}, a2[CB] __attribute__((aligned(64))) = {0};
+    for (int64_t r = 0; r < rows; r++) { /* row by row: the rows stream from memory in order */
+        for (int64_t j = 0; j < n; j += 16) {
+            __mmask16 m = yp_mask16(j, n);
             int64_t o = r * stride + j;
             __m512 xv = _mm512_maskz_loadu_ps(m, x + o);
-            __m512 g = yp_silu_grad16(_mm512_fmadd_ps(xv, va, vb), _mm512_maskz_loadu_ps(m, dy + o));
+            __m512 v = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m, a + j), _mm512_maskz_loadu_ps(m, b + j));
+            __m512 g = yp_silu_grad16(v, _mm512_maskz_loadu_ps(m, dy + o));
             _mm512_mask_storeu_ps(dx + o, m, g);
-            a1 = _mm512_add_ps(a1, g);
-            a2 = _mm512_fmadd_ps(g, _mm512_sub_ps(xv, vm), a2);
-            if (r % SUM_RUN == SUM_RUN - 1 || r == rows - 1) {
-                for (int h = 0; h < 2; h++) { /* the two halves' 8 lanes, widened to double */
-                    __mmask8 mh = (__mmask8)(m >> (8 * h));
-                    __m256 l1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a1), h));
-                    __m256 l2 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a2), h));
-                    double *p1 = s1 + j + 8 * h, *p2 = s2 + j + 8 * h;
-                    _mm512_mask_storeu_pd(p1, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, p1), _mm512_cvtps_pd(l1)));
-                    _mm512_mask_storeu_pd(p2, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, p2), _mm512_cvtps_pd(l2)));
-                }
-                a1 = a2 = _mm512_setzero_ps();
-            }
+            _mm512_store_ps(a1 + j, _mm512_add_ps(_mm512_load_ps(a1 + j), g));
+            _mm512_store_ps(a2 + j, _mm512_fmadd_ps(g, _mm512_sub_ps(xv, _mm512_maskz_loadu_ps(m, mean + j)),
+                                                    _mm512_load_ps(a2 + j)));
         }
+        if (r % SUM_RUN == SUM_RUN - 1 || r == rows - 1) flush_sums(a1, a2, n, s1, s2);
     }
 #else
     float a1[CB] = {0}, a2[CB] = {0};
