@@ -29,10 +29,13 @@ static int fail(char *err, size_t err_len, const char *fmt, ...) {
 
 static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* BCE-with-logits of logit x against target y (pos_weight 1), in PyTorch's stable form. */
-static float bce_logits(float x, float y) {
-    float m = x < 0.0f ? -x : 0.0f;
-    return (1.0f - y) * x + m + log1pf(expf(-fabsf(x)));
+/* BCE-with-logits of logit x against target y (pos_weight 1), in PyTorch's stable form
+ * (1 - y) x + max(-x, 0) + log1p(e^-|x|), and (sig not NULL) sigmoid(x) from the same e^-|x|:
+ * one exp for both, the loss's costliest calls (~80 classes per positive). */
+static float bce_logits_sig(float x, float y, float *sig) {
+    float m = x < 0.0f ? -x : 0.0f, e = expf(-fabsf(x));
+    if (sig) *sig = x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+    return (1.0f - y) * x + m + log1pf(e);
 }
 
 /* PyTorch's minimum/maximum backward: the gradient goes to the smaller (larger) input, half to each on a tie. */
@@ -180,9 +183,10 @@ static level_loss positives_loss(const yp_loss_cfg *c, int level, int64_t batch,
         if (c->nc > 1) {
             for (int k2 = 0; k2 < c->nc; k2++) {
                 const float y = k2 == t->cls ? cp : cn;
-                r.cls += bce_logits(p[5 + k2], y);
+                float sig;
+                r.cls += bce_logits_sig(p[5 + k2], y, dp ? &sig : NULL);
                 if (dp)
-                    dp[at + 5 + k2] += gcls * (sigmoidf(p[5 + k2]) - y);
+                    dp[at + 5 + k2] += gcls * (sig - y);
             }
         }
     }
@@ -210,9 +214,10 @@ static double objectness_loss(const yp_loss_cfg *c, int level, int64_t batch, co
 #pragma omp parallel for schedule(static) reduction(+ : sum) if (count >= 4096)
     for (int64_t i = 0; i < count; i++) {
         const float x = pred[i * no + 4];
-        sum += bce_logits(x, tobj[i]);
+        float sig;
+        sum += bce_logits_sig(x, tobj[i], dp ? &sig : NULL);
         if (dp)
-            dp[i * no + 4] = gobj * (sigmoidf(x) - tobj[i]);
+            dp[i * no + 4] = gobj * (sig - tobj[i]);
     }
     return sum / (double)count;
 }
