@@ -42,11 +42,11 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
         else if (!strcmp(a, "--steps")) rc = cli_parse_int(a, v, 1, 100000, &o->steps, err);
         else if (!strcmp(a, "--warmup")) rc = cli_parse_int(a, v, 0, 1000, &o->warmup, err);
         else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err);
-        else if (!strcmp(a, "--policy") && (!strcmp(v, "pytorch") || !strcmp(v, "yoloplan")))
-            o->policy = strcmp(v, "pytorch") ? YP_SAVE_YOLOPLAN : YP_SAVE_PYTORCH;
+        else if (!strcmp(a, "--policy") && yp_save_policy_parse(v) >= 0)
+            o->policy = (yp_save_policy)yp_save_policy_parse(v);
         else
             return yp_err_set(err, "bench-step: unknown option %s; usage: yoloplan bench-step [--model M] [--batch B] "
-                              "[--img S] [--steps N] [--warmup N] [--threads T] [--policy yoloplan|pytorch] [--no-ema] [--profile] [--json]", a);
+                              "[--img S] [--steps N] [--warmup N] [--threads T] [--policy yoloplan|yoloplan+cat|pytorch] [--no-ema] [--profile] [--json]", a);
         if (rc) return -1;
         i++;
     }

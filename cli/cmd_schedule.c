@@ -20,12 +20,12 @@ int cmd_schedule(int argc, char **argv) {
         } else if (!strcmp(a, "--batch") && v) {
             if (cli_parse_int("--batch", v, 1, 1L << 20, &batch, &err)) return cli_fail(&err);
             i++;
-        } else if (!strcmp(a, "--policy") && v && (!strcmp(v, "yoloplan") || !strcmp(v, "pytorch"))) {
-            policy = !strcmp(v, "pytorch") ? YP_SAVE_PYTORCH : YP_SAVE_YOLOPLAN;
+        } else if (!strcmp(a, "--policy") && v && yp_save_policy_parse(v) >= 0) {
+            policy = (yp_save_policy)yp_save_policy_parse(v);
             i++;
         } else {
             yp_err_set(&err, "schedule: unknown or incomplete option \"%s\"; usage: yoloplan schedule --model M "
-                       "[--batch B] [--img S] [--policy yoloplan|pytorch]", a);
+                       "[--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch]", a);
             return cli_fail(&err);
         }
     }

@@ -117,7 +117,6 @@ typedef struct {
 static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, yp_err *err) {
     yp_candidate *b = &pa->search.base;
     static const char *const mosaic_names[] = {"off", "on", "both"};
-    static const char *const policy_names[] = {"yoloplan", "pytorch"};
     static const char *const format_names[] = {"svg", "png"};
     if (!strcmp(a, "--gpu")) r->gpu = v;
     else if (!strcmp(a, "--model")) r->model = v;
@@ -141,9 +140,9 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
         if (o < 0) return yp_err_set(err, "--optimizer %s: expected one of sgd, adam, adamw", v);
         b->optimizer = (yp_optimizer)o;
     } else if (!strcmp(a, "--policy")) {
-        int p = one_of(a, v, policy_names, 2, err);
-        if (p < 0) return -1;
-        b->policy = p ? YP_SAVE_PYTORCH : YP_SAVE_YOLOPLAN, r->policy_given = 1;
+        int p = yp_save_policy_parse(v);
+        if (p < 0) return yp_err_set(err, "--policy %s: expected yoloplan, yoloplan+cat or pytorch", v);
+        b->policy = (yp_save_policy)p, r->policy_given = 1;
     } else if (!strcmp(a, "--labels")) {
         char *end;
         double l = strtod(v, &end);

@@ -28,6 +28,16 @@ const char *yp_phase_name(yp_phase p) {
     return n[p];
 }
 
+static const char *const policy_names[YP_SAVE_COUNT] = {"yoloplan", "pytorch", "yoloplan+cat"};
+
+const char *yp_save_policy_name(yp_save_policy p) { return (unsigned)p < YP_SAVE_COUNT ? policy_names[p] : "?"; }
+
+int yp_save_policy_parse(const char *s) {
+    for (int i = 0; s && i < YP_SAVE_COUNT; i++)
+        if (!strcmp(s, policy_names[i])) return i;
+    return -1;
+}
+
 yp_sched_opts yp_sched_opts_default(int64_t batch, int64_t h, int64_t w) {
     yp_sched_opts o = {0};
     o.batch = batch, o.h = h, o.w = w;
@@ -360,12 +370,15 @@ static void loss_step(bld *b) {
 /* Is node v's output kept from the forward pass (rather than recomputed)? Under the yoloplan
  * policy only conv outputs are; a checkpointed layer drops all but its boundary conv, so its
  * output stays cheap to rebuild for the layers that read it and the cost of checkpointing one
- * layer does not depend on the others (what makes the checkpoint front a simple DP). */
+ * layer does not depend on the others (what makes the checkpoint front a simple DP). yoloplan+cat
+ * keeps concat outputs too, except in checkpointed layers. */
 static int kept(const bld *b, int v) {
     const yp_sched_opts *o = &b->s->opts;
     if (o->policy == YP_SAVE_PYTORCH || !b->rg[v]) return 1;
     const yp_node *n = &b->g->nodes[v];
-    return n->op == YP_OP_CONV2D && (!((o->ckpt_layers >> n->layer) & 1) || b->boundary[v]);
+    int ckpt = (o->ckpt_layers >> n->layer) & 1;
+    if (n->op == YP_OP_CONCAT) return o->policy == YP_SAVE_CONCAT && !ckpt;
+    return n->op == YP_OP_CONV2D && (!ckpt || b->boundary[v]);
 }
 
 static void mark_boundaries(bld *b) {

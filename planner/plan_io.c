@@ -24,7 +24,7 @@ cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c) {
     cJSON_AddStringToObject(j, "optimizer", yp_optimizer_name(c->optimizer));
     cJSON_AddBoolToObject(j, "ema", c->ema);
     cJSON_AddNumberToObject(j, "freeze", c->freeze);
-    cJSON_AddStringToObject(j, "policy", c->policy == YP_SAVE_PYTORCH ? "pytorch" : "yoloplan");
+    cJSON_AddStringToObject(j, "policy", yp_save_policy_name(c->policy));
     cJSON_AddNumberToObject(j, "labels_per_image", c->labels_per_image);
     cJSON_AddBoolToObject(j, "multi_scale", c->multi_scale);
     return j;
@@ -160,8 +160,8 @@ static int load_candidate(ctx *c, const cJSON *j, yp_candidate *k) {
     const char *pol = opt ? str(c, j, "candidate", "policy") : NULL;
     const cJSON *img = pol ? need(c, j, "candidate", "img") : NULL, *ck = img ? need(c, j, "candidate", "checkpoint") : NULL;
     if (!ck) return -1;
-    int p = yp_precision_parse(prec), o = yp_optimizer_parse(opt);
-    if (p < 0 || o < 0 || (strcmp(pol, "yoloplan") && strcmp(pol, "pytorch")))
+    int p = yp_precision_parse(prec), o = yp_optimizer_parse(opt), sp = yp_save_policy_parse(pol);
+    if (p < 0 || o < 0 || sp < 0)
         return yp_err_set(c->err, "%s: candidate: unknown precision, optimizer or policy", c->file);
     if (cJSON_GetArraySize(img) != 2 || !cJSON_IsArray(ck))
         return yp_err_set(c->err, "%s: candidate.img must be [w, h] and candidate.checkpoint a list", c->file);
@@ -170,7 +170,7 @@ static int load_candidate(ctx *c, const cJSON *j, yp_candidate *k) {
     k->labels_per_image = v[4], k->multi_scale = (int)v[5];
     k->img_w = (int64_t)cJSON_GetArrayItem(img, 0)->valuedouble, k->img_h = (int64_t)cJSON_GetArrayItem(img, 1)->valuedouble;
     k->precision = (yp_precision)p, k->optimizer = (yp_optimizer)o;
-    k->policy = strcmp(pol, "pytorch") ? YP_SAVE_YOLOPLAN : YP_SAVE_PYTORCH;
+    k->policy = (yp_save_policy)sp;
     k->ckpt_layers = 0;
     for (const cJSON *l = ck->child; l; l = l->next) {
         if (!cJSON_IsNumber(l) || l->valuedouble < 0 || l->valuedouble >= 64)

@@ -89,9 +89,10 @@ static int sweep_family(const yp_search_opts *o, int m, const yp_family *f, cons
     return 0;
 }
 
-/* The checkpoint sets to try for model g: the whole front, or the pinned set. */
+/* The checkpoint sets to try for model g: the whole front (whose costs are the yoloplan policy's),
+ * or the pinned set. */
 static int ckpt_sets(const yp_search_opts *o, const yp_graph *g, yp_front *f, yp_err *err) {
-    if (o->ckpt_pinned || o->base.policy == YP_SAVE_PYTORCH) {
+    if (o->ckpt_pinned || o->base.policy != YP_SAVE_YOLOPLAN) {
         f->n = 1;
         f->p = calloc(1, sizeof *f->p);
         if (!f->p) return yp_err_set(err, "out of memory");

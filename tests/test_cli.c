@@ -125,6 +125,7 @@ static void test_plan_bad_input(void) {
         {"--gpu 8GB --precision fp8", "fp32, amp-fp16, amp-bf16"},
         {"--gpu 8GB --ckpt 31", "layer 31 does not exist"},
         {"--gpu 8GB --ckpt 2 --policy pytorch", "drop one of them"},
+        {"--gpu 8GB --policy cat", "yoloplan, yoloplan+cat or pytorch"},
         {"--gpu t4 --precision amp-bf16", "no bf16"},
         {"--gpu 8GB --freeze 25", "nothing to train"},
         {"--gpu 8GB --row 20", "--row 20"},

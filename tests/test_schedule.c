@@ -2,6 +2,7 @@
  * conv k3 s2 -> bn -> silu, conv 1x1 -> bn -> silu, concat of both, detect), batch 1, 8x8 image,
  * whose steps and tensor lives were worked out by hand (comments give the reasoning). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "yp_ir.h"
 #include "yp_schedule.h"
@@ -130,6 +131,38 @@ static void test_yoloplan_recompute(void) {
     yp_graph_free(g);
 }
 
+/* yoloplan+cat also keeps the concat output (512 bytes): detect' reads it as saved, and neither
+ * the concat nor silu1 (read by nothing else) is recomputed; silu0 still is, for conv1's weight
+ * gradient. A checkpoint on the concat's layer drops it again. */
+static void test_keepcat(void) {
+    yp_graph *g = tiny();
+    if (!g) return;
+    yp_sched_opts o = yp_sched_opts_default(1, 8, 8);
+    o.policy = YP_SAVE_CONCAT;
+    yp_schedule *s = yp_schedule_build(g, &o, NULL);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK_EQ_I64(yp_schedule_saved_bytes(s), 256 + 32 + 256 + 32 + 768 + 512);
+        CHECK(s->tensors[yp_schedule_find(s, "act:model.2")].kind == YP_KIND_SAVED);
+        int rec_silu0 = 0;
+        for (int i = 0; i < s->n_steps; i++) {
+            if (s->steps[i].phase != YP_PHASE_RECOMPUTE) continue;
+            CHECK(s->steps[i].node != 5 && s->steps[i].node != 6);
+            rec_silu0 += s->steps[i].node == 2;
+        }
+        CHECK_EQ_I64(rec_silu0, 1);
+        yp_schedule_free(s);
+    }
+    o.ckpt_layers = 1u << g->nodes[6].layer;
+    s = yp_schedule_build(g, &o, NULL);
+    CHECK(s != NULL);
+    if (s) CHECK_EQ_I64(yp_schedule_saved_bytes(s), 256 + 32 + 256 + 32 + 768);
+    yp_schedule_free(s);
+    CHECK(yp_save_policy_parse("yoloplan+cat") == YP_SAVE_CONCAT && yp_save_policy_parse("cat") == -1);
+    CHECK(!strcmp(yp_save_policy_name(YP_SAVE_PYTORCH), "pytorch"));
+    yp_graph_free(g);
+}
+
 /* Checkpointing a layer keeps its boundary conv (the one its output is BN+SiLU of): for a Conv
  * layer that is its only conv, so nothing changes. */
 static void test_checkpoint_conv_layer_is_noop(void) {
@@ -222,6 +255,7 @@ static void test_amp_and_adam(void) {
 int main(void) {
     YP_RUN(test_pytorch_lives);
     YP_RUN(test_yoloplan_recompute);
+    YP_RUN(test_keepcat);
     YP_RUN(test_checkpoint_conv_layer_is_noop);
     YP_RUN(test_checkpoint_c3);
     YP_RUN(test_freeze);

@@ -173,8 +173,14 @@ static void test_policies_agree(void) {
     }
     double loss[4];
     CHECK(micro(&a, loss) == 0);
-    struct { yp_save_policy pol; uint64_t ck; } v[] = {{YP_SAVE_PYTORCH, 0}, {YP_SAVE_YOLOPLAN, 1u << 2 | 1u << 9 | 1u << 17 | 1u << 23}};
-    for (int k = 0; k < 2; k++) {
+    const uint64_t ck = 1u << 2 | 1u << 9 | 1u << 17 | 1u << 23;
+    struct { yp_save_policy pol; uint64_t ck; const char *what; } v[] = {
+        {YP_SAVE_PYTORCH, 0, "pytorch policy"},
+        {YP_SAVE_YOLOPLAN, ck, "checkpoint 2,9,17,23"},
+        {YP_SAVE_CONCAT, 0, "yoloplan+cat policy"},
+        {YP_SAVE_CONCAT, ck, "yoloplan+cat, checkpoint 2,9,17,23"},
+    };
+    for (int k = 0; k < (int)(sizeof v / sizeof v[0]); k++) {
         if (make_plan(&other, v[k].pol, v[k].ck) || make_exec(&b, &other, 0)) {
             CHECK(0);
             break;
@@ -188,7 +194,7 @@ static void test_policies_agree(void) {
             double e = fx_rel_err(yp_exec_tensor(&b, u), yp_exec_tensor(&a, t), w->shape.w);
             worst = e > worst ? e : worst;
         }
-        printf("  %s: worst gradient difference %.2e\n", k ? "checkpoint 2,9,17,23" : "pytorch policy", worst);
+        printf("  %s: worst gradient difference %.2e\n", v[k].what, worst);
         CHECK(worst <= 1e-5);
         yp_exec_free(&b);
         yp_plan_free(&other);
