@@ -453,6 +453,30 @@ static void test_bn_finite_diff(void) {
     free(x), free(g), free(b), free(r), free(y), free(stats), free(dx), free(dg), free(db);
 }
 
+/* Statistics of a channel whose mean is far larger than its spread (1000 +- 0.01): the variance
+ * must not cancel away (the fp32 sums run on x minus the first row). Against double. */
+static void test_bn_large_mean(void) {
+    yp_dims dims = {4, 16, 16, 20};
+    const int64_t n = dims_count(dims), c = dims.c, rows = n / c;
+    yp_bn_desc d = {.dims = dims, .eps = 1e-8f, .momentum = 0.1f};
+    float *x = rand_buf(n, 61, -0.01, 0.01), *stats = nan_buf(2 * c), *rm = rand_buf(c, 62, 0, 0);
+    float *rv = rand_buf(c, 63, 1, 1), *g = rand_buf(c, 64, 1, 1), *b = rand_buf(c, 65, 0, 0);
+    for (int64_t i = 0; i < n; i++) x[i] += 1000.0f;
+    double worst = 0;
+    CHECK(ops->bn_forward_train(&d, x, g, b, NULL, stats, rm, rv) == 0);
+    for (int64_t j = 0; j < c; j++) {
+        double m = 0, v = 0;
+        for (int64_t r = 0; r < rows; r++) m += x[r * c + j];
+        m /= (double)rows;
+        for (int64_t r = 0; r < rows; r++) v += (x[r * c + j] - m) * (x[r * c + j] - m);
+        double want = 1.0 / sqrt(v / (double)rows + 1e-8), e = fabs(stats[c + j] - want) / want;
+        worst = e > worst ? e : worst;
+    }
+    if (verbose) printf("    large-mean invstd: worst rel err %.3g\n", worst);
+    CHECK(worst <= 1e-4);
+    free(x), free(stats), free(rm), free(rv), free(g), free(b);
+}
+
 static void test_bn_errors(void) {
     float v[8] = {0}, rm[2] = {0}, rv[2] = {1, 1};
     yp_bn_desc d = {.dims = {1, 1, 1, 2}, .eps = 1e-3f, .momentum = 0.03f};
@@ -521,6 +545,7 @@ int main(int argc, char **argv) {
     YP_RUN(test_bn_train_wide);
     YP_RUN(test_bn_eval);
     YP_RUN(test_bn_finite_diff);
+    YP_RUN(test_bn_large_mean);
     YP_RUN(test_bn_errors);
     YP_RUN(test_bn_silu_fused);
     free(fx_data);
