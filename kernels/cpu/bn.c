@@ -11,8 +11,16 @@
 #include "yp_cpu.h"
 
 enum { CB = 256 };
-/* Rows per block of the backward's sums (each thread takes whole blocks). */
+/* Rows per block of the sums (each thread takes whole blocks). */
 enum { ROW_BLOCK = 128 };
+
+static int64_t row_blocks(int64_t rows) { return (rows + ROW_BLOCK - 1) / ROW_BLOCK; }
+/* The rows of block k: from its first, *nr of them. */
+static int64_t block_rows(int64_t rows, int64_t k, int64_t *nr) {
+    int64_t r0 = k * ROW_BLOCK;
+    *nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+    return r0;
+}
 
 /* s1[j] += sum of g[j], s2[j] += sum of g[j]*(x[j] - mean[j]) over one row of n channels, through
  * float partial sums a1, a2 that the caller flushes into double every SUM_RUN rows: the row loop
@@ -125,10 +133,10 @@ int yp_cpu_bn_forward_train(const yp_bn_desc *d, const float *x, const float *ga
          * rows flushed into double as the backward's sums */
         const float *k = x + c0;
         double sum[CB] = {0}, sq[CB] = {0};
-        const int64_t blocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+        const int64_t blocks = row_blocks(rows);
 #pragma omp parallel for schedule(static) reduction(+ : sum[:cb], sq[:cb]) if (rows * cb >= YP_PAR_MIN)
         for (int64_t b = 0; b < blocks; b++) {
-            int64_t r0 = b * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+            int64_t nr, r0 = block_rows(rows, b, &nr);
             block_moments(x + r0 * c + c0, nr, c, cb, k, sum, sq);
         }
         double mean[CB], invstd[CB];
@@ -205,10 +213,10 @@ int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, 
         if (sums) {
             for (int64_t j = 0; j < cb; j++) sdy[j] = sums[c0 + j], sdyx[j] = sums[c + c0 + j];
         } else {
-            const int64_t blocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+            const int64_t blocks = row_blocks(rows);
 #pragma omp parallel for schedule(static) reduction(+ : sdy[:cb], sdyx[:cb]) if (rows * cb >= YP_PAR_MIN)
             for (int64_t k = 0; k < blocks; k++) {
-                int64_t r0 = k * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+                int64_t nr, r0 = block_rows(rows, k, &nr);
                 block_sums(x + r0 * c + c0, dy + r0 * c + c0, nr, c, cb, mean, sdy, sdyx);
             }
         }
@@ -329,10 +337,10 @@ int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *ga
          * bn_backward sums them (same sums) */
         const float *mean = stats + c0;
         double s1[CB] = {0}, s2[CB] = {0};
-        const int64_t blocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+        const int64_t blocks = row_blocks(rows);
 #pragma omp parallel for schedule(static) reduction(+ : s1[:cb], s2[:cb]) if (rows * cb >= YP_PAR_MIN)
         for (int64_t k = 0; k < blocks; k++) {
-            int64_t r0 = k * ROW_BLOCK, nr = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+            int64_t nr, r0 = block_rows(rows, k, &nr);
             silu_grad_sums_block(x + r0 * c + c0, dy + r0 * c + c0, dx + r0 * c + c0, nr, c, cb, a, b, mean, s1, s2);
         }
         for (int64_t j = 0; j < cb; j++) sums[c0 + j] = s1[j], sums[c + c0 + j] = s2[j];
