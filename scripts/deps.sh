@@ -11,6 +11,8 @@ packages=(
   libcjson-dev libyaml-dev           # graph/: IR JSON, model yaml
   libgraphviz-dev graphviz           # reports/: timelines
   libdnnl-dev                        # kernels/cpu: convolutions (oneDNN, OpenMP)
+  ocl-icd-opencl-dev                 # oneDNN's CMake package (dnnl-config.cmake) requires OpenCL;
+                                     # libdnnl-dev only Recommends it, and we skip Recommends
   libjpeg62-turbo-dev libpng-dev     # executor/: dataset images
   clang libclang-rt-14-dev           # fuzz targets (libFuzzer)
   python3                            # test fixtures and scripts

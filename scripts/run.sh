@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/run.sh [ARGS...] - the README's main command: installs dependencies, configures and
 # builds build/ (with the CUDA backend wherever nvcc exists, as scripts/test.sh does), then runs
-# ./build/yoloplan ARGS (default: info --model yolov5s).
+# ./build/yoloplan ARGS (default: --gpu 8GB, the bundled yolov5s).
 # Only yoloplan's own output goes to stdout; build progress goes to stderr, the full log to
 # build/run-build.log (printed on failure).
 set -euo pipefail
