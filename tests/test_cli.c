@@ -98,6 +98,31 @@ static void test_plan_table(void) {
     CHECK_EQ_I64(count_lines(out), 1 + 1 + 3 + 1);
 }
 
+/* The README's expected output of `yoloplan --gpu 8GB` is the output, byte for byte: the table's
+ * figures depend only on the code, so any change to the memory model (alignment, the breakdown
+ * at the peak, the cost model) shows here and the README is updated with it. */
+static void test_readme_table(void) {
+    static char readme[1 << 16];
+    FILE *f = fopen(YP_README, "rb");
+    REQUIRE(f != NULL);
+    size_t n = fread(readme, 1, sizeof readme - 1, f);
+    fclose(f);
+    readme[n] = 0;
+    char *start = strstr(readme, "Expected output");
+    REQUIRE(start != NULL);
+    start = strstr(start, "```\n");
+    REQUIRE(start != NULL);
+    start += 4;
+    char *end = strstr(start, "```\n");
+    REQUIRE(end != NULL);
+    *end = 0;
+    CHECK_EQ_I64(run("--gpu 8GB"), 0);
+    if (strcmp(out, start) != 0) {
+        fprintf(stderr, "README.md's expected output differs from `yoloplan --gpu 8GB`, which printed:\n%s", out);
+        CHECK(0);
+    }
+}
+
 static void test_plan_json(void) {
     CHECK_EQ_I64(run("--gpu t4 --json --top 4"), 0);
     cJSON *j = cJSON_Parse(out);
@@ -182,6 +207,7 @@ int main(void) {
     YP_RUN(test_import);
     YP_RUN(test_bad_input_exit_2);
     YP_RUN(test_plan_table);
+    YP_RUN(test_readme_table);
     YP_RUN(test_plan_json);
     YP_RUN(test_plan_bad_input);
     YP_RUN(test_nothing_fits_exit_1);

@@ -8,8 +8,7 @@
 static void test_load_tiny(void) {
     yp_err err;
     yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny.json", &err);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     CHECK_EQ_I64(g->n_layers, 4);
     CHECK_EQ_I64(g->n_nodes, 8);
     CHECK_EQ_I64(g->nl, 1);
@@ -26,8 +25,7 @@ static void test_load_tiny(void) {
 static void test_round_trip(void) {
     yp_err err;
     yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny.json", &err);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     char *a = yp_ir_write_string(g);
     CHECK(a != NULL);
     yp_graph *g2 = a ? yp_ir_load_buffer(a, strlen(a), "roundtrip", &err) : NULL;

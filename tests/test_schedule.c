@@ -38,8 +38,7 @@ static void expect(const yp_schedule *s, const char *name, yp_kind kind, int64_t
  * 17 optimizer, 18 ema. Maps after conv0 are 4x4: 4 channels = 64 floats = 256 B. */
 static void test_pytorch_lives(void) {
     yp_graph *g = tiny();
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_sched_opts o = yp_sched_opts_default(1, 8, 8);
     o.policy = YP_SAVE_PYTORCH;
     yp_err err;
@@ -108,7 +107,7 @@ static void test_pytorch_lives(void) {
  * output, which is recomputed from conv0/conv3's outputs before it (BN-apply, SiLU, concat). */
 static void test_yoloplan_recompute(void) {
     yp_graph *g = tiny();
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_sched_opts o = yp_sched_opts_default(1, 8, 8);
     yp_err err;
     yp_schedule *s = yp_schedule_build(g, &o, &err);
@@ -136,7 +135,7 @@ static void test_yoloplan_recompute(void) {
  * gradient. A checkpoint on the concat's layer drops it again. */
 static void test_keepcat(void) {
     yp_graph *g = tiny();
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_sched_opts o = yp_sched_opts_default(1, 8, 8);
     o.policy = YP_SAVE_CONCAT;
     yp_schedule *s = yp_schedule_build(g, &o, NULL);
@@ -167,7 +166,7 @@ static void test_keepcat(void) {
  * layer that is its only conv, so nothing changes. */
 static void test_checkpoint_conv_layer_is_noop(void) {
     yp_graph *g = tiny();
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_sched_opts o = yp_sched_opts_default(1, 8, 8);
     o.ckpt_layers = 1u << 1;
     yp_schedule *s = yp_schedule_build(g, &o, NULL);
@@ -185,8 +184,7 @@ static void test_checkpoint_conv_layer_is_noop(void) {
 static void test_checkpoint_c3(void) {
     yp_err err;
     yp_graph *g = yp_ir_load_file(YP_MODELS_DIR "/yolov5n.json", &err);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_sched_opts o = yp_sched_opts_default(1, 64, 64);
     yp_schedule *base = yp_schedule_build(g, &o, &err);
     o.ckpt_layers = 1u << 2;
@@ -215,7 +213,7 @@ static void test_checkpoint_c3(void) {
 /* Freezing layers 0-1: they get no gradients or optimizer state and save nothing. */
 static void test_freeze(void) {
     yp_graph *g = tiny();
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_sched_opts o = yp_sched_opts_default(1, 8, 8);
     o.policy = YP_SAVE_PYTORCH;
     o.freeze = 2;
@@ -236,7 +234,7 @@ static void test_freeze(void) {
 /* AMP: activations in fp16 (half the bytes) and fp16 copies of conv weights. */
 static void test_amp_and_adam(void) {
     yp_graph *g = tiny();
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_sched_opts o = yp_sched_opts_default(2, 8, 8);
     o.act_dtype = YP_DTYPE_F16;
     o.optimizer = YP_OPT_ADAM;

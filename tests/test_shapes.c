@@ -12,8 +12,7 @@ static void test_yolov5s_shapes_640(void) {
                               512, 256, 128, 128, 256, 128, 128, 256, 256, 256, 512, 512};
     static const int hw[24] = {320, 160, 160, 80, 80, 40, 40, 20, 20, 20, 20, 40, 40, 40, 40, 80, 80, 80, 40, 40, 40, 20, 20, 20};
     yp_graph *g = yp_test_model("yolov5s");
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
     yp_err err;
     CHECK(yp_graph_infer(g, 2, 640, 640, info, &err) == 0);
@@ -32,7 +31,7 @@ static void test_yolov5s_shapes_640(void) {
 
 static void test_rectangular(void) {
     yp_graph *g = yp_test_model("yolov5s");
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
     yp_err err;
     CHECK(yp_graph_infer(g, 1, 384, 640, info, &err) == 0); /* h 384, w 640 */
@@ -50,7 +49,7 @@ static void test_yolov5s_layer_params(void) {
                                   656896, 131584, 0, 0, 361984, 33024, 0, 0, 90880, 147712, 0,
                                   296448, 590336, 0, 1182720, 229245};
     yp_graph *g = yp_test_model("yolov5s");
-    if (!g) return;
+    REQUIRE(g != NULL);
     yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
     int64_t sum[25] = {0};
     yp_err err;

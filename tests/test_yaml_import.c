@@ -104,8 +104,7 @@ static void test_yolov5s_layer_params(void) {
                                      33024,  0,      0,       90880,   147712,  0,      296448,
                                      590336, 0,      1182720, 229245};
     yp_graph *g = import_model("yolov5s", 0);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     CHECK_EQ_I64(g->n_layers, 25);
     for (int i = 0; i < 25 && i < g->n_layers; i++) CHECK_EQ_I64(params_of(g, i), want[i]);
     yp_graph_free(g);
@@ -139,8 +138,7 @@ static void test_yolov5s_structure(void) {
     static const int want_ch[24] = {32,  64,  64,  128, 128, 256, 256, 512, 512, 512, 256, 256,
                                     512, 256, 128, 128, 256, 128, 128, 256, 256, 256, 512, 512};
     yp_graph *g = import_model("yolov5s", 0);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     int ch[1024];
     CHECK(g->n_nodes <= 1024);
     if (g->n_nodes > 1024) return;
@@ -174,8 +172,7 @@ static void check_layer(const yp_layer *l, const char *module, int n_from, const
 /* Layer rows as Ultralytics prints them (scaled args), with absolute `from`. */
 static void test_yolov5s_layers(void) {
     yp_graph *g = import_model("yolov5s", 0);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     check_layer(&g->layers[0], "Conv", 1, (int[]){YP_INPUT_IMAGE}, 5, (int[]){3, 32, 6, 2, 2});
     check_layer(&g->layers[1], "Conv", 1, (int[]){0}, 5, (int[]){32, 64, 3, 2, 1});
     check_layer(&g->layers[4], "C3", 1, (int[]){3}, 4, (int[]){128, 128, 2, 1});
@@ -193,8 +190,7 @@ static void test_yolov5s_layers(void) {
 /* Node names are Ultralytics state-dict prefixes; check wiring of C3, SPPF, Detect. */
 static void test_yolov5s_nodes(void) {
     yp_graph *g = import_model("yolov5s", 0);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     static const char *const names[] = {
         "model.0.conv", "model.0.bn", "model.0.act", "model.2.cv1.conv", "model.2.m.0.cv1.conv",
         "model.2.m.0.cv2.act", "model.2.m.0.add", "model.2.cat", "model.2.cv3.bn", "model.4.m.1.add",
@@ -233,8 +229,7 @@ static void test_yolov5s_nodes(void) {
 /* --nc replaces nc: only the Detect convs change. */
 static void test_nc_override(void) {
     yp_graph *g = import_model("yolov5s", 20);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     CHECK_EQ_I64(g->nc, 20);
     CHECK_EQ_I64(params_of(g, 24), (128 + 256 + 512) * 75 + 3 * 75);
     CHECK_EQ_I64(params_of(g, -1), 7235389 - 229245 + 67425);
@@ -248,8 +243,7 @@ static void test_focus_spp(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/yaml/good/yolov5s-v5.0.yaml", YP_TEST_DATA);
     yp_graph *g = import_path(path, 2);
-    CHECK(g != NULL);
-    if (!g) return;
+    REQUIRE(g != NULL);
     CHECK_EQ_I64(params_of(g, -1), 7066239);
     CHECK_EQ_I64(params_of(g, 0), 3520);
     CHECK_EQ_I64(params_of(g, 4), 156928);

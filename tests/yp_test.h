@@ -40,6 +40,17 @@ static int yp_test_skip_flag;
         }                                                                                   \
     } while (0)
 
+/* A check the rest of the case depends on (a model that must load): on failure it is counted
+ * like CHECK and the case returns at once, so it cannot pass by doing nothing. */
+#define REQUIRE(cond)                                                                  \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "%s:%d: required check failed: %s\n", __FILE__, __LINE__, #cond); \
+            yp_test_failed_checks++;                                                   \
+            return;                                                                    \
+        }                                                                              \
+    } while (0)
+
 /* Marks the current case skipped, with the reason printed; use `return` right after. */
 #define SKIP(reason)                                 \
     do {                                             \
