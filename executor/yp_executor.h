@@ -1,4 +1,4 @@
-/* yp_executor.h - runs a plan exactly as planned (DESIGN.md §8): one allocation of
+/* yp_executor.h - runs a plan exactly as planned (docs/DESIGN.md §8): one allocation of
  * plan->arena_bytes, every tensor bound to base + its planned offset, the schedule's steps
  * interpreted in order (forward, loss, the backward with the recomputation the plan's saving
  * policy and checkpoint set ask for), and the optimizer and EMA update, with no allocation inside

@@ -1,4 +1,4 @@
-/* yp_cost.h - the step-time model (DESIGN.md §7): a roofline per step of the schedule.
+/* yp_cost.h - the step-time model (docs/DESIGN.md §7): a roofline per step of the schedule.
  *
  * A step takes max(FLOPs / (rate x compute efficiency), bytes / (bandwidth x memory efficiency))
  * plus a launch overhead. Convolutions (conv2d, detect) run at the tensor-core rate of their

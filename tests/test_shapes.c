@@ -1,12 +1,12 @@
 /* test_shapes.c - shapes, parameter counts and FLOPs of the bundled models against the
- * YOLOv5 facts (shared/DESIGN.md §5; facts §1.6 and §1.8). */
+ * YOLOv5 facts (docs/DESIGN.md §5; the shapes and parameters Ultralytics' model summary prints). */
 #include <stdlib.h>
 
 #include "yp_ir.h"
 #include "yp_test.h"
 #include "yp_test_models.h"
 
-/* yolov5s at 640: C x H x W of every layer output (facts §1.6). */
+/* yolov5s at 640: C x H x W of every layer output (as Ultralytics' model prints them). */
 static void test_yolov5s_shapes_640(void) {
     static const int c[24] = {32, 64, 64, 128, 128, 256, 256, 512, 512, 512, 256, 256,
                               512, 256, 128, 128, 256, 128, 128, 256, 256, 256, 512, 512};
@@ -43,7 +43,7 @@ static void test_rectangular(void) {
     yp_graph_free(g);
 }
 
-/* Per-layer parameters of yolov5s as printed by Ultralytics' parse_model (facts §1.8). */
+/* Per-layer parameters of yolov5s as printed by Ultralytics' parse_model. */
 static void test_yolov5s_layer_params(void) {
     static const int64_t p[25] = {3520, 18560, 18816, 73984, 115712, 295424, 625152, 1180672, 1182720,
                                   656896, 131584, 0, 0, 361984, 33024, 0, 0, 90880, 147712, 0,

@@ -80,7 +80,7 @@ static int count_op(const yp_graph *g, yp_op op) {
 
 static const char *const models[5] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
 
-/* DESIGN.md §5 / facts §1.8: trainable parameters, BN not fused, nc 80. */
+/* docs/DESIGN.md §5: trainable parameters, BN not fused, nc 80. */
 static void test_param_totals(void) {
     static const int64_t want[5] = {1872157, 7235389, 21190557, 46563709, 86749405};
     static const int conv_blocks[5] = {57, 57, 79, 101, 123};
@@ -97,7 +97,7 @@ static void test_param_totals(void) {
     }
 }
 
-/* facts §1.8: per-layer parameters of yolov5s as printed by parse_model. */
+/* Per-layer parameters of yolov5s as Ultralytics' parse_model prints them. */
 static void test_yolov5s_layer_params(void) {
     static const int64_t want[25] = {3520,   18560,  18816,   73984,   115712,  295424, 625152,
                                      1180672, 1182720, 656896, 131584,  0,       0,      361984,
@@ -110,7 +110,7 @@ static void test_yolov5s_layer_params(void) {
     yp_graph_free(g);
 }
 
-/* facts §1.2: repeats and output channels per layer for n/s/m/l/x (0 = not a conv-like layer). */
+/* docs/DESIGN.md §5 (parse_model's rules): repeats and output channels per layer for n/s/m/l/x (0 = not a conv-like layer). */
 static void test_scaling_all_models(void) {
     static const int reps[25][5] = {
         [2] = {1, 1, 2, 3, 4}, [4] = {2, 2, 4, 6, 8}, [6] = {3, 3, 6, 9, 12}, [8] = {1, 1, 2, 3, 4},
@@ -133,7 +133,7 @@ static void test_scaling_all_models(void) {
     }
 }
 
-/* facts §1.6: yolov5s output channels of all 24 feature layers, layer table, graph header. */
+/* yolov5s output channels of all 24 feature layers, layer table, graph header. */
 static void test_yolov5s_structure(void) {
     static const int want_ch[24] = {32,  64,  64,  128, 128, 256, 256, 512, 512, 512, 256, 256,
                                     512, 256, 128, 128, 256, 128, 128, 256, 256, 256, 512, 512};

@@ -3,7 +3,7 @@
 
 yoloplan's own implementation of the loss Ultralytics YOLOv5 trains with
 (``utils/loss.py`` ``ComputeLoss`` at HEAD, ``bbox_iou`` of v7.0), written from
-the verified facts file (shared/reference/yolov5-facts.md sections 4.9 and 6).
+YOLOv5's behaviour as docs/DESIGN.md section 5 records it.
 It is the reference the C loss (executor/loss.c) is checked against: gradients
 come from autograd, so whatever YOLOv5 detaches is detached here too.
 

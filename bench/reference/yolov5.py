@@ -3,8 +3,8 @@
 
 This is yoloplan's own PyTorch implementation of the Ultralytics YOLOv5 v6.0+
 detection model (P5 variants n/s/m/l/x), written from yoloplan's design notes
-(shared/DESIGN.md section 5) and the verified facts file
-(shared/reference/yolov5-facts.md section 1).  It is the anchor yoloplan is
+(docs/DESIGN.md section 5) and the behaviour of Ultralytics' models/common.py
+and models/yolo.py.  It is the anchor yoloplan is
 measured against: parameter counts, saved-for-backward bytes
 (bench/reference/saved_bytes.py), and later training-step numerics.
 
@@ -97,7 +97,7 @@ LAYERS = (
     ((17, 20, 23), 1, "Detect", ("nc", "anchors")),  # 24
 )
 
-#: expected trainable parameters (BN not fused), nc = 80 (facts file 1.8)
+#: expected trainable parameters (BN not fused), nc = 80 (docs/DESIGN.md section 5)
 EXPECTED_PARAMS = {
     "n": 1_872_157,
     "s": 7_235_389,
@@ -106,7 +106,7 @@ EXPECTED_PARAMS = {
     "x": 86_749_405,
 }
 
-#: per-layer parameters of yolov5s (facts file 1.8, printed by parse_model)
+#: per-layer parameters of yolov5s (as printed by parse_model)
 EXPECTED_S_LAYER_PARAMS = (
     3_520, 18_560, 18_816, 73_984, 115_712, 295_424, 625_152, 1_180_672,
     1_182_720, 656_896, 131_584, 0, 0, 361_984, 33_024, 0, 0, 90_880,
