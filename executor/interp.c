@@ -26,8 +26,10 @@ static int fail(const call *c, const char *what) {
                       st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", who, what, c->x->be->last_error());
 }
 
-#define OK(expr, what) \
-    if ((expr) != 0) return fail(c, what)
+#define OK(expr, what)                          \
+    do {                                        \
+        if ((expr) != 0) return fail(c, what); \
+    } while (0)
 
 /* The scratch tensor a conv step was given: its "ws:" (per image) or "wt:" (fixed) output, or -1. */
 static int scratch_t(const call *c, const char *prefix) {
