@@ -24,6 +24,10 @@ int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out, y
 /* Prints "yoloplan: <msg>" to stderr and returns YP_EXIT_USAGE. */
 int cli_fail(const yp_err *err);
 
+/* Host memory available to a new process now (MemAvailable of /proc/meminfo, else the free
+ * pages), bytes; 0 if neither can be read. */
+int64_t cli_host_available_bytes(void);
+
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);

@@ -111,8 +111,13 @@ static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f)
 static int run(const bench_opts *o, yp_err *err) {
     yp_graph *g = cli_load_model(o->model, 0, err);
     if (!g) return -1;
-    yp_gpu host;
-    yp_gpu_parse("1TB", &host, err); /* the CPU's memory is not what is being planned here */
+    int64_t avail = cli_host_available_bytes();
+    if (avail <= 0) {
+        yp_graph_free(g);
+        return yp_err_set(err, "bench-step: cannot read the host's available memory (/proc/meminfo)");
+    }
+    yp_gpu host; /* the CPU backend's arena lives in host memory: plan for what is available */
+    yp_gpu_host(avail, &host);
     yp_candidate c = yp_candidate_default();
     c.batch = o->batch, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
     c.ema = !o->no_ema; /* YOLOv5 updates its EMA every optimizer step; --no-ema measures the step without */
@@ -121,6 +126,13 @@ static int run(const bench_opts *o, yp_err *err) {
     yp_plan p;
     yp_exec x;
     if (yp_plan_build(g, &c, &host, 0, 0, &p, err)) {
+        yp_graph_free(g);
+        return -1;
+    }
+    if (!p.fits) { /* refused before anything is allocated */
+        yp_err_set(err, "bench-step: the plan needs %.2f GiB of arena, the host has %.2f GiB available; lower --batch or --img",
+                   (double)p.device_bytes / 1073741824.0, (double)avail / 1073741824.0);
+        yp_plan_free(&p);
         yp_graph_free(g);
         return -1;
     }
@@ -138,7 +150,10 @@ static int run(const bench_opts *o, yp_err *err) {
         double ts = now_s();
         if (i == o->warmup) {
             t0 = ts;
-            if (o->profile && yp_exec_profile(&x, 1)) rc = yp_err_set(err, "bench-step: out of memory for the profile");
+            if (o->profile && yp_exec_profile(&x, 1)) {
+                rc = yp_err_set(err, "bench-step: out of memory for the profile");
+                break;
+            }
         }
         random_batch(img, n_img, tg, n_tg, o->batch, g->nc, &seed);
         rc = yp_exec_micro_step(&x, img, tg, n_tg, loss, err) || yp_exec_update(&x, err);
@@ -187,7 +202,7 @@ static int run(const bench_opts *o, yp_err *err) {
 
 int cmd_bench_step(int argc, char **argv) {
     bench_opts o;
-    yp_err err;
+    yp_err err = {0};
     if (parse(argc, argv, &o, &err) || run(&o, &err)) return cli_fail(&err);
     return YP_EXIT_OK;
 }

@@ -112,7 +112,7 @@ static int run_search(plan_args *a) {
                        "skipped), nc %d: planned for %lld labels per image%s\n", a->data_stats.root,
                        (long long)a->data_stats.n_images, (long long)a->data_stats.n_labels, a->data_stats.mean_labels,
                        (long long)a->data_stats.max_labels, (long long)a->data_stats.n_bad_files, a->data_stats.nc,
-                       (long long)a->data_stats.max_labels, " (x4 with mosaic)");
+                       (long long)a->data_stats.max_labels, a->search.mosaic_mask & 2 ? " (x4 with mosaic)" : "");
             printf("%s: %lld candidates, %d fit; best %d by predicted images/s (* = chosen plan)\n", a->gpu.desc,
                    (long long)r.n_candidates, r.n_rows, n);
             yp_report_table(stdout, plans, n, 0);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "yp_ir.h"
@@ -83,4 +84,16 @@ int cli_parse_img(const char *s, int64_t *w, int64_t *h, yp_err *err) {
 int cli_fail(const yp_err *err) {
     fprintf(stderr, "yoloplan: %s\n", err->msg);
     return YP_EXIT_USAGE;
+}
+
+int64_t cli_host_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    long long kib = -1;
+    while (f && kib < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) != 1) kib = -1;
+    if (f) fclose(f);
+    if (kib > 0) return (int64_t)kib * 1024;
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (int64_t)pages * size : 0;
 }

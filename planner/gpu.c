@@ -415,3 +415,13 @@ int yp_gpu_from_device(const char *device_name, int64_t total_bytes, yp_gpu *out
     if (name[0]) snprintf(out->desc, sizeof out->desc, "%s (generic rates)", name);
     return 0;
 }
+
+void yp_gpu_host(int64_t mem_bytes, yp_gpu *out) {
+    YP_ASSERT(out && mem_bytes > 0);
+    char size[32];
+    gpu_generic(mem_bytes, 0, out);
+    gpu_size_text(mem_bytes, " ", size, sizeof size);
+    snprintf(out->name, sizeof out->name, "host");
+    snprintf(out->desc, sizeof out->desc, "host memory (%s available)", size);
+    out->fixed_bytes = 0;
+}

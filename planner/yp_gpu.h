@@ -66,6 +66,11 @@ int yp_gpu_parse(const char *spec, yp_gpu *out, yp_err *err);
  * matched, 0 if generic. */
 int yp_gpu_from_device(const char *device_name, int64_t total_bytes, yp_gpu *out);
 
+/* The host as the device a CPU-backend plan is made for: mem_bytes of host memory (what the machine
+ * has available), no fixed device cost, name "host". Its rates are a bare size's: step times
+ * predicted for it are a GPU's, not the CPU's, and nothing reads them for a CPU plan. */
+void yp_gpu_host(int64_t mem_bytes, yp_gpu *out);
+
 /* Writes the table's ids as "gtx1080ti, rtx2080ti, ..." into buf (always NUL-terminated when
  * n > 0; cut short if n is too small). */
 void yp_gpu_list_names(char *buf, size_t n);
