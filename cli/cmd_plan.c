@@ -6,16 +6,18 @@
 
 #include "cli.h"
 #include "plan_args.h"
+#include "yp_models.h"
 #include "yp_plan_io.h"
 #include "yp_report.h"
 #include "yp_timeline.h"
 
-static const char *const ladder[] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
-
-/* The next smaller bundled model than g, or NULL. The caller frees it. */
+/* The next smaller bundled model than g (the bundled list is smallest first), or NULL. The caller
+ * frees it. */
 static yp_graph *smaller_model(const yp_graph *g) {
-    for (int i = 1; i < 5; i++)
-        if (!strcmp(g->name, ladder[i])) return cli_load_model(ladder[i - 1], g->nc, NULL);
+    int n = 0;
+    const yp_model_blob *m = yp_models_list(&n);
+    for (int i = 1; i < n; i++)
+        if (!strcmp(g->name, m[i].name)) return cli_load_model(m[i - 1].name, g->nc, NULL);
     return NULL;
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "yp_backend.h"
+#include "yp_models.h"
 
 static void usage(FILE *f) {
     fputs("usage: yoloplan --gpu GPU [options]          which configurations fit, fastest first\n"
@@ -40,9 +41,13 @@ static void usage(FILE *f) {
           "                                                       (--profile: the time of each kind of step)\n"
           "  version                                              build information\n"
           "\n"
-          "M is a bundled model (yolov5n, yolov5s, yolov5m, yolov5l, yolov5x), an IR .json or a model .yaml.\n"
-          "Exit codes: 0 success, 1 no plan fits, 2 bad input.\n",
+          "\n",
           f);
+    int n = 0;
+    const yp_model_blob *m = yp_models_list(&n);
+    fputs("M is a bundled model (", f);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%s", i ? ", " : "", m[i].name);
+    fputs("), an IR .json or a model .yaml.\nExit codes: 0 success, 1 no plan fits, 2 bad input.\n", f);
 }
 
 int main(int argc, char **argv) {

@@ -8,8 +8,8 @@
 #include "plan_args.h"
 #include "yp_backend.h"
 #include "yp_dataset.h"
+#include "yp_models.h"
 
-static const char *const bundled[] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
 
 static int add_model(plan_args *a, const char *spec, yp_err *err) {
     yp_search_opts *o = &a->search;
@@ -24,8 +24,10 @@ static int add_model(plan_args *a, const char *spec, yp_err *err) {
 
 static int parse_models(plan_args *a, const char *v, yp_err *err) {
     if (!strcmp(v, "all")) {
-        for (size_t i = 0; i < sizeof bundled / sizeof *bundled; i++)
-            if (add_model(a, bundled[i], err)) return -1;
+        int n = 0;
+        const yp_model_blob *m = yp_models_list(&n);
+        for (int i = 0; i < n; i++)
+            if (add_model(a, m[i].name, err)) return -1;
         return 0;
     }
     char buf[512];

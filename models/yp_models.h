@@ -13,7 +13,8 @@ typedef struct {
 
 /* The bundled model with this name, or NULL. */
 const yp_model_blob *yp_models_find(const char *name);
-/* All bundled models; *n receives their count. */
+/* All bundled models, smallest first (the order of YP_MODEL_NAMES in models/CMakeLists.txt, the
+ * one list of them); *n receives their count. */
 const yp_model_blob *yp_models_list(int *n);
 
 #endif
