@@ -30,7 +30,7 @@ cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c) {
     return j;
 }
 
-static cJSON *gpu_json(const yp_gpu *g) {
+cJSON *yp_gpu_json(const yp_gpu *g) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", g->name);
     cJSON_AddStringToObject(j, "desc", g->desc);
@@ -39,7 +39,7 @@ static cJSON *gpu_json(const yp_gpu *g) {
     cJSON_AddNumberToObject(j, "tf32_tflops", g->tf32_tflops);
     cJSON_AddNumberToObject(j, "fp16_tflops", g->fp16_tflops);
     cJSON_AddNumberToObject(j, "bf16_tflops", g->bf16_tflops);
-    cJSON_AddNumberToObject(j, "bw_gbs", g->bw_gbs);
+    cJSON_AddNumberToObject(j, "bandwidth_gbs", g->bw_gbs);
     cJSON_AddBoolToObject(j, "from_table", g->from_table);
     return j;
 }
@@ -80,7 +80,7 @@ static cJSON *plan_json(const yp_plan *p) {
     cJSON_AddItemToObject(j, "model", ir ? cJSON_Parse(ir) : cJSON_CreateNull());
     free(ir);
     cJSON_AddItemToObject(j, "candidate", yp_candidate_json(p->g, &p->cand));
-    cJSON_AddItemToObject(j, "gpu", gpu_json(&p->gpu));
+    cJSON_AddItemToObject(j, "gpu", yp_gpu_json(&p->gpu));
     add_i64(j, "reserve_bytes", p->reserve_bytes);
     add_i64(j, "arena_bytes", p->arena_bytes), add_i64(j, "train_arena_bytes", p->arena.size);
     add_i64(j, "val_arena_bytes", p->val_bytes), add_i64(j, "lower_bound_bytes", p->live.peak);
@@ -184,7 +184,7 @@ static int load_candidate(ctx *c, const cJSON *j, yp_candidate *k) {
 static int load_gpu(ctx *c, const cJSON *j, yp_gpu *g) {
     double v[8];
     static const char *const keys[] = {"mem_bytes", "fixed_bytes", "fp32_tflops", "tf32_tflops",
-                                       "fp16_tflops", "bf16_tflops", "bw_gbs", "from_table"};
+                                       "fp16_tflops", "bf16_tflops", "bandwidth_gbs", "from_table"};
     const char *name = str(c, j, "gpu", "name"), *desc = name ? str(c, j, "gpu", "desc") : NULL;
     if (!desc) return -1;
     for (int i = 0; i < 8; i++)

@@ -20,6 +20,10 @@
  * one form for the report and for plan.json. The caller deletes the tree. */
 cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c);
 
+/* The GPU as JSON (reports/JSON.md "gpu": name, desc, mem_bytes, fixed_bytes, the four peak rates,
+ * bandwidth_gbs, from_table): one form for the report and for plan.json. The caller deletes it. */
+cJSON *yp_gpu_json(const yp_gpu *g);
+
 /* Writes p to path atomically (temp file + rename). 0, or -1 with err set. */
 int yp_plan_save(const yp_plan *p, const char *path, yp_err *err);
 

@@ -100,17 +100,8 @@ cJSON *yp_report_plan_json(const yp_plan *p) {
 }
 
 cJSON *yp_report_gpu_json(const yp_gpu *gpu, int64_t reserve) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "name", gpu->name);
-    cJSON_AddStringToObject(j, "desc", gpu->desc);
-    add_i64(j, "mem_bytes", gpu->mem_bytes);
-    add_i64(j, "fixed_bytes", gpu->fixed_bytes);
+    cJSON *j = yp_gpu_json(gpu);
     add_i64(j, "reserve_bytes", reserve);
     add_i64(j, "budget_bytes", gpu->mem_bytes - gpu->fixed_bytes - reserve);
-    cJSON_AddNumberToObject(j, "fp32_tflops", gpu->fp32_tflops);
-    cJSON_AddNumberToObject(j, "tf32_tflops", gpu->tf32_tflops);
-    cJSON_AddNumberToObject(j, "fp16_tflops", gpu->fp16_tflops);
-    cJSON_AddNumberToObject(j, "bf16_tflops", gpu->bf16_tflops);
-    cJSON_AddNumberToObject(j, "bandwidth_gbs", gpu->bw_gbs);
     return j;
 }
