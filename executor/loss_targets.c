@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "yp_schedule.h"
+
 void yp_loss_cfg_scale_gains(yp_loss_cfg *c, double box, double obj, double cls, int64_t img_w, int64_t img_h) {
     double imgsz = (double)(img_w > img_h ? img_w : img_h);
     double levels = 3.0 / (double)c->nl;
@@ -35,27 +37,22 @@ void yp_loss_cfg_default(yp_loss_cfg *c, int nc, int nl, int na, const float anc
     yp_loss_cfg_scale_gains(c, 0.05, 1.0, 0.5, img_w, img_h);
 }
 
+/* The buffer rule is the schedule's (yp_schedule.h); these hold it to the loss's own types. */
+_Static_assert(sizeof(yp_loss_target) == YP_LOSS_POSITIVE_FLOATS * sizeof(float),
+               "yp_loss_target must be the YP_LOSS_POSITIVE_FLOATS floats the schedule plans");
+_Static_assert(YP_LOSS_MAX_LEVELS == YP_MAX_LEVELS && YP_LOSS_MAX_ANCHORS == YP_MAX_ANCHORS,
+               "the loss's limits must be the graph's");
+
 int64_t yp_loss_assign_bytes(const yp_loss_cfg *c, int64_t n_targets) {
-    if (c->na < 1 || c->na > YP_LOSS_MAX_ANCHORS || n_targets < 0)
-        return -1;
-    int64_t per_target = 5 * (int64_t)c->na * (int64_t)sizeof(yp_loss_target);
-    return n_targets > INT64_MAX / per_target ? -1 : n_targets * per_target;
+    if (c->na > YP_LOSS_MAX_ANCHORS) return -1;
+    int64_t f = yp_loss_assign_floats(c->na, n_targets);
+    return f < 0 || f > INT64_MAX / (int64_t)sizeof(float) ? -1 : f * (int64_t)sizeof(float);
 }
 
 int64_t yp_loss_objmap_bytes(const yp_loss_cfg *c, int64_t batch, const int64_t *grid_h, const int64_t *grid_w) {
-    if (c->na < 1 || c->na > YP_LOSS_MAX_ANCHORS || c->nl < 1 || c->nl > YP_LOSS_MAX_LEVELS || batch < 0)
-        return -1;
-    const int64_t per_cell = (int64_t)c->na * (int64_t)sizeof(float);
-    int64_t cells = 0; /* the largest grid_h * grid_w */
-    for (int l = 0; l < c->nl; l++) {
-        if (grid_h[l] < 0 || grid_w[l] < 0 || (grid_w[l] > 0 && grid_h[l] > INT64_MAX / grid_w[l]))
-            return -1;
-        if (grid_h[l] * grid_w[l] > cells)
-            cells = grid_h[l] * grid_w[l];
-    }
-    if (cells > 0 && batch > INT64_MAX / per_cell / cells)
-        return -1;
-    return batch * cells * per_cell;
+    if (c->na > YP_LOSS_MAX_ANCHORS || c->nl > YP_LOSS_MAX_LEVELS) return -1;
+    int64_t f = yp_loss_objmap_floats(batch, c->na, c->nl, grid_h, grid_w);
+    return f < 0 || f > INT64_MAX / (int64_t)sizeof(float) ? -1 : f * (int64_t)sizeof(float);
 }
 
 /* x mod 1 as torch.remainder(x, 1) computes it for float32 (the sign of the divisor). */

@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define YP_LOSS_MAX_LEVELS 4  /* = YP_MAX_LEVELS of yp_graph.h */
-#define YP_LOSS_MAX_ANCHORS 8 /* = YP_MAX_ANCHORS of yp_graph.h */
+#define YP_LOSS_MAX_LEVELS 4  /* = YP_MAX_LEVELS of yp_graph.h (asserted in loss_targets.c) */
+#define YP_LOSS_MAX_ANCHORS 8 /* = YP_MAX_ANCHORS of yp_graph.h (asserted in loss_targets.c) */
 
 typedef struct {
     int nc, na, nl;                                            /* classes, anchors per level, levels */
@@ -60,6 +60,7 @@ typedef struct {
 
 /* The loss's two work buffers, owned by the caller (the plan's loss:assign and loss:objmap tensors);
  * each size is exactly linear in what it scales with (no padding):
+ *   (the rule is the schedule's: yp_loss_assign_floats and yp_loss_objmap_floats in yp_schedule.h)
  *   assign: 5 * na * n_targets * sizeof(yp_loss_target) = 180 * na * n_targets bytes, the positives
  *           of one level (5 = the centre cell plus up to 4 neighbours: a centre exactly on a cell
  *           corner gets all four);

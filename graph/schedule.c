@@ -328,21 +328,14 @@ static void forward_node(bld *b, int i) {
 
 /* ---------------------------------------------------------------- loss */
 
-/* The loss's target-assignment buffer (executor/loss.c, yp_loss_assign_bytes): the positives of
- * one level at a time, each label tried against every anchor in up to 5 cells (its own and the
- * neighbours nearer than 0.5; a centre on a cell corner gets all four), 36 bytes (9 floats) each. */
-static int64_t loss_label_floats(const bld *b) { return 5 * (int64_t)b->g->na * b->s->opts.labels * 9; }
+/* The loss's buffers at the schedule's label count and the Detect output's grids. */
+static int64_t loss_label_floats(const bld *b) { return yp_loss_assign_floats(b->g->na, b->s->opts.labels); }
 
-/* The objectness targets of one level at a time, (batch, na, H, W), sized by the largest level
- * (yp_loss_objmap_bytes). */
 static int64_t loss_objmap_floats(const bld *b) {
     const yp_node_info *d = &b->info[b->g->n_nodes - 1];
-    int64_t f = 0;
-    for (int l = 0; l < b->g->nl; l++) {
-        int64_t m = d->out[l].n * b->g->na * d->out[l].h * d->out[l].w;
-        f = m > f ? m : f;
-    }
-    return f;
+    int64_t gh[YP_MAX_LEVELS], gw[YP_MAX_LEVELS];
+    for (int l = 0; l < b->g->nl; l++) gh[l] = d->out[l].h, gw[l] = d->out[l].w;
+    return yp_loss_objmap_floats(d->out[0].n, b->g->na, b->g->nl, gh, gw);
 }
 
 static void loss_step(bld *b) {

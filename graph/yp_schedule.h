@@ -153,6 +153,17 @@ static inline const int *yp_tensor_consumers(const yp_schedule *s, const yp_tens
     return s->refs + t->cons_off;
 }
 
+/* The loss's two work buffers (the tensors loss:assign and loss:objmap), in floats; one rule for
+ * the schedule and for the executor's loss (executor/yp_loss.h), -1 on a bad argument or overflow:
+ *   assign: the positives of one level at a time: each label tried against every anchor in up to
+ *           YP_LOSS_CELLS_PER_LABEL cells (its own and the neighbours nearer than 0.5; a centre on a
+ *           cell corner gets all four), YP_LOSS_POSITIVE_FLOATS floats each (yp_loss_target);
+ *   objmap: the objectness targets of one level at a time, (batch, na, H, W) of the largest level. */
+#define YP_LOSS_CELLS_PER_LABEL 5
+#define YP_LOSS_POSITIVE_FLOATS 9
+int64_t yp_loss_assign_floats(int64_t na, int64_t labels);
+int64_t yp_loss_objmap_floats(int64_t batch, int64_t na, int nl, const int64_t *grid_h, const int64_t *grid_w);
+
 /* Does this parameter get a low-precision copy under AMP (trainable conv and detect weights)? */
 int yp_tensor_amp_copied(const yp_schedule *s, const yp_tensor *t);
 
