@@ -27,9 +27,13 @@ int yp_cost_launches(int op, yp_phase phase) {
     return is_conv(op) && phase == YP_PHASE_BACKWARD ? 2 : 1; /* data and weight gradients */
 }
 
-double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes) {
+double yp_cost_roofline_s(const yp_gpu *gpu, yp_precision p, int op, double flops, double bytes) {
     double compute = flops * yp_cost_s_per_flop(gpu, p, op), memory = bytes * yp_cost_s_per_byte(gpu);
-    return (compute > memory ? compute : memory) + yp_cost_launches(op, phase) * YP_LAUNCH_S;
+    return compute > memory ? compute : memory;
+}
+
+double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes) {
+    return yp_cost_roofline_s(gpu, p, op, flops, bytes) + yp_cost_launches(op, phase) * YP_LAUNCH_S;
 }
 
 void yp_timing_add(yp_timing *t, yp_phase phase, double s) {

@@ -87,9 +87,8 @@ static void add_pure(yp_family *f, const yp_family_step *fs) {
     int x = YP_SCALE_BATCH_PIXELS;
     for (int p = 0; p < YP_PREC_COUNT; p++) {
         double act = p == YP_PREC_FP32 ? 1.0 : 0.5;
-        double compute = fs->flops.fixed[x] * yp_cost_s_per_flop(&f->gpu, (yp_precision)p, fs->op);
-        double memory = (fs->bytes.fixed[x] + act * fs->bytes.act[x]) * yp_cost_s_per_byte(&f->gpu);
-        f->pure.slope_s[p][fs->phase] += compute > memory ? compute : memory;
+        f->pure.slope_s[p][fs->phase] += yp_cost_roofline_s(&f->gpu, (yp_precision)p, fs->op, fs->flops.fixed[x],
+                                                            fs->bytes.fixed[x] + act * fs->bytes.act[x]);
     }
     f->pure.launches[fs->phase] += yp_cost_launches(fs->op, fs->phase);
 }
@@ -228,16 +227,12 @@ void yp_family_timing(const yp_family *f, const yp_graph *g, const yp_candidate 
     scales k = scales_of(g, c, f);
     double b = (double)c->batch, labels = ceil(b * k.lab_per_img_train), x = b * k.q_train;
     double m[YP_SCALE_COUNT] = {1, k.q_train, x, labels}, ph[YP_PHASE_COUNT] = {0};
-    double spf_conv = yp_cost_s_per_flop(&f->gpu, c->precision, YP_OP_CONV2D);
-    double spf_elt = yp_cost_s_per_flop(&f->gpu, c->precision, -1), spb = yp_cost_s_per_byte(&f->gpu);
     for (int i = 0; i < f->n_steps; i++) {
         const yp_family_step *st = &f->steps[i];
         double fl = 0, by = k.lowp > 0 ? st->amp_extra : 0;
         for (int s = 0; s < YP_SCALE_COUNT; s++)
             fl += m[s] * st->flops.fixed[s], by += m[s] * (st->bytes.fixed[s] + k.act * st->bytes.act[s]);
-        double compute = fl * (st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT ? spf_conv : spf_elt);
-        double memory = by * spb;
-        ph[st->phase] += (compute > memory ? compute : memory) + yp_cost_launches(st->op, st->phase) * YP_LAUNCH_S;
+        ph[st->phase] += yp_cost_step_s(&f->gpu, c->precision, st->op, st->phase, fl, by);
     }
     memset(out, 0, sizeof *out);
     for (int p = 0; p < YP_PHASE_COUNT; p++)

@@ -30,11 +30,17 @@ typedef struct {
 /* YOLOv5: accumulate = max(round(64 / batch), 1). */
 int yp_accumulate(int64_t batch);
 
-/* Seconds of one step (op is a yp_op or -1) moving `bytes` and computing `flops`. */
+/* The roofline, the one formula of the cost model: seconds to compute `flops` and move `bytes` for
+ * an op (a yp_op or -1), max(flops * spf, bytes * spb). */
+double yp_cost_roofline_s(const yp_gpu *gpu, yp_precision p, int op, double flops, double bytes);
+
+/* Seconds of one step: its roofline plus its kernel launches (launches * YP_LAUNCH_S). The real
+ * schedule's timing (yp_cost_schedule) and the search's per-family timing (yp_family_timing) both
+ * use it. */
 double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes);
 
-/* The parts of yp_cost_step_s: seconds per FLOP for this op and precision, seconds per byte,
- * and the kernel launches of the step (step time = max(flops*spf, bytes*spb) + launches*YP_LAUNCH_S). */
+/* The parts of the roofline: seconds per FLOP for this op and precision, seconds per byte, and the
+ * kernel launches of a step. */
 double yp_cost_s_per_flop(const yp_gpu *gpu, yp_precision p, int op);
 double yp_cost_s_per_byte(const yp_gpu *gpu);
 int yp_cost_launches(int op, yp_phase phase);
