@@ -180,19 +180,12 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
 
 /* ---------------------------------------------------------------- init / free */
 
+/* Which nodes train and which backward reaches, as the schedule decided; each node's forward output. */
 static void mark_nodes(yp_exec *x) {
     const yp_schedule *s = x->s;
-    const yp_graph *g = s->g;
-    for (int i = 0; i < g->n_nodes; i++) x->trainable[i] = x->rg[i] = 0;
+    x->trainable = s->node_trainable, x->rg = s->node_requires_grad;
     for (int i = 0; i < s->n_steps; i++)
         if (s->steps[i].phase == YP_PHASE_FORWARD) x->fwd_t[s->steps[i].node] = yp_step_outputs(s, &s->steps[i])[0];
-    for (int t = 0; t < s->n_tensors; t++)
-        if (s->tensors[t].kind == YP_KIND_GRAD) x->trainable[s->tensors[t].node] = 1;
-    for (int i = 0; i < g->n_nodes; i++) {
-        x->rg[i] = x->trainable[i];
-        for (int k = 0; k < g->nodes[i].n_inputs; k++)
-            if (g->nodes[i].inputs[k] != YP_INPUT_IMAGE && x->rg[g->nodes[i].inputs[k]]) x->rg[i] = 1;
-    }
 }
 
 static void loss_config(yp_exec *x) {
@@ -231,9 +224,8 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
         return yp_err_set(err, "the %s backend runs fp32 plans; re-plan with --precision fp32", be->name);
     if (guard_bytes % YP_ALIGN) return yp_err_set(err, "guard bytes must be a multiple of %d", YP_ALIGN);
     int n_nodes = x->s->g->n_nodes;
-    x->rg = calloc((size_t)n_nodes, sizeof(int)), x->trainable = calloc((size_t)n_nodes, sizeof(int));
     x->fwd_t = calloc((size_t)n_nodes, sizeof(int));
-    if (!x->rg || !x->trainable || !x->fwd_t || layout(x, err) || link_state(x, err)) {
+    if (!x->fwd_t || layout(x, err) || link_state(x, err)) {
         if (!err->msg[0]) yp_err_set(err, "out of memory");
         yp_exec_free(x);
         return -1;
@@ -265,6 +257,6 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
 void yp_exec_free(yp_exec *x) {
     if (x->arena && x->be) x->be->mem_free(x->arena);
     free(x->prof_s), free(x->prof_n);
-    free(x->fuse), free(x->fuse_bn), free(x->bn_sums), free(x->offset), free(x->rg), free(x->trainable), free(x->fwd_t), free(x->opt_m), free(x->opt_v), free(x->ema);
+    free(x->fuse), free(x->fuse_bn), free(x->bn_sums), free(x->offset), free(x->fwd_t), free(x->opt_m), free(x->opt_v), free(x->ema);
     memset(x, 0, sizeof *x);
 }

@@ -40,7 +40,7 @@ typedef struct {
     int64_t arena_bytes;     /* == plan->arena_bytes unless guards are on */
     int64_t *offset;         /* per tensor, in the arena (the plan's, or spread apart for guards) */
     int64_t guard;           /* canary bytes before and after each tensor (0: off) */
-    int *rg, *trainable;     /* per graph node, as the schedule derived them */
+    const int *rg, *trainable; /* per graph node: the schedule's node_requires_grad, node_trainable */
     int *fwd_t;              /* per graph node: its forward output tensor (level 0) */
     int *opt_m, *opt_v, *ema; /* per tensor: its optimizer states / EMA copy (-1 if none) */
     int images_t, targets_t; /* input tensors */
