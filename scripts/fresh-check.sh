@@ -78,32 +78,40 @@ fi
 tmp="${TMPDIR:-/tmp}"
 work="$(mktemp -d "$tmp/yoloplan-fresh.XXXXXX")" || die "cannot create a folder under $tmp"
 
-# Mount points below $work, deepest first.
-mounts_below_work() {
-  awk -v w="$work/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r
+# Mount points below folder $1, deepest first.
+mounts_below() {
+  awk -v w="$1/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r
 }
 
-cleanup() {
-  local status=$? p r m left
-  trap - EXIT INT TERM HUP
-  [ -n "$bg" ] && kill -TERM "$bg" 2>/dev/null
+# Ends the processes whose root is folder $1 or below it, unmounts everything below it, and
+# removes it. Refuses to remove it while anything stays mounted there: a bound host folder (the
+# CUDA toolkit) must never be deleted through its mount point. 0, or 1.
+teardown() {
+  local dir="$1" p r m sig hit
   for sig in TERM KILL; do
+    hit=0
     for p in /proc/[0-9]*; do
       r="$(readlink "$p/root" 2>/dev/null)" || continue
-      case "$r" in "$work"/*) kill -"$sig" "${p#/proc/}" 2>/dev/null ;; esac
+      case "$r" in "$dir" | "$dir"/*) kill -"$sig" "${p#/proc/}" 2>/dev/null && hit=1 ;; esac
     done
-    [ "$sig" = TERM ] && sleep 1
+    [ "$sig" = TERM ] && [ "$hit" = 1 ] && sleep 1
   done
   while read -r m; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-  done < <(mounts_below_work)
-  left="$(mounts_below_work)"
-  if [ -n "$left" ]; then
-    # A bound host folder (the CUDA toolkit) must never be deleted through its mount point.
-    echo "fresh-check: could not unmount $(echo "$left" | tr '\n' ' '); left $work in place" >&2
-    exit 1
+  done < <(mounts_below "$dir")
+  if [ -n "$(mounts_below "$dir")" ]; then
+    echo "fresh-check: could not unmount $(mounts_below "$dir" | tr '\n' ' '); left $dir in place" >&2
+    return 1
   fi
-  rm -rf --one-file-system "$work"
+  rm -rf --one-file-system "$dir"
+}
+
+bg="" # the command waited() runs now
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM HUP
+  [ -n "$bg" ] && kill -TERM "$bg" 2>/dev/null
+  teardown "$work" || status=1
   exit "$status"
 }
 trap cleanup EXIT
@@ -112,7 +120,6 @@ trap 'exit 143' TERM
 trap 'exit 129' HUP
 
 # Runs "$@" in the background and waits, so that a signal reaches the traps at once.
-bg=""
 waited() { "$@" & bg=$!; wait "$bg"; }
 
 # ---- the base root: debootstrap, or the cached tarball ----
@@ -191,15 +198,8 @@ for i in "${!commands[@]}"; do
     echo "----"
     results+=("FAIL  ${secs} s  $cmd  (exit $rc) | last line: $last")
   fi
-  # The next command starts from a fresh root; this one goes now (mounts first).
-  for p in /proc/[0-9]*; do
-    r="$(readlink "$p/root" 2>/dev/null)" || continue
-    case "$r" in "$root" | "$root"/*) kill -KILL "${p#/proc/}" 2>/dev/null ;; esac
-  done
-  while read -r m; do umount "$m" || umount -l "$m"; done < <(awk -v w="$root/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
-  if [ -z "$(awk -v w="$root/" 'index($5, w) == 1' /proc/self/mountinfo)" ]; then
-    rm -rf --one-file-system "$root"
-  fi
+  # The next command starts from a fresh root; this one goes now.
+  teardown "$root" || die "could not remove the fresh root of '$cmd'"
 done
 
 for r in "${results[@]}"; do say "$r"; done

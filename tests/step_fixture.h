@@ -71,4 +71,20 @@ static inline double fx_rel_err(const float *a, const float *b, int64_t n) {
     return den > 0 ? num / den : num;
 }
 
+/* How far the change a - a0 is from the change b - b0 over n values: *diff = max |(a - a0) - (b - b0)|,
+ * *size = max |b - b0|, *mag = max |b| (differences taken in double, so exact for float inputs). */
+static inline void fx_change_diff(const float *a, const float *a0, const float *b, const float *b0, int64_t n,
+                                  double *diff, double *size, double *mag) {
+    double num = 0, den = 0, top = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double db = (double)b[i] - b0[i], d = ((double)a[i] - a0[i]) - db, m = b[i] < 0 ? -b[i] : b[i];
+        if (d < 0) d = -d;
+        if (db < 0) db = -db;
+        if (d > num) num = d;
+        if (db > den) den = db;
+        if (m > top) top = m;
+    }
+    *diff = num, *size = den, *mag = top;
+}
+
 #endif

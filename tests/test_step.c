@@ -1,6 +1,10 @@
 /* test_step.c - a whole training step on the CPU against PyTorch (tests/ref/make_step_fixture.py:
  * yolov5t, batch 2, 128x128, 8 labels, SGD): the loss, every parameter gradient, and the weights
- * (and BN statistics) after 3 updates agree within 1e-3 relative; plans that differ only in
+ * (and BN statistics) after 3 updates agree within 1e-3 relative; so does, per tensor, the change
+ * the 3 updates make to the model and to its EMA (YOLOv5's ModelEMA), and the EMA's lag behind the
+ * model, which is what measures the EMA decay; the gradient norm of each update is
+ * clip_grad_norm_'s; a second run with max_norm 1, which the norm (~2..4) exceeds at every
+ * update, checks that clipping scales the update as PyTorch's does; plans that differ only in
  * checkpoint set or saving policy give the same gradients; the executor's arena is the planned
  * size to the byte; debug guards stay intact. */
 #include <math.h>
@@ -9,6 +13,23 @@
 #include "yp_executor.h"
 #include "yp_test.h"
 #include "yp_yaml.h"
+
+/* Tolerances of the update checks, against what was measured (ours vs the fixture; PyTorch's own
+ * fp32 run vs the same run in fp64, as a yardstick of fp32 noise; the planted bugs that the whole-
+ * value check after 3 updates lets through):
+ * CHANGE_TOL, per tensor max |dours - dtorch| / max |dtorch|, d = value after 3 updates - init
+ *   (changes_vs_fixture): ours 5.4e-3..6.0e-3 (model and EMA), 2.4e-3..2.9e-3 (clip run) over 1 to
+ *   8 OpenMP threads; PyTorch fp32 vs fp64 3.1e-3 / 3.4e-3. Bugs: weight decay removed 3.5e-2 (main
+ *   run) and 1.2e-1 (clip run), weight decay on BN weights too 0.69, clipping removed 5.7 (clip
+ *   run). 1.5e-2: ~2.5x above ours, ~2.4x below the weakest bug.
+ * LAG_TOL, per tensor max |lag_ours - lag_torch| / max |lag_torch|, lag = EMA - model after the
+ *   3 updates (ema_lag_vs_fixture): ours 7.3e-3 (1.1e-2 against the fp64 run). Bugs: the EMA's
+ *   update count off by one either way 0.34. 5e-2: ~5x above ours, ~7x below the bug.
+ * NORM_TOL, the gradient norm relative to clip_grad_norm_'s: ours 1e-5 (update 1) to 5.8e-4..8.7e-4
+ *   (update 3, where 2 updates of fp32 noise have accumulated; the same against fp64). 5e-3. */
+#define CHANGE_TOL 1.5e-2
+#define LAG_TOL 5e-2
+#define NORM_TOL 5e-3
 
 static fx_file fx;
 static yp_graph *graph;
@@ -45,6 +66,16 @@ static int make_exec(yp_exec *x, const yp_plan *p, int64_t guard) {
     return 0;
 }
 
+/* A plan and an executor on it with the fixture's initial weights; on failure nothing is left to free. */
+static int make_both(yp_plan *p, yp_exec *x, yp_save_policy policy, uint64_t ckpt, int64_t guard) {
+    if (make_plan(p, policy, ckpt)) return -1;
+    if (make_exec(x, p, guard)) {
+        yp_plan_free(p);
+        return -1;
+    }
+    return 0;
+}
+
 static int micro(yp_exec *x, double loss[4]) {
     yp_err err;
     const fx_record *img = fx_get(&fx, "images"), *tg = fx_get(&fx, "targets");
@@ -69,18 +100,111 @@ static double grads_vs_fixture(const yp_exec *x, int verbose) {
     return worst;
 }
 
+/* The 3 updates of fixture run `pre` ("" or "clip/") on x: each step's loss within 1e-3 of
+ * PyTorch's, and the gradient norm before clipping within NORM_TOL of what clip_grad_norm_
+ * returned, and at least min_norm. */
+static void three_steps(yp_exec *x, const char *pre, double min_norm) {
+    yp_err err;
+    for (int step = 1; step <= 3; step++) {
+        double loss[4];
+        char name[32];
+        CHECK(micro(x, loss) == 0);
+        snprintf(name, sizeof name, "%sloss/%d", pre, step);
+        const fx_record *lr = fx_get(&fx, name);
+        CHECK(lr != NULL);
+        if (!lr) return;
+        const float *ref = lr->data;
+        printf("  %sstep %d: loss %.7f (torch %.7f), box %.7f/%.7f obj %.7f/%.7f cls %.7f/%.7f\n", pre, step, loss[3], ref[3], loss[0], ref[0], loss[1], ref[1], loss[2], ref[2]);
+        CHECK(fabs(loss[3] - ref[3]) <= 1e-3 * fabs(ref[3]));
+        CHECK(yp_exec_update(x, &err) == 0);
+        snprintf(name, sizeof name, "%sgradnorm/%d", pre, step);
+        const fx_record *norm = fx_get(&fx, name);
+        CHECK(norm != NULL);
+        if (!norm) continue;
+        printf("  %sstep %d: grad norm %.5f (torch %.5f), max_norm %g\n", pre, step, x->last_grad_norm, norm->data[0], x->hyp.max_grad_norm);
+        CHECK(fabs(x->last_grad_norm - norm->data[0]) <= NORM_TOL * norm->data[0]);
+        CHECK(x->last_grad_norm >= min_norm);
+    }
+}
+
+/* The init/ record of state-dict tensor `name`, or NULL. */
+static const fx_record *init_of(const char *name) {
+    char key[160];
+    snprintf(key, sizeof key, "init/%s", name);
+    return fx_get(&fx, key);
+}
+
+/* The worst, over every state-dict tensor, of max |dours - dtorch| / max |dtorch| where d is the
+ * change over the 3 updates (after - init): of the model (records "<pre>final/"), or with ema set
+ * of the EMA (records "ema/", compared to x's EMA copies). The denominator is never below 2^-14 of
+ * the tensor's largest value: the deep BN weights (~1) move by ~1e-5 in the clip run, which fp32
+ * resolves to ~1% only (1 ulp of 1 is 1.2e-7); at 2^-14 rounding adds < 0.2%, and a bug there
+ * (decay on BN weights: ~4e-5 over 3 updates) is still ~0.7 of it. *n counts the tensors compared. */
+static double changes_vs_fixture(const yp_exec *x, const char *pre, int ema, int *n) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s%s", pre, ema ? "ema/" : "final/");
+    size_t len = strlen(prefix);
+    double worst = 0;
+    const char *worst_name = "";
+    *n = 0;
+    for (int i = 0; i < fx.n; i++) {
+        if (strncmp(fx.r[i].name, prefix, len)) continue;
+        const char *name = fx.r[i].name + len;
+        int t = yp_exec_find_param(x, name);
+        const fx_record *a = init_of(name);
+        CHECK(t >= 0 && a && a->numel == fx.r[i].numel && (!ema || x->ema[t] >= 0));
+        if (t < 0 || !a || a->numel != fx.r[i].numel || (ema && x->ema[t] < 0)) return 1e9;
+        double diff, size, mag;
+        fx_change_diff(yp_exec_tensor(x, ema ? x->ema[t] : t), a->data, fx.r[i].data, a->data, a->numel, &diff, &size,
+                       &mag);
+        CHECK(size > 0); /* every tensor moves in 3 updates: a zero change would hide a missing update */
+        double e = size > 0 ? diff / fmax(size, ldexp(mag, -14)) : 1e9;
+        if (e > worst) worst = e, worst_name = name;
+        ++*n;
+    }
+    printf("  %s%s change over 3 updates: worst rel err %.2e (%s), %d tensors\n", pre, ema ? "EMA" : "model", worst,
+           worst_name, *n);
+    return worst;
+}
+
+/* ModelEMA's decay d(k) = 0.9999 (1 - exp(-k / 2000)) is only ~5e-4 * k in the first updates,
+ * so the EMA sits within ~d * (last step) of the model: its change from init is the model's to
+ * ~0.15%, which an off-by-one in k cannot move past CHANGE_TOL. What measures d is the lag
+ * ema - model after the 3 updates (~ -d(3) * (w3 - w2); d(2) or d(4) make it 1/3 off). Per tensor
+ * max |lag_ours - lag_torch| / max |lag_torch|, over the tensors whose lag fp32 resolves:
+ * max |lag_torch| >= 2^-16 max |ema_torch| (>= 128 ulps of the largest value, so rounding is
+ * within a few %; that excludes BN weights ~1 and Detect biases ~5, whose lag is ~1 ulp, and the
+ * deep conv weights). *n counts the tensors compared, *n_bn the BN layers (running_mean records). */
+static double ema_lag_vs_fixture(const yp_exec *x, int *n, int *n_bn) {
+    double worst = 0;
+    const char *worst_name = "";
+    *n = *n_bn = 0;
+    for (int i = 0; i < fx.n; i++) {
+        if (strncmp(fx.r[i].name, "ema/", 4)) continue;
+        const char *name = fx.r[i].name + 4;
+        char key[160];
+        snprintf(key, sizeof key, "final/%s", name);
+        const fx_record *w = fx_get(&fx, key);
+        int t = yp_exec_find_param(x, name);
+        CHECK(w && t >= 0 && x->ema[t] >= 0);
+        if (!w || t < 0 || x->ema[t] < 0) return 1e9;
+        *n_bn += strstr(name, ".running_mean") != NULL;
+        double diff, size, mag;
+        fx_change_diff(yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t), fx.r[i].data, w->data, w->numel, &diff,
+                       &size, &mag);
+        if (size < ldexp(mag, -16)) continue;
+        double e = diff / size;
+        if (e > worst) worst = e, worst_name = name;
+        ++*n;
+    }
+    printf("  EMA lag behind the model (ema - model): worst rel err %.2e (%s), %d tensors\n", worst, worst_name, *n);
+    return worst;
+}
+
 static void test_loss_and_grads(void) {
     yp_plan p;
     yp_exec x;
-    if (make_plan(&p, YP_SAVE_YOLOPLAN, 0)) {
-        CHECK(0);
-        return;
-    }
-    if (make_exec(&x, &p, 0)) {
-        CHECK(0);
-        yp_plan_free(&p);
-        return;
-    }
+    REQUIRE(make_both(&p, &x, YP_SAVE_YOLOPLAN, 0, 0) == 0);
     CHECK_EQ_I64(x.arena_bytes, p.arena_bytes); /* the executor allocates the planned arena to the byte */
     double loss[4];
     CHECK(micro(&x, loss) == 0);
@@ -102,26 +226,8 @@ static void test_loss_and_grads(void) {
 static void test_three_sgd_steps(void) {
     yp_plan p;
     yp_exec x;
-    yp_err err;
-    if (make_plan(&p, YP_SAVE_YOLOPLAN, 0)) {
-        CHECK(0);
-        return;
-    }
-    if (make_exec(&x, &p, 0)) {
-        CHECK(0);
-        yp_plan_free(&p);
-        return;
-    }
-    for (int step = 1; step <= 3; step++) {
-        double loss[4];
-        char name[16];
-        CHECK(micro(&x, loss) == 0);
-        snprintf(name, sizeof name, "loss/%d", step);
-        const float *ref = fx_get(&fx, name)->data;
-        printf("  step %d: loss %.7f (torch %.7f), box %.7f/%.7f obj %.7f/%.7f cls %.7f/%.7f, grad norm %.4f\n", step, loss[3], ref[3], loss[0], ref[0], loss[1], ref[1], loss[2], ref[2], x.last_grad_norm);
-        CHECK(fabs(loss[3] - ref[3]) <= 1e-3 * fabs(ref[3]));
-        CHECK(yp_exec_update(&x, &err) == 0);
-    }
+    REQUIRE(make_both(&p, &x, YP_SAVE_YOLOPLAN, 0, 0) == 0);
+    three_steps(&x, "", 0.0);
     /* Tolerance 1e-3 relative per tensor (max |a-b| / max |b|) for every tensor of magnitude
      * >= 1e-2. BN biases start at 0 and move by ~1e-4 in 3 steps; their gradients are sums of
      * dy with heavy cancellation, so per tensor they measure fp32 summation order, not the
@@ -159,6 +265,47 @@ static void test_three_sgd_steps(void) {
            worst, worst_small);
     CHECK(worst_small <= 1e-3);
     CHECK(worst <= 1e-3);
+    /* The check above is loose against the update itself: 3 updates move a weight by ~1% of its
+     * size, so errors of the whole value hide update bugs (weight decay, EMA decay). Held here:
+     * the change over the 3 updates per tensor, of the model and of YOLOv5's ModelEMA
+     * (CHANGE_TOL), and the EMA's lag behind the model (LAG_TOL). */
+    int n_model, n_ema;
+    double dm = changes_vs_fixture(&x, "", 0, &n_model), de = changes_vs_fixture(&x, "", 1, &n_ema);
+    CHECK(n_model > 0 && n_ema == n_model);
+    CHECK(dm <= CHANGE_TOL);
+    CHECK(de <= CHANGE_TOL);
+    int n_lag, n_bn;
+    double lag = ema_lag_vs_fixture(&x, &n_lag, &n_bn);
+    CHECK(n_bn > 0 && n_lag >= 2 * n_bn); /* at least every BN's running statistics: not vacuous */
+    CHECK(lag <= LAG_TOL);
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+}
+
+/* Gradient clipping that fires: the "clip/" run of the fixture is the same 3 updates with
+ * clip_grad_norm_(max_norm=clip/max_norm) (1.0; train.py's 10 never binds here, the norm is ~3),
+ * and the executor runs it with hyp.max_grad_norm set to the same limit. */
+static void test_clipped_steps(void) {
+    yp_plan p;
+    yp_exec x;
+    const fx_record *mn = fx_get(&fx, "clip/max_norm");
+    REQUIRE(mn != NULL);
+    REQUIRE(make_both(&p, &x, YP_SAVE_YOLOPLAN, 0, 0) == 0);
+    CHECK(mn->data[0] < x.hyp.max_grad_norm); /* a limit of its own, below the default 10 */
+    x.hyp.max_grad_norm = mn->data[0];
+    /* Not vacuous: every update's gradient norm, PyTorch's and ours, is >= 1.5x the limit, so
+     * clipping scales every update by <= 2/3 (an unclipped step is >= 50% off, far outside CHANGE_TOL). */
+    for (int step = 1; step <= 3; step++) {
+        char name[32];
+        snprintf(name, sizeof name, "clip/gradnorm/%d", step);
+        const fx_record *norm = fx_get(&fx, name);
+        CHECK(norm && norm->data[0] >= 1.5 * mn->data[0]);
+    }
+    three_steps(&x, "clip/", 1.5 * mn->data[0]);
+    int n;
+    double dm = changes_vs_fixture(&x, "clip/", 0, &n);
+    CHECK(n > 0);
+    CHECK(dm <= CHANGE_TOL);
     yp_exec_free(&x);
     yp_plan_free(&p);
 }
@@ -207,15 +354,7 @@ static void test_policies_agree(void) {
 static void test_guards(void) {
     yp_plan p;
     yp_exec x;
-    if (make_plan(&p, YP_SAVE_YOLOPLAN, 1u << 4)) {
-        CHECK(0);
-        return;
-    }
-    if (make_exec(&x, &p, 256)) {
-        CHECK(0);
-        yp_plan_free(&p);
-        return;
-    }
+    REQUIRE(make_both(&p, &x, YP_SAVE_YOLOPLAN, 1u << 4, 256) == 0);
     CHECK(x.arena_bytes > p.arena_bytes);
     double loss[4];
     CHECK(micro(&x, loss) == 0);
@@ -243,6 +382,7 @@ int main(void) {
     }
     YP_RUN(test_loss_and_grads);
     YP_RUN(test_three_sgd_steps);
+    YP_RUN(test_clipped_steps);
     YP_RUN(test_policies_agree);
     YP_RUN(test_guards);
     yp_graph_free(graph);
