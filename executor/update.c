@@ -82,14 +82,21 @@ static int step_param(yp_exec *x, int t, float scale, int fused, float d) {
     const yp_tensor *w = &x->s->tensors[t];
     float *p = yp_exec_tensor(x, t), *g = yp_exec_tensor(x, w->grad), *m = yp_exec_tensor(x, x->opt_m[t]);
     const yp_hyp *h = &x->hyp;
-    float wd = decays(x, w) ? (float)h->weight_decay : 0.0f;
+    const yp_optim_hyp oh = {
+        .lr = (float)h->lr,
+        .momentum = (float)h->momentum,
+        .beta2 = (float)h->beta2,
+        .eps = (float)h->eps,
+        .weight_decay = decays(x, w) ? (float)h->weight_decay : 0.0f,
+        .decoupled = x->s->opts.optimizer == YP_OPT_ADAMW,
+        .step = x->updates + 1,
+        .grad_scale = scale,
+        .ema_decay = d,
+    };
     if (fused)
-        return x->ops->sgd_ema_step(p, g, m, x->ema[t] >= 0 ? yp_exec_tensor(x, x->ema[t]) : NULL, w->shape.w,
-                                    (float)h->lr, (float)h->momentum, wd, scale, d);
-    if (x->s->opts.optimizer == YP_OPT_SGD) return x->ops->sgd_step(p, g, m, w->shape.w, (float)h->lr, (float)h->momentum, wd, scale);
-    return x->ops->adam_step(p, g, m, yp_exec_tensor(x, x->opt_v[t]), w->shape.w, (float)h->lr, (float)h->momentum,
-                             (float)h->beta2, (float)h->eps, wd, x->s->opts.optimizer == YP_OPT_ADAMW, x->updates + 1,
-                             scale);
+        return x->ops->sgd_ema_step(p, g, m, x->ema[t] >= 0 ? yp_exec_tensor(x, x->ema[t]) : NULL, w->shape.w, &oh);
+    if (x->s->opts.optimizer == YP_OPT_SGD) return x->ops->sgd_step(p, g, m, w->shape.w, &oh);
+    return x->ops->adam_step(p, g, m, yp_exec_tensor(x, x->opt_v[t]), w->shape.w, &oh);
 }
 
 int yp_exec_update(yp_exec *x, yp_err *err) {

@@ -31,6 +31,18 @@ typedef struct {
     float eps, momentum; /* running = (1 - momentum) * running + momentum * batch statistic */
 } yp_bn_desc;
 
+/* The hyperparameters of one optimizer update of one parameter tensor (PyTorch's names). */
+typedef struct {
+    float lr;
+    float momentum;     /* SGD momentum; Adam's beta1 */
+    float beta2, eps;   /* Adam */
+    float weight_decay; /* this tensor's (0 where its parameter group does not decay) */
+    int decoupled;      /* AdamW: weight decay applied to w, not added to the gradient */
+    int64_t step;       /* Adam's bias correction: the update's number, from 1 */
+    float grad_scale;   /* the raw gradient is multiplied by this first (clipping, accumulation, loss scale) */
+    float ema_decay;    /* sgd_ema_step's EMA decay d */
+} yp_optim_hyp;
+
 typedef struct {
     yp_dims in, out;
     int k, s, p;
@@ -115,18 +127,15 @@ typedef struct yp_ops {
     int (*space_to_depth_backward)(yp_dims in, const float *dy, float *dx, float beta);
 
     /* SGD (Nesterov, PyTorch semantics) on one parameter tensor: g = grad*scale + wd*w;
-     * m = momentum*m + g; w -= lr * (g + momentum*m). */
-    int (*sgd_step)(float *w, const float *grad, float *m, int64_t n, float lr, float momentum, float wd,
-                    float scale);
-    /* Adam / AdamW (decoupled = 1) with bias correction at step t (1-based). */
-    int (*adam_step)(float *w, const float *grad, float *m, float *v, int64_t n, float lr, float b1, float b2,
-                     float eps, float wd, int decoupled, int64_t t, float scale);
+     * m = momentum*m + g; w -= lr * (g + momentum*m). Reads lr, momentum, weight_decay, grad_scale. */
+    int (*sgd_step)(float *w, const float *grad, float *m, int64_t n, const yp_optim_hyp *h);
+    /* Adam / AdamW (h->decoupled) with bias correction at h->step (1-based); beta1 = h->momentum. */
+    int (*adam_step)(float *w, const float *grad, float *m, float *v, int64_t n, const yp_optim_hyp *h);
     /* ema = d*ema + (1-d)*w. */
     int (*ema_update)(float *ema, const float *w, int64_t n, float d);
-    /* Optional: sgd_step, then grad = 0, then (ema not NULL) ema_update with the new w, in one pass
-     * over the tensor (the same results as the three). */
-    int (*sgd_ema_step)(float *w, float *grad, float *m, float *ema, int64_t n, float lr, float momentum, float wd,
-                        float scale, float d);
+    /* Optional: sgd_step, then grad = 0, then (ema not NULL) ema_update with the new w and decay
+     * h->ema_decay, in one pass over the tensor (the same results as the three). */
+    int (*sgd_ema_step)(float *w, float *grad, float *m, float *ema, int64_t n, const yp_optim_hyp *h);
     /* *out = sum of x[i]^2, accumulated in double (for gradient-norm clipping). */
     int (*sum_squares)(const float *x, int64_t n, double *out);
 } yp_ops;

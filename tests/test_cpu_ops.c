@@ -205,10 +205,12 @@ static void optim_fixture(const char *cs, int kind, float lr, float wd) {
         for (int t = 0; t < 3; t++) {
             for (int i = 0; i < N; i++)
                 g2[i] = 2.0f * g[t][i];
+            const yp_optim_hyp h = {.lr = lr, .momentum = kind ? 0.9f : 0.937f, .beta2 = 0.999f, .eps = 1e-8f,
+                                    .weight_decay = wd, .decoupled = kind == 2, .step = t + 1, .grad_scale = 0.5f};
             if (kind == 0)
-                CHECK(ops->sgd_step(w, g2, m, N, lr, 0.937f, wd, 0.5f) == 0);
+                CHECK(ops->sgd_step(w, g2, m, N, &h) == 0);
             else
-                CHECK(ops->adam_step(w, g2, m, v, N, lr, 0.9f, 0.999f, 1e-8f, wd, kind == 2, t + 1, 0.5f) == 0);
+                CHECK(ops->adam_step(w, g2, m, v, N, &h) == 0);
         }
         for (int i = 0; i < N; i++) {
             dw[i] = (float)((double)w[i] - w0[i]);
@@ -236,7 +238,8 @@ static void test_sgd_nesterov(void) {
 static void test_adam(void) {
     optim_fixture("adam", 1, 0.1f, 5e-4f);
     float w = 1, g = 1, m = 0, v = 0;
-    CHECK(ops->adam_step(&w, &g, &m, &v, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 0, 0, 0, 1.0f) == -1);
+    const yp_optim_hyp h = {.lr = 0.1f, .momentum = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .step = 0, .grad_scale = 1.0f};
+    CHECK(ops->adam_step(&w, &g, &m, &v, 1, &h) == -1);
     CHECK_STR_HAS(cpu->last_error(), "step");
 }
 static void test_adamw(void) {
@@ -264,10 +267,11 @@ static void test_ema_sum_squares(void) {
     float *e1 = rand_buf(N, 66, -1, 1), *e2 = malloc(N * sizeof *e2);
     memcpy(w2, w1, N * sizeof *w1), memcpy(g2, g1, N * sizeof *g1), memcpy(m2, m1, N * sizeof *m1);
     memcpy(e2, e1, N * sizeof *e1);
-    CHECK(ops->sgd_step(w1, g1, m1, N, 0.01f, 0.937f, 5e-4f, 0.5f) == 0);
+    const yp_optim_hyp h = {.lr = 0.01f, .momentum = 0.937f, .weight_decay = 5e-4f, .grad_scale = 0.5f, .ema_decay = dcy};
+    CHECK(ops->sgd_step(w1, g1, m1, N, &h) == 0);
     memset(g1, 0, N * sizeof *g1);
     CHECK(ops->ema_update(e1, w1, N, dcy) == 0);
-    CHECK(ops->sgd_ema_step(w2, g2, m2, e2, N, 0.01f, 0.937f, 5e-4f, 0.5f, dcy) == 0);
+    CHECK(ops->sgd_ema_step(w2, g2, m2, e2, N, &h) == 0);
     CHECK(!memcmp(w1, w2, N * sizeof *w1) && !memcmp(g1, g2, N * sizeof *g1) && !memcmp(m1, m2, N * sizeof *m1) &&
           !memcmp(e1, e2, N * sizeof *e1));
     free(w1), free(g1), free(m1), free(w2), free(g2), free(m2), free(e1), free(e2);

@@ -1,17 +1,18 @@
 /* optim.c - optimizer steps on one flat parameter tensor (fp32), in PyTorch's semantics: SGD with
  * Nesterov momentum, Adam and AdamW with bias correction, the EMA of the weights, and the sum of
- * squares used for gradient-norm clipping. `scale` multiplies the raw gradient first (loss scaling,
- * accumulation, clipping folded into one factor). Single pass, on the OpenMP threads for large tensors. */
+ * squares used for gradient-norm clipping. The hyperparameters come in a yp_optim_hyp; its grad_scale
+ * multiplies the raw gradient first (loss scaling, accumulation, clipping folded into one factor). Single pass, on the OpenMP threads for large tensors. */
 #include <math.h>
 #include <stddef.h>
 
 #include "yp_cpu.h"
 
-int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, float lr, float momentum, float wd,
-                    float scale) {
+int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, const yp_optim_hyp *h) {
     static const char op[] = "sgd_step";
-    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){w, grad, m})))
+    if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){h}) ||
+        (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){w, grad, m})))
         return -1;
+    const float lr = h->lr, momentum = h->momentum, wd = h->weight_decay, scale = h->grad_scale;
     /* torch.optim.SGD(nesterov=True, dampening=0): d = g + wd*w; buf = momentum*buf + d (buf starts
      * as d, which is what a zero buffer gives); w -= lr*(d + momentum*buf). */
 #pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
@@ -24,11 +25,14 @@ int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, float lr, 
     return 0;
 }
 
-int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n, float lr, float b1, float b2,
-                     float eps, float wd, int decoupled, int64_t t, float scale) {
+int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n, const yp_optim_hyp *h) {
     static const char op[] = "adam_step";
-    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 4, (const void *[]){w, grad, m, v})))
+    if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){h}) ||
+        (n > 0 && yp_cpu_check_ptrs(op, 4, (const void *[]){w, grad, m, v})))
         return -1;
+    const float lr = h->lr, b1 = h->momentum, b2 = h->beta2, eps = h->eps, wd = h->weight_decay, scale = h->grad_scale;
+    const int decoupled = h->decoupled;
+    const int64_t t = h->step;
     if (t < 1)
         return yp_cpu_fail("%s: step %lld must be >= 1", op, (long long)t);
     /* torch.optim.Adam / AdamW (amsgrad off): AdamW first decays w by (1 - lr*wd), Adam adds wd*w to
@@ -78,11 +82,12 @@ int yp_cpu_sum_squares(const float *x, int64_t n, double *out) {
     return 0;
 }
 
-int yp_cpu_sgd_ema_step(float *w, float *grad, float *m, float *ema, int64_t n, float lr, float momentum, float wd,
-                        float scale, float d) {
+int yp_cpu_sgd_ema_step(float *w, float *grad, float *m, float *ema, int64_t n, const yp_optim_hyp *h) {
     static const char op[] = "sgd_ema_step";
-    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){w, grad, m})))
+    if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){h}) ||
+        (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){w, grad, m})))
         return -1;
+    const float lr = h->lr, momentum = h->momentum, wd = h->weight_decay, scale = h->grad_scale, d = h->ema_decay;
     const float one_minus = 1.0f - d;
 #pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {

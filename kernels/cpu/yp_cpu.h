@@ -79,12 +79,9 @@ int yp_cpu_maxpool_forward(const yp_pool_desc *d, const float *x, float *y);
 int yp_cpu_maxpool_backward(const yp_pool_desc *d, const float *x, const float *dy, float *dx, float beta);
 
 /* optim.c */
-int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, float lr, float momentum, float wd,
-                    float scale);
-int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n, float lr, float b1, float b2,
-                     float eps, float wd, int decoupled, int64_t t, float scale);
-int yp_cpu_sgd_ema_step(float *w, float *grad, float *m, float *ema, int64_t n, float lr, float momentum, float wd,
-                        float scale, float d);
+int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, const yp_optim_hyp *h);
+int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n, const yp_optim_hyp *h);
+int yp_cpu_sgd_ema_step(float *w, float *grad, float *m, float *ema, int64_t n, const yp_optim_hyp *h);
 int yp_cpu_ema_update(float *ema, const float *w, int64_t n, float d);
 int yp_cpu_sum_squares(const float *x, int64_t n, double *out);
 
