@@ -212,14 +212,33 @@ void yp_exec_candidate_for(yp_candidate *c, const yp_backend *be) {
     c->conv_scratch_ctx = (void *)(uintptr_t)be; /* read-only through the rule */
 }
 
+/* The first op entry a training step needs that the table lacks, or NULL (the fused entries
+ * bn_silu_*, conv2d_backward and sgd_ema_step are optional: the step runs the separate ones). */
+#define NEED_OP(f) \
+    if (!o->f) return #f
+static const char *missing_op(const yp_ops *o) {
+    if (!o) return "op table";
+    NEED_OP(silu_forward); NEED_OP(silu_backward); NEED_OP(conv2d_scratch); NEED_OP(conv2d_forward);
+    NEED_OP(conv2d_backward_data); NEED_OP(conv2d_backward_weights); NEED_OP(bn_forward_train);
+    NEED_OP(bn_apply); NEED_OP(bn_backward); NEED_OP(add_forward); NEED_OP(axpy_grad);
+    NEED_OP(concat_forward); NEED_OP(concat_backward); NEED_OP(upsample_forward); NEED_OP(upsample_backward);
+    NEED_OP(maxpool_forward); NEED_OP(maxpool_backward); NEED_OP(space_to_depth_forward);
+    NEED_OP(space_to_depth_backward); NEED_OP(sgd_step); NEED_OP(adam_step); NEED_OP(ema_update);
+    NEED_OP(sum_squares);
+    return NULL;
+}
+#undef NEED_OP
+
 int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t guard_bytes, uint64_t seed,
                  yp_err *err) {
     memset(x, 0, sizeof *x);
     x->plan = p, x->s = p->sched, x->be = be, x->ops = be->ops, x->guard = guard_bytes;
     x->hyp = yp_hyp_default(p->cand.optimizer);
     x->images_t = yp_schedule_find(x->s, "input:images"), x->targets_t = yp_schedule_find(x->s, "loss:targets");
-    if (!x->ops || !be->silu_forward)
-        return yp_err_set(err, "backend %s has no training ops yet; use the cpu backend", be->name);
+    const char *missing = missing_op(x->ops);
+    if (missing)
+        return yp_err_set(err, "backend %s has no %s op yet, which a training step needs; use the cpu backend",
+                          be->name, missing);
     if (x->s->opts.act_dtype != YP_DTYPE_F32)
         return yp_err_set(err, "the %s backend runs fp32 plans; re-plan with --precision fp32", be->name);
     if (guard_bytes % YP_ALIGN) return yp_err_set(err, "guard bytes must be a multiple of %d", YP_ALIGN);

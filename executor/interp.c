@@ -136,7 +136,7 @@ static int forward_like(const call *c, int recompute) {
         }
         return 0;
     }
-    case YP_OP_SILU: OK(c->x->be->silu_forward(F(c, in[0]), F(c, out[0]), numel(c, out[0])), "silu"); return 0;
+    case YP_OP_SILU: OK(c->x->ops->silu_forward(F(c, in[0]), F(c, out[0]), numel(c, out[0])), "silu"); return 0;
     case YP_OP_ADD: OK(o->add_forward(F(c, in[0]), F(c, in[1]), F(c, out[0]), numel(c, out[0])), "add"); return 0;
     case YP_OP_CONCAT: {
         const float *xs[YP_MAX_INPUTS];
@@ -249,7 +249,7 @@ static int backward(const call *c) {
                "bn + silu backward");
             return 0;
         }
-        OK(c->x->be->silu_backward(F(c, in[1]), F(c, in[0]), F(c, out[0]), numel(c, in[0])), "silu backward");
+        OK(c->x->ops->silu_backward(F(c, in[1]), F(c, in[0]), F(c, out[0]), numel(c, in[0])), "silu backward");
         return 0;
     case YP_OP_ADD:
         for (int k = 0, j = 0; k < 2; k++)

@@ -49,16 +49,10 @@ typedef struct yp_backend {
     /* Optional: the device's name and its total and free memory now (cudaMemGetInfo). */
     int (*device_info)(char *name, size_t name_len, int64_t *total_bytes, int64_t *free_bytes);
 
-    /* The training ops (yp_ops.h), or NULL when this backend has none yet. */
+    /* The op table (yp_ops.h): every op of the backend is there; entries it lacks are NULL. */
     const yp_ops *ops;
     /* Optional: prepares the calling thread to run ops (CPU: flush denormals to zero). */
     void (*thread_init)(void);
-
-    /* ---- ops (fp32) ---- */
-    /* y[i] = x[i] * sigmoid(x[i]); x and y may be the same buffer (in place). */
-    int (*silu_forward)(const float *x, float *y, int64_t n);
-    /* dx[i] = dy[i] * s * (1 + x[i] * (1 - s)), s = sigmoid(x[i]); dx may alias dy. */
-    int (*silu_backward)(const float *x, const float *dy, float *dx, int64_t n);
 } yp_backend;
 
 /* The CPU backend; always available. */

@@ -53,6 +53,10 @@ typedef struct {
 typedef enum { YP_CONV_FORWARD, YP_CONV_BACKWARD } yp_conv_stage;
 
 typedef struct yp_ops {
+    /* y[i] = x[i] * sigmoid(x[i]); x and y may be the same buffer (in place). */
+    int (*silu_forward)(const float *x, float *y, int64_t n);
+    /* dx[i] = dy[i] * s * (1 + x[i] * (1 - s)), s = sigmoid(x[i]); dx may alias dy. */
+    int (*silu_backward)(const float *x, const float *dy, float *dx, int64_t n);
     /* The scratch the conv entries below need for d at `stage`, in floats, in two parts that a
      * planner sizes separately: `per_image` grows with the image (passed as `ws`), `fixed` does not
      * (passed as `wt`). Also builds whatever the backend prepares per shape, so that the op calls

@@ -73,16 +73,16 @@ static void test_silu_matches_cpu(void) {
         dy[i] = uniform(&st, -2.0f, 2.0f);
     }
     x[0] = -100.0f, x[1] = 100.0f, x[2] = 0.0f, x[3] = -1.278464543f, x[n - 1] = -88.5f;
-    CHECK(cpu->silu_forward(x, y_cpu, n) == 0);
-    CHECK(cpu->silu_backward(x, dy, dx_cpu, n) == 0);
+    CHECK(cpu->ops->silu_forward(x, y_cpu, n) == 0);
+    CHECK(cpu->ops->silu_backward(x, dy, dx_cpu, n) == 0);
 
     float *d_x = to_device(x, n), *d_dy = to_device(dy, n);
     float *d_y = gpu->mem_alloc((size_t)n * sizeof(float));
     float *d_dx = gpu->mem_alloc((size_t)n * sizeof(float));
     CHECK(d_x && d_dy && d_y && d_dx);
     if (d_x && d_dy && d_y && d_dx) {
-        CHECK(gpu->silu_forward(d_x, d_y, n) == 0);
-        CHECK(gpu->silu_backward(d_x, d_dy, d_dx, n) == 0);
+        CHECK(gpu->ops->silu_forward(d_x, d_y, n) == 0);
+        CHECK(gpu->ops->silu_backward(d_x, d_dy, d_dx, n) == 0);
         CHECK(gpu->sync() == 0);
         CHECK(from_device(y_gpu, d_y, n) == 0);
         CHECK(from_device(dx_gpu, d_dx, n) == 0);
@@ -91,9 +91,9 @@ static void test_silu_matches_cpu(void) {
 
         /* in place on the device: y = silu(y) from x, dx = backward(x, dx) from dy */
         CHECK(gpu->mem_copy(d_y, d_x, (size_t)n * sizeof(float), YP_COPY_DEVICE_TO_DEVICE) == 0);
-        CHECK(gpu->silu_forward(d_y, d_y, n) == 0);
+        CHECK(gpu->ops->silu_forward(d_y, d_y, n) == 0);
         CHECK(gpu->mem_copy(d_dx, d_dy, (size_t)n * sizeof(float), YP_COPY_DEVICE_TO_DEVICE) == 0);
-        CHECK(gpu->silu_backward(d_x, d_dx, d_dx, n) == 0);
+        CHECK(gpu->ops->silu_backward(d_x, d_dx, d_dx, n) == 0);
         CHECK(from_device(y_gpu, d_y, n) == 0);
         CHECK(from_device(dx_gpu, d_dx, n) == 0);
         CHECK_EQ_I64(count_mismatches("forward in place", y_gpu, y_cpu, x, n, 1e-5, 1e-6), 0);
@@ -108,10 +108,10 @@ done:
 }
 
 static void test_counts(void) {
-    CHECK(gpu->silu_forward(NULL, NULL, 0) == 0);
-    CHECK(gpu->silu_forward(NULL, NULL, -5) == -1);
+    CHECK(gpu->ops->silu_forward(NULL, NULL, 0) == 0);
+    CHECK(gpu->ops->silu_forward(NULL, NULL, -5) == -1);
     CHECK_STR_HAS(gpu->last_error(), "negative");
-    CHECK(gpu->silu_backward(NULL, NULL, NULL, 3) == -1);
+    CHECK(gpu->ops->silu_backward(NULL, NULL, NULL, 3) == -1);
     CHECK_STR_HAS(gpu->last_error(), "NULL");
     CHECK(gpu->sync() == 0);
 }
@@ -145,7 +145,7 @@ static void test_memory(void) {
     float one = 1.0f, out = 0.0f;
     float *d = gpu->mem_alloc(sizeof one);
     CHECK(d && gpu->mem_copy(d, &one, sizeof one, YP_COPY_HOST_TO_DEVICE) == 0);
-    CHECK(d && gpu->silu_forward(d, d, 1) == 0);
+    CHECK(d && gpu->ops->silu_forward(d, d, 1) == 0);
     CHECK(d && gpu->mem_copy(&out, d, sizeof out, YP_COPY_DEVICE_TO_HOST) == 0);
     CHECK(fabsf(out - 0.7310586f) < 1e-6f);
     gpu->mem_free(d);

@@ -104,8 +104,6 @@ static const yp_backend cpu_backend = {
     .last_error = cpu_last_error_get,
     .thread_init = cpu_thread_init,
     .ops = &yp_cpu_ops,
-    .silu_forward = yp_cpu_silu_forward,
-    .silu_backward = yp_cpu_silu_backward,
 };
 
 const yp_backend *yp_backend_cpu(void) {

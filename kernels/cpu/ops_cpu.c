@@ -34,6 +34,8 @@ void yp_cpu_scale_beta(float *x, int64_t n, float beta) {
 }
 
 const yp_ops yp_cpu_ops = {
+    .silu_forward = yp_cpu_silu_forward,
+    .silu_backward = yp_cpu_silu_backward,
     .conv2d_scratch = yp_cpu_conv2d_scratch,
     .conv2d_forward = yp_cpu_conv2d_forward,
     .conv2d_backward_data = yp_cpu_conv2d_backward_data,

@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -118,6 +119,17 @@ static int cuda_device_info(char *name, size_t name_len, int64_t *total_bytes, i
     return 0;
 }
 
+// The op table: SiLU so far; every other entry NULL (the executor refuses a backend that lacks
+// one it needs). Built at static initialisation: C++17 has no designated initialisers.
+static yp_ops make_cuda_ops() {
+    yp_ops o;
+    memset(&o, 0, sizeof o);
+    o.silu_forward = yp_cuda_silu_forward;
+    o.silu_backward = yp_cuda_silu_backward;
+    return o;
+}
+static const yp_ops cuda_ops = make_cuda_ops();
+
 static const yp_backend cuda_backend = {
     /* name */ "cuda",
     /* alignment */ kCudaAlignment,
@@ -129,10 +141,8 @@ static const yp_backend cuda_backend = {
     /* sync */ cuda_sync,
     /* last_error */ cuda_last_error_get,
     /* device_info */ cuda_device_info,
-    /* ops */ nullptr,
+    /* ops */ &cuda_ops,
     /* thread_init */ nullptr,
-    /* silu_forward */ yp_cuda_silu_forward,
-    /* silu_backward */ yp_cuda_silu_backward,
 };
 
 // Writes a reason into why (if any) and returns NULL.
