@@ -1,5 +1,5 @@
 /* main.c - yoloplan's entry point: dispatches to a subcommand. The binary only parses
- * arguments and calls the libraries (docs/DESIGN.md §3). */
+ * arguments and calls the libraries (graph, planner, reports, executor, kernels). */
 #include <stdio.h>
 #include <string.h>
 

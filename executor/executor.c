@@ -180,10 +180,9 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
 
 /* ---------------------------------------------------------------- init / free */
 
-/* Which nodes train and which backward reaches, as the schedule decided; each node's forward output. */
+/* Each node's forward output. */
 static void mark_nodes(yp_exec *x) {
     const yp_schedule *s = x->s;
-    x->trainable = s->node_trainable, x->rg = s->node_requires_grad;
     for (int i = 0; i < s->n_steps; i++)
         if (s->steps[i].phase == YP_PHASE_FORWARD) x->fwd_t[s->steps[i].node] = yp_step_outputs(s, &s->steps[i])[0];
 }
@@ -214,8 +213,10 @@ void yp_exec_candidate_for(yp_candidate *c, const yp_backend *be) {
 
 /* The first op entry a training step needs that the table lacks, or NULL (the fused entries
  * bn_silu_*, conv2d_backward and sgd_ema_step are optional: the step runs the separate ones). */
-#define NEED_OP(f) \
-    if (!o->f) return #f
+#define NEED_OP(f)            \
+    do {                      \
+        if (!o->f) return #f; \
+    } while (0)
 static const char *missing_op(const yp_ops *o) {
     if (!o) return "op table";
     NEED_OP(silu_forward); NEED_OP(silu_backward); NEED_OP(conv2d_scratch); NEED_OP(conv2d_forward);

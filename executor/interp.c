@@ -188,17 +188,22 @@ static int loss_step(const call *c, const float *targets, int64_t n_targets, dou
 /* beta for an activation gradient this step writes: 0 when the step creates it, 1 to add. */
 static float beta_of(const call *c, int t) { return T(c, t)->producer == (int)(c->st - c->x->s->steps) ? 0.0f : 1.0f; }
 
+/* Does backward reach node v (not the input image)? Do node n's parameters get gradients? The
+ * schedule decided both. */
+static int wants_grad(const call *c, int v) { return v != YP_INPUT_IMAGE && c->x->s->node_requires_grad[v]; }
+static int trains(const call *c, const yp_node *n) { return c->x->s->node_trainable[n->id]; }
+
 static int backward_detect(const call *c, const yp_node *n) {
     const yp_ops *o = c->x->ops;
-    int k = n->n_inputs, tr = c->x->trainable[n->id], at = k + (tr ? k : 0), j = 0, pg = 0;
-    for (int l = 0; l < k; l++) j += n->inputs[l] != YP_INPUT_IMAGE && c->x->rg[n->inputs[l]];
+    int k = n->n_inputs, tr = trains(c, n), at = k + (tr ? k : 0), j = 0, pg = 0;
+    for (int l = 0; l < k; l++) j += wants_grad(c, n->inputs[l]);
     pg = j; /* parameter gradients follow the activation gradients in the outputs */
     j = 0;
     for (int l = 0; l < k; l++) {
         const float *dy = F(c, c->in[l]), *w = F(c, c->in[at + 2 * l]);
         int v = n->inputs[l];
         yp_conv_desc d = detect_desc(c, n, l, c->in[l]);
-        if (v != YP_INPUT_IMAGE && c->x->rg[v]) {
+        if (wants_grad(c, v)) {
             int dx = c->out[j++];
             OK(o->conv2d_backward_data(&d, dy, w, F(c, dx), beta_of(c, dx), WS(c)), "detect backward data");
         }
@@ -213,7 +218,7 @@ static int backward(const call *c) {
     const yp_ops *o = c->x->ops;
     const yp_node *n = &c->x->s->g->nodes[c->st->node];
     const int *in = c->in, *out = c->out;
-    int tr = c->x->trainable[n->id], rg0 = n->inputs[0] != YP_INPUT_IMAGE && c->x->rg[n->inputs[0]];
+    int tr = trains(c, n), rg0 = wants_grad(c, n->inputs[0]);
     switch (n->op) {
     case YP_OP_CONV2D: {
         int w = tr ? 2 : 1, dx = rg0 ? out[0] : -1, g = rg0 ? 1 : 0;
@@ -253,7 +258,7 @@ static int backward(const call *c) {
         return 0;
     case YP_OP_ADD:
         for (int k = 0, j = 0; k < 2; k++)
-            if (n->inputs[k] != YP_INPUT_IMAGE && c->x->rg[n->inputs[k]]) {
+            if (wants_grad(c, n->inputs[k])) {
                 int dx = out[j++];
                 OK(o->axpy_grad(F(c, in[0]), F(c, dx), beta_of(c, dx), numel(c, in[0])), "add backward");
             }
@@ -263,7 +268,7 @@ static int backward(const call *c) {
         float betas[YP_MAX_INPUTS];
         int64_t cs[YP_MAX_INPUTS];
         for (int k = 0, j = 0; k < n->n_inputs; k++) {
-            int v = n->inputs[k], want = v != YP_INPUT_IMAGE && c->x->rg[v];
+            int v = n->inputs[k], want = wants_grad(c, v);
             cs[k] = value_dims(c, v).c;
             dxs[k] = want ? F(c, out[j]) : NULL, betas[k] = want ? beta_of(c, out[j]) : 0.0f;
             j += want;

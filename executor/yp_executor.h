@@ -1,4 +1,4 @@
-/* yp_executor.h - runs a plan exactly as planned (docs/DESIGN.md §8): one allocation of
+/* yp_executor.h - runs a plan exactly as planned: one allocation of
  * plan->arena_bytes, every tensor bound to base + its planned offset, the schedule's steps
  * interpreted in order (forward, loss, the backward with the recomputation the plan's saving
  * policy and checkpoint set ask for), and the optimizer and EMA update, with no allocation inside
@@ -40,7 +40,6 @@ typedef struct {
     int64_t arena_bytes;     /* == plan->arena_bytes unless guards are on */
     int64_t *offset;         /* per tensor, in the arena (the plan's, or spread apart for guards) */
     int64_t guard;           /* canary bytes before and after each tensor (0: off) */
-    const int *rg, *trainable; /* per graph node: the schedule's node_requires_grad, node_trainable */
     int *fwd_t;              /* per graph node: its forward output tensor (level 0) */
     int *opt_m, *opt_v, *ema; /* per tensor: its optimizer states / EMA copy (-1 if none) */
     int images_t, targets_t; /* input tensors */

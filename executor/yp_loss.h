@@ -10,9 +10,9 @@
  * objectness, nc class logits (raw, no sigmoid). Targets are n rows of 6 floats
  * (image index, class, cx, cy, w, h) with cx..h normalised to [0, 1] as in YOLOv5 label files.
  *
- * Semantics are YOLOv5's at HEAD (Ultralytics utils/loss.py ComputeLoss; docs/DESIGN.md §5): anchor match by
- * wh ratio < anchor_t, the centre cell plus neighbour cells at offset 0.5, CIoU box loss (alpha held
- * constant, as YOLOv5 computes it under no_grad), objectness target = detached CIoU clamped at 0
+ * Semantics are those of YOLOv5's ComputeLoss at HEAD: anchor match by wh ratio < anchor_t, the
+ * centre cell plus neighbour cells at offset 0.5, CIoU box loss (alpha held constant, as YOLOv5
+ * computes it under no_grad), objectness target = detached CIoU clamped at 0
  * (several positives on one (image, anchor, cell): the last in build_targets order wins, no
  * sort_obj_iou), BCE-with-logits for objectness (mean over all cells, times the level balance) and
  * classes (mean over positives x nc, only when nc > 1), gains, times the batch size.

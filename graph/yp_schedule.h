@@ -1,7 +1,7 @@
 /* yp_schedule.h - the training step derived from a graph: forward steps in topological order,
  * the loss, backward steps in reverse order (with the recomputation the saving policy needs),
  * the optimizer and the EMA update; every tensor with its kind, bytes, producer, consumers and
- * live interval. This is the planner's input (docs/DESIGN.md §6).
+ * live interval. This is the planner's input.
  *
  * Ownership: yp_schedule_build returns a schedule the caller frees with yp_schedule_free; it
  * keeps a pointer to the graph, which must outlive it. */
@@ -40,7 +40,7 @@ typedef enum {
     YP_PHASE_COUNT
 } yp_phase;
 
-/* What the forward pass keeps for backward (docs/DESIGN.md §6). */
+/* What the forward pass keeps for backward: the rest is recomputed in backward. */
 typedef enum {
     YP_SAVE_YOLOPLAN, /* conv outputs (pre-BN) + BN statistics; the rest is recomputed */
     YP_SAVE_PYTORCH,  /* what PyTorch autograd saves: conv/BN/SiLU inputs, BN stats, maxpool input+indices */
@@ -93,7 +93,7 @@ yp_sched_opts yp_sched_opts_default(int64_t batch, int64_t h, int64_t w);
 
 /* How a tensor's bytes grow with the candidate: every tensor is exactly one of these, so bytes at
  * (batch b, image h x w, L labels) = unit * {1, q, b*q, L} with q = h*w / stride_max^2. The
- * planner builds one schedule at the unit size and scales it (docs/DESIGN.md §6: linear in batch). */
+ * planner builds one schedule at the unit size and scales it (every size is linear in batch). */
 typedef enum {
     YP_SCALE_CONST,        /* weights, optimizer state, BN statistics */
     YP_SCALE_PIXELS,       /* per-image scratch (im2col of one image) */

@@ -1,4 +1,4 @@
-/* yp_backend.h - the backend interface (docs/DESIGN.md §8): one small table of function pointers per
+/* yp_backend.h - the backend interface: one small table of function pointers per
  * device. The executor allocates one arena through mem_alloc, binds tensors to offsets inside it, and
  * runs each step through the op entries. CPU code never mentions CUDA; the CUDA table lives in
  * kernels/cuda/ and is only reachable through yp_backend_cuda().

@@ -1,7 +1,8 @@
 /* optim.c - optimizer steps on one flat parameter tensor (fp32), in PyTorch's semantics: SGD with
  * Nesterov momentum, Adam and AdamW with bias correction, the EMA of the weights, and the sum of
- * squares used for gradient-norm clipping. The hyperparameters come in a yp_optim_hyp; its grad_scale
- * multiplies the raw gradient first (loss scaling, accumulation, clipping folded into one factor). Single pass, on the OpenMP threads for large tensors. */
+ * squares used for gradient-norm clipping. The hyperparameters come in a yp_optim_hyp; its
+ * grad_scale multiplies the raw gradient first (loss scaling, accumulation, clipping folded into one
+ * factor). Single pass, on the OpenMP threads for large tensors. */
 #include <math.h>
 #include <stddef.h>
 
