@@ -121,11 +121,20 @@ static int run(const bench_opts *o, yp_err *err) {
     yp_candidate c = yp_candidate_default();
     c.batch = o->batch, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
     c.ema = !o->no_ema; /* YOLOv5 updates its EMA every optimizer step; --no-ema measures the step without */
-    yp_cpu_set_threads((int)o->threads); /* first: the CPU's conv scratch depends on it */
-    yp_exec_candidate_for(&c, yp_backend_cpu());
+    /* the instance first: the CPU's conv scratch, and so the plan, depends on its thread count */
+    char why[256];
+    const yp_cpu_config cfg = {(int)o->threads};
+    yp_backend *be = yp_backend_cpu_new(&cfg, why, sizeof why);
+    if (!be) {
+        yp_graph_free(g);
+        return yp_err_set(err, "bench-step: %s", why);
+    }
+    be->thread_init(be); /* the batch generator's OpenMP loops run with the same threads */
+    yp_exec_candidate_for(&c, be);
     yp_plan p;
     yp_exec x;
     if (yp_plan_build(g, &c, &host, 0, 0, &p, err)) {
+        yp_backend_free(be);
         yp_graph_free(g);
         return -1;
     }
@@ -133,11 +142,13 @@ static int run(const bench_opts *o, yp_err *err) {
         yp_err_set(err, "bench-step: the plan needs %.2f GiB of arena, the host has %.2f GiB available; lower --batch or --img",
                    (double)p.device_bytes / 1073741824.0, (double)avail / 1073741824.0);
         yp_plan_free(&p);
+        yp_backend_free(be);
         yp_graph_free(g);
         return -1;
     }
-    if (yp_exec_init(&x, &p, yp_backend_cpu(), 0, 1, err)) {
+    if (yp_exec_init(&x, &p, be, 0, 1, err)) {
         yp_plan_free(&p);
+        yp_backend_free(be);
         yp_graph_free(g);
         return -1;
     }
@@ -195,6 +206,7 @@ static int run(const bench_opts *o, yp_err *err) {
     if (!rc && o->profile) print_profile(&x, o->steps, ms, o->json ? stderr : stdout);
     free(img), free(tg), free(step_ms);
     yp_exec_free(&x);
+    yp_backend_free(be);
     yp_plan_free(&p);
     yp_graph_free(g);
     return rc ? -1 : 0;

@@ -73,11 +73,15 @@ static int parse_size_bytes(const char *opt, const char *v, int64_t *out, yp_err
 
 static int gpu_auto(yp_gpu *gpu, yp_err *err) {
     char why[256], name[128];
-    const yp_backend *be = yp_backend_cuda(why, sizeof why);
+    yp_backend *be = yp_backend_cuda_new(0, why, sizeof why);
     int64_t total = 0, free_b = 0;
-    if (!be || !be->device_info || be->device_info(name, sizeof name, &total, &free_b))
-        return yp_err_set(err, "--gpu auto: no GPU to ask (%s); give the card (e.g. --gpu rtx3070) or its memory "
-                          "(e.g. --gpu 8GB)", be ? be->last_error() : why);
+    if (!be || !be->device_info || be->device_info(be, name, sizeof name, &total, &free_b)) {
+        yp_err_set(err, "--gpu auto: no GPU to ask (%s); give the card (e.g. --gpu rtx3070) or its memory "
+                   "(e.g. --gpu 8GB)", be ? be->last_error(be) : why);
+        yp_backend_free(be);
+        return -1;
+    }
+    yp_backend_free(be);
     yp_gpu_from_device(name, total, gpu);
     /* measured: what the context and handles already took is outside our budget */
     gpu->fixed_bytes = total - free_b > gpu->fixed_bytes ? total - free_b : gpu->fixed_bytes;

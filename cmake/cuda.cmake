@@ -7,14 +7,14 @@
 # Output: YP_HAVE_CUDA (ON/OFF), and when ON:
 #   - the CUDA language enabled, CMAKE_CUDA_ARCHITECTURES = 75;80;86;89;90 unless given,
 #   - the CUDA runtime linked statically (a binary built with CUDA starts on a machine with no driver
-#     and no GPU; it only finds out when yp_backend_cuda() asks for a device),
+#     and no GPU; it only finds out when yp_backend_cuda_new() asks for a device),
 #   - YP_CUDNN_INCLUDE_DIR, YP_CUDNN_LIBRARY, YP_CUDNN_VERSION for kernels/CMakeLists.txt.
 #
 # Architectures: sm_75 (T4, RTX 20xx), sm_80 (A100), sm_86 (RTX 30xx), sm_89 (RTX 40xx, L4),
 # sm_90 (H100/H200). CMake's plain numbers mean SASS plus PTX for each, so newer GPUs (sm_100, sm_120)
 # run the compute_90 PTX through the driver's JIT. sm_70 (V100) is missing because CUDA 13 removed
 # Volta from nvcc (`nvcc --list-gpu-arch` starts at compute_75); building for it needs CUDA 12.x and
-# -DCMAKE_CUDA_ARCHITECTURES="70;75;...". yp_backend_cuda() refuses GPUs older than the oldest
+# -DCMAKE_CUDA_ARCHITECTURES="70;75;...". yp_backend_cuda_new() refuses GPUs older than the oldest
 # architecture built, with a reason, instead of failing at the first kernel launch.
 
 include(CheckLanguage)

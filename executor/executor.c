@@ -195,20 +195,31 @@ static void loss_config(yp_exec *x) {
                         x->s->opts.w, x->s->opts.h);
 }
 
+/* The schedule's element types as the backend's ops name them: the one place they are mapped.
+ * I64 (pooling indices) is no element type of an op: YP_ELEM_COUNT, which every backend refuses. */
+yp_elem yp_exec_elem(yp_dtype d) {
+    switch (d) {
+    case YP_DTYPE_F32: return YP_ELEM_F32;
+    case YP_DTYPE_F16: return YP_ELEM_F16;
+    case YP_DTYPE_BF16: return YP_ELEM_BF16;
+    default: return YP_ELEM_COUNT;
+    }
+}
+
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
-    const yp_backend *be = ctx;
+    yp_backend *be = ctx;
     yp_conv_desc d = {{q->in.n, q->in.h, q->in.w, q->in.c}, {q->out.n, q->out.h, q->out.w, q->out.c},
-                      q->k, q->s, q->p, q->groups};
+                      q->k, q->s, q->p, q->groups, yp_exec_elem(q->dtype)};
     if (!be->ops || !be->ops->conv2d_scratch)
         return yp_err_set(err, "backend %s has no conv ops", be->name);
-    if (be->ops->conv2d_scratch(&d, q->bias, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image, fixed))
-        return yp_err_set(err, "%s", be->last_error());
+    if (be->ops->conv2d_scratch(be, &d, q->bias, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image, fixed))
+        return yp_err_set(err, "%s", be->last_error(be));
     return 0;
 }
 
-void yp_exec_candidate_for(yp_candidate *c, const yp_backend *be) {
+void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
     c->conv_scratch = yp_exec_conv_scratch;
-    c->conv_scratch_ctx = (void *)(uintptr_t)be; /* read-only through the rule */
+    c->conv_scratch_ctx = be; /* the rule only queries: conv2d_scratch builds nothing */
 }
 
 /* The first op entry a training step needs that the table lacks, or NULL (the fused entries
@@ -230,7 +241,7 @@ static const char *missing_op(const yp_ops *o) {
 }
 #undef NEED_OP
 
-int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t guard_bytes, uint64_t seed,
+int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_bytes, uint64_t seed,
                  yp_err *err) {
     memset(x, 0, sizeof *x);
     x->plan = p, x->s = p->sched, x->be = be, x->ops = be->ops, x->guard = guard_bytes;
@@ -250,9 +261,9 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
         yp_exec_free(x);
         return -1;
     }
-    x->arena = be->mem_alloc((size_t)x->arena_bytes);
+    x->arena = be->mem_alloc(be, (size_t)x->arena_bytes);
     if (!x->arena) {
-        yp_err_set(err, "allocating the %lld-byte arena: %s", (long long)x->arena_bytes, be->last_error());
+        yp_err_set(err, "allocating the %lld-byte arena: %s", (long long)x->arena_bytes, be->last_error(be));
         yp_exec_free(x);
         return -1;
     }
@@ -275,7 +286,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
 }
 
 void yp_exec_free(yp_exec *x) {
-    if (x->arena && x->be) x->be->mem_free(x->arena);
+    if (x->arena && x->be) x->be->mem_free(x->be, x->arena);
     free(x->prof_s), free(x->prof_n);
     free(x->fuse), free(x->fuse_bn), free(x->bn_sums), free(x->offset), free(x->fwd_t), free(x->opt_m), free(x->opt_v), free(x->ema);
     memset(x, 0, sizeof *x);

@@ -18,12 +18,14 @@ static yp_dims dims(const call *c, int t) {
     yp_shape s = T(c, t)->shape;
     return (yp_dims){s.n, s.h, s.w, s.c};
 }
+/* The element type of tensor t as the backend's ops take it. */
+static yp_elem E(const call *c, int t) { return yp_exec_elem(T(c, t)->dtype); }
 
 static int fail(const call *c, const char *what) {
     const yp_step *st = c->st;
     const char *who = st->node >= 0 ? c->x->s->g->nodes[st->node].name : st->label;
     return yp_err_set(c->err, "step %d (%s %s %s): %s: %s", (int)(st - c->x->s->steps), yp_phase_name(st->phase),
-                      st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", who, what, c->x->be->last_error());
+                      st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", who, what, c->x->be->last_error(c->x->be));
 }
 
 #define OK(expr, what)                          \
@@ -53,22 +55,22 @@ static yp_dims value_dims(const call *c, int v) {
 
 static yp_conv_desc conv_desc(const call *c, const yp_node *n, int y) {
     yp_conv_desc d = {value_dims(c, n->inputs[0]), dims(c, y), n->a.conv.k, n->a.conv.s, n->a.conv.p,
-                      n->a.conv.groups};
+                      n->a.conv.groups, E(c, y)};
     return d;
 }
 
 static yp_conv_desc detect_desc(const call *c, const yp_node *n, int l, int y) {
-    yp_conv_desc d = {value_dims(c, n->inputs[l]), dims(c, y), 1, 1, 0, 1};
+    yp_conv_desc d = {value_dims(c, n->inputs[l]), dims(c, y), 1, 1, 0, 1, E(c, y)};
     return d;
 }
 
 static yp_pool_desc pool_desc(const call *c, const yp_node *n, int x, int y) {
-    yp_pool_desc d = {dims(c, x), dims(c, y), n->a.pool.k, n->a.pool.s, n->a.pool.p};
+    yp_pool_desc d = {dims(c, x), dims(c, y), n->a.pool.k, n->a.pool.s, n->a.pool.p, E(c, x)};
     return d;
 }
 
 static yp_bn_desc bn_desc(const call *c, const yp_node *n, int x) {
-    yp_bn_desc d = {dims(c, x), (float)n->a.bn.eps, (float)n->a.bn.momentum};
+    yp_bn_desc d = {dims(c, x), (float)n->a.bn.eps, (float)n->a.bn.momentum, E(c, x)};
     return d;
 }
 
@@ -100,7 +102,7 @@ static fused_bn fused_partner(const call *c) {
     const int *bin = yp_step_inputs(s, b), *bout = yp_step_outputs(s, b);
     const yp_node *n = &s->g->nodes[b->node];
     fused_bn f;
-    f.d = (yp_bn_desc){dims(c, bin[0]), (float)n->a.bn.eps, (float)n->a.bn.momentum};
+    f.d = (yp_bn_desc){dims(c, bin[0]), (float)n->a.bn.eps, (float)n->a.bn.momentum, E(c, bin[0])};
     f.x = F(c, bin[0]), f.gamma = F(c, bin[1]), f.beta = F(c, bin[2]);
     /* forward: the statistics are the BN step's second output; recompute: its fourth input */
     f.stats = F(c, b->phase == YP_PHASE_FORWARD ? bout[1] : bin[3]);
@@ -116,48 +118,55 @@ static int forward_like(const call *c, int recompute) {
     if (fuse == FUSE_BN_SKIP) return 0;
     if (fuse == FUSE_SILU_FWD) {
         fused_bn f = fused_partner(c);
-        OK(o->bn_silu_apply(&f.d, f.x, f.gamma, f.beta, f.stats, F(c, out[0])), "bn + silu");
+        OK(o->bn_silu_apply(c->x->be, &f.d, f.x, f.gamma, f.beta, f.stats, F(c, out[0])), "bn + silu");
         return 0;
     }
     switch (n->op) {
     case YP_OP_CONV2D: {
         yp_conv_desc d = conv_desc(c, n, out[0]);
-        OK(o->conv2d_forward(&d, F(c, in[0]), F(c, in[1]), n->a.conv.bias ? F(c, in[2]) : NULL, F(c, out[0]),
+        OK(o->conv2d_forward(c->x->be, &d, F(c, in[0]), F(c, in[1]), n->a.conv.bias ? F(c, in[2]) : NULL, F(c, out[0]),
                              WS(c)), "conv2d");
         return 0;
     }
     case YP_OP_BATCHNORM2D: {
         yp_bn_desc d = bn_desc(c, n, in[0]);
         if (recompute) {
-            OK(o->bn_apply(&d, F(c, in[0]), F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, out[0])), "bn apply");
+            OK(o->bn_apply(c->x->be, &d, F(c, in[0]), F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, out[0])), "bn apply");
         } else {
-            OK(o->bn_forward_train(&d, F(c, in[0]), F(c, in[1]), F(c, in[2]), fuse == FUSE_BN_STATS ? NULL : F(c, out[0]),
+            OK(o->bn_forward_train(c->x->be, &d, F(c, in[0]), F(c, in[1]), F(c, in[2]),
+                                   fuse == FUSE_BN_STATS ? NULL : F(c, out[0]),
                                    F(c, out[1]), F(c, in[3]), F(c, in[4])), "batchnorm");
         }
         return 0;
     }
-    case YP_OP_SILU: OK(c->x->ops->silu_forward(F(c, in[0]), F(c, out[0]), numel(c, out[0])), "silu"); return 0;
-    case YP_OP_ADD: OK(o->add_forward(F(c, in[0]), F(c, in[1]), F(c, out[0]), numel(c, out[0])), "add"); return 0;
+    case YP_OP_SILU: OK(c->x->ops->silu_forward(c->x->be, E(c, out[0]), F(c, in[0]), F(c, out[0]), numel(c, out[0])),
+                        "silu"); return 0;
+    case YP_OP_ADD: OK(o->add_forward(c->x->be, E(c, out[0]), F(c, in[0]), F(c, in[1]), F(c, out[0]), numel(c, out[0])),
+                       "add"); return 0;
     case YP_OP_CONCAT: {
         const float *xs[YP_MAX_INPUTS];
         int64_t cs[YP_MAX_INPUTS];
         for (int i = 0; i < k; i++) xs[i] = F(c, in[i]), cs[i] = T(c, in[i])->shape.c;
-        OK(o->concat_forward(k, xs, cs, dims(c, out[0]), F(c, out[0])), "concat");
+        OK(o->concat_forward(c->x->be, E(c, out[0]), k, xs, cs, dims(c, out[0]), F(c, out[0])), "concat");
         return 0;
     }
     case YP_OP_UPSAMPLE_NEAREST:
-        OK(o->upsample_forward(dims(c, in[0]), n->a.up.scale, F(c, in[0]), F(c, out[0])), "upsample");
+        OK(o->upsample_forward(c->x->be, E(c, out[0]), dims(c, in[0]), n->a.up.scale, F(c, in[0]), F(c, out[0])),
+           "upsample");
         return 0;
     case YP_OP_MAXPOOL2D: {
         yp_pool_desc d = pool_desc(c, n, in[0], out[0]);
-        OK(o->maxpool_forward(&d, F(c, in[0]), F(c, out[0])), "maxpool");
+        OK(o->maxpool_forward(c->x->be, &d, F(c, in[0]), F(c, out[0])), "maxpool");
         return 0;
     }
-    case YP_OP_SPACE_TO_DEPTH: OK(o->space_to_depth_forward(dims(c, in[0]), F(c, in[0]), F(c, out[0])), "s2d"); return 0;
+    case YP_OP_SPACE_TO_DEPTH:
+        OK(o->space_to_depth_forward(c->x->be, E(c, out[0]), dims(c, in[0]), F(c, in[0]), F(c, out[0])), "s2d");
+        return 0;
     case YP_OP_DETECT:
         for (int l = 0; l < k; l++) {
             yp_conv_desc d = detect_desc(c, n, l, out[l]);
-            OK(o->conv2d_forward(&d, F(c, in[l]), F(c, in[k + 2 * l]), F(c, in[k + 2 * l + 1]), F(c, out[l]), WS(c)),
+            OK(o->conv2d_forward(c->x->be, &d, F(c, in[l]), F(c, in[k + 2 * l]), F(c, in[k + 2 * l + 1]), F(c, out[l]),
+                                 WS(c)),
                "detect conv");
         }
         return 0;
@@ -205,9 +214,9 @@ static int backward_detect(const call *c, const yp_node *n) {
         yp_conv_desc d = detect_desc(c, n, l, c->in[l]);
         if (wants_grad(c, v)) {
             int dx = c->out[j++];
-            OK(o->conv2d_backward_data(&d, dy, w, F(c, dx), beta_of(c, dx), WS(c)), "detect backward data");
+            OK(o->conv2d_backward_data(c->x->be, &d, dy, w, F(c, dx), beta_of(c, dx), WS(c)), "detect backward data");
         }
-        if (tr) OK(o->conv2d_backward_weights(&d, F(c, c->in[k + l]), dy, F(c, c->out[pg + 2 * l]),
+        if (tr) OK(o->conv2d_backward_weights(c->x->be, &d, F(c, c->in[k + l]), dy, F(c, c->out[pg + 2 * l]),
                                               F(c, c->out[pg + 2 * l + 1]), 1.0f, WS(c)),
                "detect backward weights");
     }
@@ -224,14 +233,14 @@ static int backward(const call *c) {
         int w = tr ? 2 : 1, dx = rg0 ? out[0] : -1, g = rg0 ? 1 : 0;
         yp_conv_desc d = conv_desc(c, n, in[0]);
         if (rg0 && tr && o->conv2d_backward) {
-            OK(o->conv2d_backward(&d, F(c, in[1]), F(c, in[0]), F(c, in[w]), F(c, dx), beta_of(c, dx), F(c, out[g]),
-                                  n->a.conv.bias ? F(c, out[g + 1]) : NULL, 1.0f, WS(c)),
+            OK(o->conv2d_backward(c->x->be, &d, F(c, in[1]), F(c, in[0]), F(c, in[w]), F(c, dx), F(c, out[g]),
+                                  n->a.conv.bias ? F(c, out[g + 1]) : NULL, (yp_betas){beta_of(c, dx), 1.0f}, WS(c)),
                "conv backward");
             return 0;
         }
-        if (rg0) OK(o->conv2d_backward_data(&d, F(c, in[0]), F(c, in[w]), F(c, dx), beta_of(c, dx), WS(c)),
+        if (rg0) OK(o->conv2d_backward_data(c->x->be, &d, F(c, in[0]), F(c, in[w]), F(c, dx), beta_of(c, dx), WS(c)),
                     "conv backward data");
-        if (tr) OK(o->conv2d_backward_weights(&d, F(c, in[1]), F(c, in[0]), F(c, out[g]),
+        if (tr) OK(o->conv2d_backward_weights(c->x->be, &d, F(c, in[1]), F(c, in[0]), F(c, out[g]),
                                               n->a.conv.bias ? F(c, out[g + 1]) : NULL, 1.0f, WS(c)),
                    "conv backward weights");
         return 0;
@@ -240,8 +249,10 @@ static int backward(const call *c) {
         yp_bn_desc d = bn_desc(c, n, in[1]);
         int g = rg0 ? 1 : 0;
         const double *sums = c->x->fuse[c->st - c->x->s->steps] == FUSE_BN_BWD_SUMS ? c->x->bn_sums : NULL;
-        OK(o->bn_backward(&d, F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, in[0]), sums, rg0 ? F(c, out[0]) : NULL,
-                          rg0 ? beta_of(c, out[0]) : 0.0f, tr ? F(c, out[g]) : NULL, tr ? F(c, out[g + 1]) : NULL, 1.0f),
+        OK(o->bn_backward(c->x->be, &d, F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, in[0]), sums,
+                          rg0 ? F(c, out[0]) : NULL,
+                          tr ? F(c, out[g]) : NULL, tr ? F(c, out[g + 1]) : NULL,
+                          (yp_betas){rg0 ? beta_of(c, out[0]) : 0.0f, 1.0f}),
            "bn backward");
         return 0;
     }
@@ -250,17 +261,19 @@ static int backward(const call *c) {
         if (c->x->fuse[c->st - c->x->s->steps] == FUSE_SILU_BWD) {
             fused_bn f = fused_partner(c);
             double *sums = c->x->fuse[c->st - c->x->s->steps + 1] == FUSE_BN_BWD_SUMS ? c->x->bn_sums : NULL;
-            OK(o->bn_silu_backward(&f.d, f.x, f.gamma, f.beta, f.stats, F(c, in[0]), F(c, out[0]), sums),
+            OK(o->bn_silu_backward(c->x->be, &f.d, f.x, f.gamma, f.beta, f.stats, F(c, in[0]), F(c, out[0]), sums),
                "bn + silu backward");
             return 0;
         }
-        OK(c->x->ops->silu_backward(F(c, in[1]), F(c, in[0]), F(c, out[0]), numel(c, in[0])), "silu backward");
+        OK(c->x->ops->silu_backward(c->x->be, E(c, out[0]), F(c, in[1]), F(c, in[0]), F(c, out[0]), numel(c, in[0])),
+           "silu backward");
         return 0;
     case YP_OP_ADD:
         for (int k = 0, j = 0; k < 2; k++)
             if (wants_grad(c, n->inputs[k])) {
                 int dx = out[j++];
-                OK(o->axpy_grad(F(c, in[0]), F(c, dx), beta_of(c, dx), numel(c, in[0])), "add backward");
+                OK(o->axpy_grad(c->x->be, E(c, dx), F(c, in[0]), F(c, dx), beta_of(c, dx), numel(c, in[0])),
+                   "add backward");
             }
         return 0;
     case YP_OP_CONCAT: {
@@ -273,20 +286,25 @@ static int backward(const call *c) {
             dxs[k] = want ? F(c, out[j]) : NULL, betas[k] = want ? beta_of(c, out[j]) : 0.0f;
             j += want;
         }
-        OK(o->concat_backward(n->n_inputs, dxs, cs, dims(c, in[0]), F(c, in[0]), betas), "concat backward");
+        OK(o->concat_backward(c->x->be, E(c, in[0]), n->n_inputs, dxs, cs, dims(c, in[0]), F(c, in[0]), betas),
+           "concat backward");
         return 0;
     }
     case YP_OP_UPSAMPLE_NEAREST:
-        OK(o->upsample_backward(dims(c, out[0]), n->a.up.scale, F(c, in[0]), F(c, out[0]), beta_of(c, out[0])),
+        OK(o->upsample_backward(c->x->be, E(c, out[0]), dims(c, out[0]), n->a.up.scale, F(c, in[0]), F(c, out[0]),
+                                beta_of(c, out[0])),
            "upsample backward");
         return 0;
     case YP_OP_MAXPOOL2D: {
         yp_pool_desc d = pool_desc(c, n, in[1], in[0]);
-        OK(o->maxpool_backward(&d, F(c, in[1]), F(c, in[0]), F(c, out[0]), beta_of(c, out[0])), "maxpool backward");
+        OK(o->maxpool_backward(c->x->be, &d, F(c, in[1]), F(c, in[0]), F(c, out[0]), beta_of(c, out[0])),
+           "maxpool backward");
         return 0;
     }
     case YP_OP_SPACE_TO_DEPTH:
-        OK(o->space_to_depth_backward(dims(c, out[0]), F(c, in[0]), F(c, out[0]), beta_of(c, out[0])), "s2d backward");
+        OK(o->space_to_depth_backward(c->x->be, E(c, out[0]), dims(c, out[0]), F(c, in[0]), F(c, out[0]),
+                                      beta_of(c, out[0])),
+           "s2d backward");
         return 0;
     case YP_OP_DETECT: return backward_detect(c, n);
     default: return yp_err_set(c->err, "op %d has no backward", n->op);
@@ -306,10 +324,13 @@ int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targe
     }
 }
 
-/* The scratch of conv d at stage st against what step c was given. */
+/* Builds what the backend keeps for conv d at stage st, and checks its scratch against what step
+ * c was given. */
 static int check_scratch(const call *c, const yp_conv_desc *d, int bias, yp_conv_stage st) {
     int64_t per_image, fixed;
-    if (c->x->ops->conv2d_scratch(d, bias, st, &per_image, &fixed)) return fail(c, "preparing the conv");
+    if ((c->x->ops->conv2d_prepare && c->x->ops->conv2d_prepare(c->x->be, d, bias, st)) ||
+        c->x->ops->conv2d_scratch(c->x->be, d, bias, st, &per_image, &fixed))
+        return fail(c, "preparing the conv");
     const char *pre[2] = {"ws:", "wt:"};
     int64_t need[2] = {per_image * (int64_t)sizeof(float), fixed * (int64_t)sizeof(float)};
     for (int k = 0; k < 2; k++) {
@@ -377,12 +398,13 @@ int yp_exec_prepare_convs(yp_exec *x, yp_err *err) {
         yp_conv_stage stage = st->phase == YP_PHASE_BACKWARD ? YP_CONV_BACKWARD : YP_CONV_FORWARD;
         if (n->op == YP_OP_CONV2D) {
             yp_conv_desc d = {value_dims(&c, n->inputs[0]), dims(&c, x->fwd_t[n->id]), n->a.conv.k, n->a.conv.s,
-                              n->a.conv.p, n->a.conv.groups};
+                              n->a.conv.p, n->a.conv.groups, E(&c, x->fwd_t[n->id])};
             if (check_scratch(&c, &d, n->a.conv.bias, stage)) return -1;
         } else if (n->op == YP_OP_DETECT) {
             for (int l = 0; l < n->n_inputs; l++) {
                 /* the forward step creates the levels' outputs one after another */
-                yp_conv_desc d = {value_dims(&c, n->inputs[l]), dims(&c, x->fwd_t[n->id] + l), 1, 1, 0, 1};
+                yp_conv_desc d = {value_dims(&c, n->inputs[l]), dims(&c, x->fwd_t[n->id] + l), 1, 1, 0, 1,
+                                  E(&c, x->fwd_t[n->id] + l)};
                 if (check_scratch(&c, &d, 1, stage)) return -1;
             }
         }

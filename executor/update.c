@@ -36,7 +36,7 @@ int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, in
         return yp_err_set(err, "this batch has %lld labels; the plan holds at most %lld: re-plan with a higher --labels",
                           (long long)n_targets, (long long)capacity);
     double sum[4] = {0, 0, 0, 0};
-    if (x->be->thread_init) x->be->thread_init(); /* cheap; the caller's thread may have changed */
+    if (x->be->thread_init) x->be->thread_init(x->be); /* cheap; the caller's thread may have changed */
     for (int i = 0; i < x->s->n_steps; i++) {
         const yp_step *st = &x->s->steps[i];
         if (st->phase == YP_PHASE_OPTIMIZER) break;
@@ -67,8 +67,8 @@ static double grad_norm(const yp_exec *x, yp_err *err) {
         const yp_tensor *g = &x->s->tensors[t];
         double ss = 0;
         if (g->kind != YP_KIND_GRAD) continue;
-        if (x->ops->sum_squares(yp_exec_tensor(x, t), g->shape.w, &ss)) {
-            yp_err_set(err, "gradient norm: %s", x->be->last_error());
+        if (x->ops->sum_squares(x->be, yp_exec_elem(g->dtype), yp_exec_tensor(x, t), g->shape.w, &ss)) {
+            yp_err_set(err, "gradient norm: %s", x->be->last_error(x->be));
             return -1;
         }
         total += ss;
@@ -93,15 +93,17 @@ static int step_param(yp_exec *x, int t, float scale, int fused, float d) {
         .grad_scale = scale,
         .ema_decay = d,
     };
+    const yp_elem dt = yp_exec_elem(w->dtype);
     if (fused)
-        return x->ops->sgd_ema_step(p, g, m, x->ema[t] >= 0 ? yp_exec_tensor(x, x->ema[t]) : NULL, w->shape.w, &oh);
-    if (x->s->opts.optimizer == YP_OPT_SGD) return x->ops->sgd_step(p, g, m, w->shape.w, &oh);
-    return x->ops->adam_step(p, g, m, yp_exec_tensor(x, x->opt_v[t]), w->shape.w, &oh);
+        return x->ops->sgd_ema_step(x->be, dt, p, g, m, x->ema[t] >= 0 ? yp_exec_tensor(x, x->ema[t]) : NULL,
+                                    w->shape.w, &oh);
+    if (x->s->opts.optimizer == YP_OPT_SGD) return x->ops->sgd_step(x->be, dt, p, g, m, w->shape.w, &oh);
+    return x->ops->adam_step(x->be, dt, p, g, m, yp_exec_tensor(x, x->opt_v[t]), w->shape.w, &oh);
 }
 
 int yp_exec_update(yp_exec *x, yp_err *err) {
     double t0 = x->prof_s ? now_s() : 0;
-    if (x->be->thread_init) x->be->thread_init();
+    if (x->be->thread_init) x->be->thread_init(x->be);
     double norm = grad_norm(x, err);
     if (norm < 0) return -1;
     x->last_grad_norm = norm;
@@ -115,16 +117,17 @@ int yp_exec_update(yp_exec *x, yp_err *err) {
         if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
         if (x->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
         if (step_param(x, t, scale, fused, (float)d))
-            return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error());
-        if (!fused && x->be->mem_set(yp_exec_tensor(x, w->grad), 0, (size_t)x->s->tensors[w->grad].bytes))
-            return yp_err_set(err, "zeroing %s: %s", x->s->tensors[w->grad].name, x->be->last_error());
+            return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error(x->be));
+        if (!fused && x->be->mem_set(x->be, yp_exec_tensor(x, w->grad), 0, (size_t)x->s->tensors[w->grad].bytes))
+            return yp_err_set(err, "zeroing %s: %s", x->s->tensors[w->grad].name, x->be->last_error(x->be));
     }
     x->updates++;
     for (int t = 0; t < x->s->n_tensors; t++) {
         const yp_tensor *w = &x->s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || x->ema[t] < 0 || (fused && w->grad >= 0)) continue;
-        if (x->ops->ema_update(yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t), w->shape.w, (float)d))
-            return yp_err_set(err, "EMA update of %s: %s", w->name, x->be->last_error());
+        if (x->ops->ema_update(x->be, yp_exec_elem(w->dtype), yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t),
+                               w->shape.w, (float)d))
+            return yp_err_set(err, "EMA update of %s: %s", w->name, x->be->last_error(x->be));
     }
     x->micro = 0;
     prof_add(x, YP_PHASE_OPTIMIZER, -1, t0);

@@ -10,7 +10,8 @@
  * those of every live tensor after each step; the arena is then larger than planned by the guards.
  *
  * Ownership: yp_exec_init allocates the arena and the binding tables; yp_exec_free releases
- * them. The plan and backend must outlive the executor. */
+ * them. The plan and the backend instance must outlive the executor (free the instance after
+ * yp_exec_free). The executor runs the backend from one thread at a time. */
 #ifndef YP_EXECUTOR_H
 #define YP_EXECUTOR_H
 
@@ -34,8 +35,8 @@ yp_hyp yp_hyp_default(yp_optimizer opt);
 typedef struct {
     const yp_plan *plan;
     const yp_schedule *s;
-    const yp_backend *be;
-    const yp_ops *ops;
+    yp_backend *be;          /* the instance every op and memory entry is called with */
+    const yp_ops *ops;       /* be->ops */
     unsigned char *arena;    /* the one allocation */
     int64_t arena_bytes;     /* == plan->arena_bytes unless guards are on */
     int64_t *offset;         /* per tensor, in the arena (the plan's, or spread apart for guards) */
@@ -55,20 +56,24 @@ typedef struct {
     int64_t *prof_n;         /* and calls */
 } yp_exec;
 
-/* The conv scratch rule of backend `ctx` (a const yp_backend *) for yp_sched_opts: what its
- * conv2d_scratch asks for. A plan the executor runs must be built with it: */
+/* The conv scratch rule of backend instance `ctx` (a yp_backend *) for yp_sched_opts: what its
+ * conv2d_scratch asks for (a pure query). A plan the executor runs must be built with it: */
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
 
-/* Makes candidate c plan for backend be: its conv scratch is then exactly what be's convs use
- * (call after yp_cpu_set_threads: the CPU's scratch depends on the thread count). */
-void yp_exec_candidate_for(yp_candidate *c, const yp_backend *be);
+/* Makes candidate c plan for backend instance be: its conv scratch is then exactly what be's
+ * convs use (on the CPU that depends on the instance's thread count, so plan with the instance
+ * that will run the plan). */
+void yp_exec_candidate_for(yp_candidate *c, yp_backend *be);
+
+/* The element type (yp_ops.h) the backend's ops are given for tensors of schedule dtype d. */
+yp_elem yp_exec_elem(yp_dtype d);
 
 /* Prepares p for backend be (only fp32 plans run on the CPU): allocates and binds the arena,
  * initialises the weights as PyTorch and YOLOv5 do (seeded), zeroes gradients and optimizer
  * state; builds the backend's per-conv state so that no step builds anything. 0, or -1 with err set
  * (no ops on this backend, AMP plan, a plan whose conv scratch is smaller than the backend needs,
  * out of memory). */
-int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t guard_bytes, uint64_t seed,
+int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_bytes, uint64_t seed,
                  yp_err *err);
 void yp_exec_free(yp_exec *x);
 

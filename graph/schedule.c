@@ -264,6 +264,7 @@ static void conv_workspace(bld *b, int i, const char *what) {
         q.in = v == YP_INPUT_IMAGE ? b->s->tensors[b->image_t].shape : b->info[v].out[0];
         q.out = b->info[i].out[l];
         q.backward = !strcmp(what, "bwd");
+        q.dtype = b->s->opts.act_dtype;
         if (n->op == YP_OP_CONV2D) {
             const yp_conv_attrs *a = &n->a.conv;
             q.k = a->k, q.s = a->s, q.p = a->p, q.groups = a->groups, q.bias = a->bias;

@@ -59,7 +59,8 @@ typedef enum { YP_OPT_SGD, YP_OPT_ADAM, YP_OPT_ADAMW, YP_OPT_COUNT } yp_optimize
 typedef struct {
     yp_shape in, out;
     int k, s, p, groups, bias;
-    int backward; /* 0: forward (also recompute); 1: backward-data and backward-weights */
+    int backward;   /* 0: forward (also recompute); 1: backward-data and backward-weights */
+    yp_dtype dtype; /* of the activations (yp_sched_opts.act_dtype) */
 } yp_conv_query;
 
 /* The scratch rule of the backend that will run the step: the floats of scratch one conv step

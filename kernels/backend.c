@@ -1,5 +1,6 @@
-/* backend.c - the dispatcher: hands out the CUDA backend when the library was built with it (the
- * only file outside kernels/cuda/ that knows CUDA exists) and describes the build. */
+/* backend.c - the dispatcher: creates CUDA instances when the library was built with it (the only
+ * file outside kernels/cuda/ that knows CUDA exists), frees instances of any backend, names the
+ * element types and describes the build. */
 #include <stdio.h>
 
 #include "yp_backend.h"
@@ -17,15 +18,29 @@ static void build_info_init(void) {
 }
 #endif
 
-const yp_backend *yp_backend_cuda(char *why, size_t why_len) {
+yp_backend *yp_backend_cuda_new(int device, char *why, size_t why_len) {
 #if YP_HAVE_CUDA
-    return yp_cuda_backend_get(why, why_len);
+    return yp_cuda_backend_new(device, why, why_len);
 #else
+    (void)device;
     if (why && why_len > 0)
         snprintf(why, why_len,
                  "built without CUDA (reconfigure with -DYP_CUDA=ON where nvcc and cuDNN are installed)");
     return NULL;
 #endif
+}
+
+void yp_backend_free(yp_backend *be) {
+    if (be && be->release) be->release(be);
+}
+
+const char *yp_elem_name(yp_elem t) {
+    switch (t) {
+    case YP_ELEM_F32: return "f32";
+    case YP_ELEM_F16: return "f16";
+    case YP_ELEM_BF16: return "bf16";
+    default: return "?";
+    }
 }
 
 const char *yp_kernels_build_info(void) {

@@ -1,21 +1,42 @@
-/* yp_backend.h - the backend interface: one small table of function pointers per
- * device. The executor allocates one arena through mem_alloc, binds tensors to offsets inside it, and
- * runs each step through the op entries. CPU code never mentions CUDA; the CUDA table lives in
- * kernels/cuda/ and is only reachable through yp_backend_cuda().
+/* yp_backend.h - the backend interface: a backend is an instance, created for one device with its
+ * context, that carries one table of function pointers for memory and one of ops (yp_ops.h). The
+ * executor allocates one arena through mem_alloc, binds tensors to offsets inside it, and runs
+ * each step through the op entries. CPU code never mentions CUDA; the CUDA backend lives in
+ * kernels/cuda/ and is only reachable through yp_backend_cuda_new().
  *
- * Defines: yp_backend (the table), yp_copy (memcpy direction), yp_backend_cpu, yp_backend_cuda,
- * yp_kernels_build_info.
+ * Defines: yp_backend (an instance), yp_copy (memcpy direction), yp_cpu_config,
+ * yp_backend_cpu_new, yp_backend_cuda_new, yp_backend_free, yp_kernels_build_info.
+ *
+ * Instances: yp_backend_cpu_new / yp_backend_cuda_new return a new instance that the caller
+ * releases with yp_backend_free once nothing uses its memory or ops any more. The instance holds
+ * its context, and freeing it frees all of that:
+ *   - cpu: its thread count, the oneDNN engine and stream, and the conv primitives built for it
+ *     (conv2d_prepare, or an op's first use);
+ *   - cuda: its device and the stream all of its work is queued on.
+ * Several instances may live at once (CPU ones with different thread counts, one per GPU). An
+ * instance is not thread-safe: use it from one thread at a time (its ops run their own threads).
+ *
+ * Context rule: every entry of the instance and of its op table takes the instance as its first
+ * argument, `be`, and must be given the instance whose table it was read from:
+ * `be->mem_alloc(be, n)`, `be->ops->silu_forward(be, YP_ELEM_F32, x, y, n)`.
+ *
+ * Threads (CPU): an instance runs with the thread count it was created with. thread_init(be) sets
+ * the calling thread's OpenMP thread count to it (and flushes denormals); call it on each thread
+ * before that thread's first op and again whenever something else may have changed the setting
+ * (the executor calls it at the start of every micro-step and update). oneDNN's scratchpad sizes
+ * depend on the thread count: conv2d_scratch and conv2d_prepare set the instance's count while
+ * they build and restore the caller's after, so a conv's scratch depends on the instance only.
  *
  * Conventions for every entry:
- *   - pointers named dst/src/x/y/dx/dy are device pointers of this backend (from mem_alloc), except
- *     the host side of a yp_copy; element counts are int64_t, byte counts size_t;
- *   - int-returning entries return 0 on success, -1 on failure; the reason for the last failure on
- *     the calling thread is then available from `last_error` (never NULL, "" before any failure);
+ *   - pointers named dst/src/x/y/dx/dy are device pointers of this instance (from its mem_alloc),
+ *     except the host side of a yp_copy; element counts are int64_t, byte counts size_t;
+ *   - int-returning entries return 0 on success, -1 on failure; the reason for the last failure of
+ *     this kind of backend on the calling thread is then available from `last_error` (never NULL,
+ *     "" before any failure);
  *   - a count of 0 is a no-op that succeeds; a negative count fails;
  *   - op entries may be NULL when a backend lacks that op (optional entries, as in ggml);
  *   - ops are asynchronous on devices that have a queue: call `sync` before reading results on the
- *     host other than through mem_copy (which waits for preceding work).
- * The tables are static and immutable: never free them. */
+ *     host other than through mem_copy (which waits for preceding work). */
 #ifndef YP_BACKEND_H
 #define YP_BACKEND_H
 
@@ -30,7 +51,7 @@ typedef enum {
     YP_COPY_DEVICE_TO_DEVICE,
 } yp_copy;
 
-typedef struct yp_backend {
+struct yp_backend {
     const char *name; /* "cpu", "cuda" */
     size_t alignment; /* every alloc is aligned to this many bytes; arena offsets should be too */
     int host_memory;  /* 1 when pointers from alloc can be dereferenced by host code */
@@ -38,38 +59,55 @@ typedef struct yp_backend {
     /* (Entries are named mem_* rather than malloc/free/memcpy/memset so that libc macros of those
      * names can never expand inside `be->mem_copy(...)`.) */
     /* Returns `bytes` (rounded up to alignment) of device memory, or NULL on failure (last_error says
-     * why, e.g. out of memory). The caller owns it and releases it with mem_free. */
-    void *(*mem_alloc)(size_t bytes);
-    void (*mem_free)(void *ptr); /* NULL is a no-op */
+     * why, e.g. out of memory). The caller owns it and releases it with mem_free of this instance. */
+    void *(*mem_alloc)(yp_backend *be, size_t bytes);
+    void (*mem_free)(yp_backend *be, void *ptr); /* NULL is a no-op */
     /* Copies bytes; waits for queued work first and returns once the data has arrived. */
-    int (*mem_copy)(void *dst, const void *src, size_t bytes, yp_copy dir);
-    int (*mem_set)(void *dst, int value, size_t bytes);
-    int (*sync)(void); /* waits for all queued work; reports errors of asynchronous ops */
-    const char *(*last_error)(void);
+    int (*mem_copy)(yp_backend *be, void *dst, const void *src, size_t bytes, yp_copy dir);
+    int (*mem_set)(yp_backend *be, void *dst, int value, size_t bytes);
+    int (*sync)(yp_backend *be); /* waits for all queued work; reports errors of asynchronous ops */
+    const char *(*last_error)(yp_backend *be);
     /* Optional: the device's name and its total and free memory now (cudaMemGetInfo). */
-    int (*device_info)(char *name, size_t name_len, int64_t *total_bytes, int64_t *free_bytes);
+    int (*device_info)(yp_backend *be, char *name, size_t name_len, int64_t *total_bytes, int64_t *free_bytes);
 
-    /* The op table (yp_ops.h): every op of the backend is there; entries it lacks are NULL. */
+    /* The op table (yp_ops.h): every op of the backend is there; entries it lacks are NULL. One
+     * static table per kind of backend, shared by its instances. */
     const yp_ops *ops;
-    /* Optional: prepares the calling thread to run ops (CPU: flush denormals to zero). */
-    void (*thread_init)(void);
-} yp_backend;
+    /* Optional: prepares the calling thread to run this instance's ops (CPU: its thread count,
+     * flush denormals to zero; see "Threads" above). */
+    void (*thread_init)(yp_backend *be);
+    /* Frees the instance and its context; yp_backend_free calls it. */
+    void (*release)(yp_backend *be);
+};
 
-/* The CPU backend; always available. */
-const yp_backend *yp_backend_cpu(void);
+/* What a CPU instance is created with. */
+typedef struct {
+    int threads; /* OpenMP threads of its loops and of oneDNN; < 1: the default then (OMP_NUM_THREADS,
+                    else one per core) */
+} yp_cpu_config;
 
-/* Threads the CPU backend (its OpenMP loops and oneDNN) may use from the calling thread on; n < 1
- * leaves the default (OMP_NUM_THREADS, else one per core). */
-void yp_cpu_set_threads(int n);
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* A new CPU instance (cfg NULL: the defaults), or NULL with a one-line reason in why (truncated to
+ * why_len; why may be NULL): out of memory, or oneDNN could not create its engine or stream. */
+yp_backend *yp_backend_cpu_new(const yp_cpu_config *cfg, char *why, size_t why_len);
 
-/* The CUDA backend on device 0, or NULL with a one-line reason in why (truncated to why_len; why
- * may be NULL) when the library was built without CUDA, no driver is loaded, no device is present,
- * or the device is older than the architectures this build targets. */
-const yp_backend *yp_backend_cuda(char *why, size_t why_len);
+/* A new CUDA instance on device `device` (0 = the first) with its own stream, or NULL with a
+ * one-line reason in why when the library was built without CUDA, no driver is loaded, there is
+ * no such device, or the device is older than the architectures this build targets. */
+yp_backend *yp_backend_cuda_new(int device, char *why, size_t why_len);
+
+/* Frees an instance made by yp_backend_*_new and everything it holds (NULL is a no-op). Memory
+ * from its mem_alloc must have been freed first. */
+void yp_backend_free(yp_backend *be);
 
 /* A static one-line description of what was compiled in, e.g.
  * "cpu; cuda: built for sm_75,sm_80,sm_86,sm_89,sm_90 with CUDA 13.0, cuDNN 9.19.0" or
  * "cpu; cuda: not built". Needs no GPU. */
 const char *yp_kernels_build_info(void);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

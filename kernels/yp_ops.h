@@ -1,10 +1,23 @@
-/* yp_ops.h - the op entries of a backend (fp32, NHWC activations, PyTorch OIHW weights).
+/* yp_ops.h - the op entries of a backend (NHWC activations, PyTorch OIHW weights).
  *
  * Layout: an activation of logical shape (n, c, h, w) is stored NHWC: x[((i*h + y)*w + x)*c + ch].
  * Weights keep PyTorch's layouts so state dicts load without reshuffling: conv weight
  * (c_out, c_in/groups, k, k), BN weight/bias/running stats (c). Detect's output is its 1x1 conv's
  * NHWC output (n, h, w, na*(nc+5)): anchor a, field f of cell (y, x) is at [..][a*(nc+5) + f],
  * which is PyTorch's (n, na, h, w, nc+5) tensor permuted; the loss reads it in place.
+ *
+ * Context: every entry takes the backend instance it belongs to first (`be`, yp_backend.h), which
+ * holds what the ops need beyond their operands: the thread count, library handles, the stream,
+ * per-shape caches. Call an entry of be->ops with that same be.
+ *
+ * Element type (yp_elem): conv, BN and pooling carry it in their descriptor (`dtype`); every
+ * other op takes it as the parameter right after `be`. It is the type of the tensor operands: the
+ * activations and their gradients (x, y, dx, dy, a conv's weights and bias as the conv reads
+ * them), and for the optimizer ops w, grad and the states. BN's per-channel operands (gamma, beta,
+ * stats, running stats) are fp32 whatever the type, as in PyTorch's mixed precision; `sums` are
+ * double. Buffers are typed after the fp32 path (float *); under another type they hold that type.
+ * A backend refuses a type it lacks: -1, and last_error names the op and the type (the CPU runs
+ * YP_ELEM_F32 only). YP_ELEM_F32 is 0, so a zero-initialised descriptor is fp32.
  *
  * Gradient outputs take `beta`: 0 overwrites, 1 adds to what is there (an activation read by
  * several consumers accumulates its gradient; weight gradients accumulate over micro-batches).
@@ -17,6 +30,20 @@
 
 #include <stdint.h>
 
+typedef struct yp_backend yp_backend; /* an instance (yp_backend.h) */
+
+/* The element type of an op's tensor operands (see "Element type" above). */
+typedef enum { YP_ELEM_F32, YP_ELEM_F16, YP_ELEM_BF16, YP_ELEM_COUNT } yp_elem;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* "f32", "f16", "bf16"; "?" for anything else. Static strings. */
+const char *yp_elem_name(yp_elem t);
+#ifdef __cplusplus
+}
+#endif
+
 typedef struct {
     int64_t n, h, w, c; /* NHWC extents */
 } yp_dims;
@@ -24,11 +51,13 @@ typedef struct {
 typedef struct {
     yp_dims in, out;    /* out.h = (in.h + 2p - k)/s + 1, out.c = c_out */
     int k, s, p, groups;
+    yp_elem dtype;
 } yp_conv_desc;
 
 typedef struct {
     yp_dims dims;
     float eps, momentum; /* running = (1 - momentum) * running + momentum * batch statistic */
+    yp_elem dtype;       /* of x, y, dx, dy */
 } yp_bn_desc;
 
 /* The hyperparameters of one optimizer update of one parameter tensor (PyTorch's names). */
@@ -46,7 +75,14 @@ typedef struct {
 typedef struct {
     yp_dims in, out;
     int k, s, p;
+    yp_elem dtype;
 } yp_pool_desc;
+
+/* The betas of a backward entry with two kinds of gradient outputs: `dx` for the input's
+ * gradient, `w` for the parameters' (weight and bias) gradients. */
+typedef struct {
+    float dx, w;
+} yp_betas;
 
 /* The stages a conv's scratch is asked for: forward (also recompute and evaluation) and backward
  * (backward-data and backward-weights, run one after the other in one step). */
@@ -54,94 +90,107 @@ typedef enum { YP_CONV_FORWARD, YP_CONV_BACKWARD } yp_conv_stage;
 
 typedef struct yp_ops {
     /* y[i] = x[i] * sigmoid(x[i]); x and y may be the same buffer (in place). */
-    int (*silu_forward)(const float *x, float *y, int64_t n);
+    int (*silu_forward)(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
     /* dx[i] = dy[i] * s * (1 + x[i] * (1 - s)), s = sigmoid(x[i]); dx may alias dy. */
-    int (*silu_backward)(const float *x, const float *dy, float *dx, int64_t n);
+    int (*silu_backward)(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
+
     /* The scratch the conv entries below need for d at `stage`, in floats, in two parts that a
      * planner sizes separately: `per_image` grows with the image (passed as `ws`), `fixed` does not
-     * (passed as `wt`). Also builds whatever the backend prepares per shape, so that the op calls
-     * themselves build nothing. Depends on the backend's thread count at the time of the call.
-     * The scratch passed in must be 64-byte aligned (arena tensors are). */
-    int (*conv2d_scratch)(const yp_conv_desc *d, int has_bias, yp_conv_stage stage, int64_t *per_image,
-                          int64_t *fixed);
+     * (passed as `wt`). A pure query: it builds nothing that stays (it may build and drop what the
+     * library needs to answer, or read what conv2d_prepare already built) and depends only on d,
+     * has_bias, stage and the instance (on the CPU its thread count), never on the caller's
+     * thread settings. The scratch passed in must be 64-byte aligned (arena tensors are). */
+    int (*conv2d_scratch)(yp_backend *be, const yp_conv_desc *d, int has_bias, yp_conv_stage stage,
+                          int64_t *per_image, int64_t *fixed);
+    /* Optional: builds and keeps in the instance what the conv entries of d at `stage` run
+     * (primitives, algorithm choices), so that the op calls build nothing; the executor calls it
+     * for every conv of the schedule before the first step. Without it an op builds on first use.
+     * conv2d_scratch answers the same before and after. Freed with the instance. */
+    int (*conv2d_prepare)(yp_backend *be, const yp_conv_desc *d, int has_bias, yp_conv_stage stage);
     /* y = conv(x, w) + bias (bias may be NULL). ws, wt: the scratch conv2d_scratch asked for. */
-    int (*conv2d_forward)(const yp_conv_desc *d, const float *x, const float *w, const float *bias, float *y,
-                          float *ws, float *wt);
+    int (*conv2d_forward)(yp_backend *be, const yp_conv_desc *d, const float *x, const float *w, const float *bias,
+                          float *y, float *ws, float *wt);
     /* dx = beta*dx + conv_transpose(dy, w). */
-    int (*conv2d_backward_data)(const yp_conv_desc *d, const float *dy, const float *w, float *dx, float beta,
-                                float *ws, float *wt);
+    int (*conv2d_backward_data)(yp_backend *be, const yp_conv_desc *d, const float *dy, const float *w, float *dx,
+                                float beta, float *ws, float *wt);
     /* dw = beta*dw + dy (x) x; dbias = beta*dbias + sum(dy) (dbias may be NULL). */
-    int (*conv2d_backward_weights)(const yp_conv_desc *d, const float *x, const float *dy, float *dw, float *dbias,
-                                   float beta, float *ws, float *wt);
+    int (*conv2d_backward_weights)(yp_backend *be, const yp_conv_desc *d, const float *x, const float *dy, float *dw,
+                                   float *dbias, float beta, float *ws, float *wt);
     /* Optional: both at once (dx or dw may be NULL: not wanted), sharing what the two passes can
-     * (on the CPU, dy reordered once for both). The same results as the two entries. */
-    int (*conv2d_backward)(const yp_conv_desc *d, const float *x, const float *dy, const float *w, float *dx,
-                           float beta_dx, float *dw, float *dbias, float beta_w, float *ws, float *wt);
+     * (on the CPU, dy reordered once for both); dx with beta.dx, dw and dbias with beta.w. The
+     * same results as the two entries. */
+    int (*conv2d_backward)(yp_backend *be, const yp_conv_desc *d, const float *x, const float *dy, const float *w,
+                           float *dx, float *dw, float *dbias, yp_betas beta, float *ws, float *wt);
 
     /* Training mode: batch statistics into stats = {mean[c], invstd[c]}, running stats updated
      * (running_var with the unbiased variance, as PyTorch), y = gamma*(x-mean)*invstd + beta
      * (y may be NULL: statistics only, for a fused bn_silu_apply to follow). */
-    int (*bn_forward_train)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
-                            float *stats, float *running_mean, float *running_var);
+    int (*bn_forward_train)(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                            const float *beta_, float *y, float *stats, float *running_mean, float *running_var);
     /* Eval mode: y = gamma*(x-running_mean)/sqrt(running_var+eps) + beta. */
-    int (*bn_forward_eval)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
-                           const float *running_mean, const float *running_var);
+    int (*bn_forward_eval)(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                           const float *beta_, float *y, const float *running_mean, const float *running_var);
     /* Recompute: y = gamma*(x-mean)*invstd + beta with saved stats (no statistics, no update). */
-    int (*bn_apply)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, const float *stats,
-                    float *y);
+    int (*bn_apply)(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                    const float *stats, float *y);
     /* Optional fusions of a BN apply with the SiLU after it, so that the BN output never goes
      * through memory (the executor uses them when nothing else reads that output):
      * y = silu(bn_apply(x)), and dx = silu'(bn_apply(x)) * dy (dx overwritten; may alias dy);
      * `sums` (2c doubles, may be NULL) receives what bn_backward's first pass would compute from
      * that dx -- sum(dx) and sum(dx*(x - mean)) per channel -- so that it can skip the pass. */
-    int (*bn_silu_apply)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
-                         const float *stats, float *y);
-    int (*bn_silu_backward)(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
-                            const float *stats, const float *dy, float *dx, double *sums);
-    /* dx = beta*dx + BN backward (sums: from bn_silu_backward on this dy, or NULL);
-     * dgamma/dbeta = beta_w*(old) + their gradients (either may be
-     * NULL: not wanted). */
-    int (*bn_backward)(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma, const float *dy,
-                       const double *sums, float *dx, float beta, float *dgamma, float *dbeta, float beta_w);
+    int (*bn_silu_apply)(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                         const float *beta_, const float *stats, float *y);
+    int (*bn_silu_backward)(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                            const float *beta_, const float *stats, const float *dy, float *dx, double *sums);
+    /* dx = beta.dx*dx + BN backward (sums: from bn_silu_backward on this dy, or NULL);
+     * dgamma/dbeta = beta.w*(old) + their gradients (either may be NULL: not wanted). */
+    int (*bn_backward)(yp_backend *be, const yp_bn_desc *d, const float *x, const float *stats, const float *gamma,
+                       const float *dy, const double *sums, float *dx, float *dgamma, float *dbeta, yp_betas beta);
 
     /* y = a + b; backward is dy added to each input's gradient (no entry needed). */
-    int (*add_forward)(const float *a, const float *b, float *y, int64_t n);
+    int (*add_forward)(yp_backend *be, yp_elem dt, const float *a, const float *b, float *y, int64_t n);
     /* dx = beta*dx + dy (also used for add's backward). */
-    int (*axpy_grad)(const float *dy, float *dx, float beta, int64_t n);
+    int (*axpy_grad)(yp_backend *be, yp_elem dt, const float *dy, float *dx, float beta, int64_t n);
 
     /* Channel concat of k NHWC inputs of the same n,h,w and channels cs[i]. */
-    int (*concat_forward)(int k, const float *const *xs, const int64_t *cs, yp_dims out, float *y);
+    int (*concat_forward)(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *cs, yp_dims out,
+                          float *y);
     /* dxs[i] = beta[i]*dxs[i] + channel slice i of dy (dxs[i] may be NULL: no gradient wanted). */
-    int (*concat_backward)(int k, float *const *dxs, const int64_t *cs, yp_dims out, const float *dy,
-                           const float *betas);
+    int (*concat_backward)(yp_backend *be, yp_elem dt, int k, float *const *dxs, const int64_t *cs, yp_dims out,
+                           const float *dy, const float *betas);
 
     /* Nearest-neighbour upsampling by an integer scale. */
-    int (*upsample_forward)(yp_dims in, int scale, const float *x, float *y);
-    int (*upsample_backward)(yp_dims in, int scale, const float *dy, float *dx, float beta);
+    int (*upsample_forward)(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *x, float *y);
+    int (*upsample_backward)(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *dy, float *dx,
+                             float beta);
 
     /* Max pooling (padding is -inf). Backward recomputes the argmax from x (first maximum in
      * window order, as PyTorch) and routes dy to it. */
-    int (*maxpool_forward)(const yp_pool_desc *d, const float *x, float *y);
-    int (*maxpool_backward)(const yp_pool_desc *d, const float *x, const float *dy, float *dx, float beta);
+    int (*maxpool_forward)(yp_backend *be, const yp_pool_desc *d, const float *x, float *y);
+    int (*maxpool_backward)(yp_backend *be, const yp_pool_desc *d, const float *x, const float *dy, float *dx,
+                            float beta);
 
     /* Focus: PyTorch's cat(x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2])
      * along channels: output (oy, ox) channel block b (of in.c) is input pixel
      * (2*oy + (b & 1), 2*ox + (b >> 1)). in.h and in.w must be even. */
-    int (*space_to_depth_forward)(yp_dims in, const float *x, float *y);
-    int (*space_to_depth_backward)(yp_dims in, const float *dy, float *dx, float beta);
+    int (*space_to_depth_forward)(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
+    int (*space_to_depth_backward)(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx, float beta);
 
     /* SGD (Nesterov, PyTorch semantics) on one parameter tensor: g = grad*scale + wd*w;
      * m = momentum*m + g; w -= lr * (g + momentum*m). Reads lr, momentum, weight_decay, grad_scale. */
-    int (*sgd_step)(float *w, const float *grad, float *m, int64_t n, const yp_optim_hyp *h);
+    int (*sgd_step)(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, int64_t n,
+                    const yp_optim_hyp *h);
     /* Adam / AdamW (h->decoupled) with bias correction at h->step (1-based); beta1 = h->momentum. */
-    int (*adam_step)(float *w, const float *grad, float *m, float *v, int64_t n, const yp_optim_hyp *h);
+    int (*adam_step)(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, float *v, int64_t n,
+                     const yp_optim_hyp *h);
     /* ema = d*ema + (1-d)*w. */
-    int (*ema_update)(float *ema, const float *w, int64_t n, float d);
+    int (*ema_update)(yp_backend *be, yp_elem dt, float *ema, const float *w, int64_t n, float d);
     /* Optional: sgd_step, then grad = 0, then (ema not NULL) ema_update with the new w and decay
      * h->ema_decay, in one pass over the tensor (the same results as the three). */
-    int (*sgd_ema_step)(float *w, float *grad, float *m, float *ema, int64_t n, const yp_optim_hyp *h);
+    int (*sgd_ema_step)(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema, int64_t n,
+                        const yp_optim_hyp *h);
     /* *out = sum of x[i]^2, accumulated in double (for gradient-norm clipping). */
-    int (*sum_squares)(const float *x, int64_t n, double *out);
+    int (*sum_squares)(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
 } yp_ops;
 
 #endif

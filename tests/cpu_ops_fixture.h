@@ -14,13 +14,15 @@
 #include "yp_backend.h"
 #include "yp_test.h"
 
-static const yp_ops *ops;
+static yp_backend *cpu; /* the instance every op test runs on (cpu_ops_setup) */
+static const yp_ops *ops; /* its table */
 
 /* The scratch of conv d (with or without bias) for both stages, as the backend asks for it: the
  * per-image part (the larger of the two stages') and the fixed part. -1 if the backend refuses d. */
 static inline int conv_scratch_both(const yp_conv_desc *d, int bias, int64_t *per_image, int64_t *fixed) {
     int64_t p0, f0, p1, f1;
-    if (ops->conv2d_scratch(d, bias, YP_CONV_FORWARD, &p0, &f0) || ops->conv2d_scratch(d, bias, YP_CONV_BACKWARD, &p1, &f1))
+    if (ops->conv2d_scratch(cpu, d, bias, YP_CONV_FORWARD, &p0, &f0) ||
+        ops->conv2d_scratch(cpu, d, bias, YP_CONV_BACKWARD, &p1, &f1))
         return -1;
     *per_image = p0 > p1 ? p0 : p1, *fixed = f0 > f1 ? f0 : f1;
     *per_image = (*per_image + 15) / 16 * 16; /* keeps the fixed part 64-byte aligned too */
@@ -42,7 +44,6 @@ static inline float *ws_fixed(const yp_conv_desc *d, int bias, float *ws) {
 }
 #define WS_ARGS(d, bias, ws) ws_per_image(d, bias, ws), ws_fixed(d, bias, ws)
 
-static const yp_backend *cpu;
 static int verbose;
 
 /* ---- fixtures ---- */
@@ -194,10 +195,21 @@ static inline int64_t dims_count(yp_dims d) {
 }
 
 
-/* Loads the backend and the fixtures; returns 0, 77 (skip) or 1. */
+static void cpu_ops_teardown(void) {
+    yp_backend_free(cpu);
+    cpu = NULL;
+}
+
+/* Creates the backend instance (freed at exit) and loads the fixtures; returns 0, 77 (skip) or 1. */
 static inline int cpu_ops_setup(int argc, char **argv) {
     verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
-    cpu = yp_backend_cpu();
+    char why[256] = "";
+    cpu = yp_backend_cpu_new(NULL, why, sizeof why);
+    if (!cpu) {
+        fprintf(stderr, "no CPU backend: %s\n", why);
+        return 1;
+    }
+    atexit(cpu_ops_teardown);
     ops = cpu->ops;
     uint32_t probe = 1;
     if (*(unsigned char *)&probe != 1) {

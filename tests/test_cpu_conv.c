@@ -25,13 +25,13 @@ static void conv_fixture(const char *cs, yp_conv_desc d, int bias) {
     if (!x || !w || !y_ref || !dy || !dx_ref || !dw_ref || (bias && (!b || !db_ref)))
         goto done;
 
-    CHECK(ops->conv2d_forward(&d, x, w, b, y, WS_ARGS(&d, bias, ws)) == 0);
+    CHECK(ops->conv2d_forward(cpu, &d, x, w, b, y, WS_ARGS(&d, bias, ws)) == 0);
     snprintf(what, sizeof what, "%s y", cs);
     CHECK_CLOSE(what, y, y_ref, ny, 1e-4);
-    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
     snprintf(what, sizeof what, "%s dx", cs);
     CHECK_CLOSE(what, dx, dx_ref, nx, 1e-4);
-    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, bias ? db : NULL, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw, bias ? db : NULL, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
     snprintf(what, sizeof what, "%s dw", cs);
     CHECK_CLOSE(what, dw, dw_ref, nw, 1e-4);
     if (bias) {
@@ -46,8 +46,8 @@ static void conv_fixture(const char *cs, yp_conv_desc d, int bias) {
     memcpy(dx, dx0, (size_t)nx * sizeof *dx);
     memcpy(dw, dw0, (size_t)nw * sizeof *dw);
     memcpy(db, db0, (size_t)d.out.c * sizeof *db);
-    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, bias ? db : NULL, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw, bias ? db : NULL, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
     snprintf(what, sizeof what, "%s dx (beta 1)", cs);
     CHECK_CLOSE(what, dx, dx_want, nx, 1e-4);
     snprintf(what, sizeof what, "%s dw (beta 1)", cs);
@@ -68,7 +68,7 @@ static void test_conv_k3s1p1(void) {
 static void test_conv_k3s2p1(void) {
     yp_conv_desc d = conv_desc(2, 4, 9, 7, 6, 3, 2, 1);
     int64_t per_image, fixed;
-    CHECK(ops->conv2d_scratch(&d, 0, YP_CONV_BACKWARD, &per_image, &fixed) == 0);
+    CHECK(ops->conv2d_scratch(cpu, &d, 0, YP_CONV_BACKWARD, &per_image, &fixed) == 0);
     CHECK_EQ_I64(per_image, 9 * 7 * 4); /* one image of dx: direct backward-data accumulates image by image */
     conv_fixture("conv_k3s2p1", d, 0);
 }
@@ -78,7 +78,7 @@ static void test_conv_k6s2p2(void) {
 static void test_conv_k1_bias(void) {
     yp_conv_desc d = conv_desc(2, 8, 5, 6, 5, 1, 1, 0);
     int64_t per_image, fixed;
-    CHECK(ops->conv2d_scratch(&d, 1, YP_CONV_BACKWARD, &per_image, &fixed) == 0);
+    CHECK(ops->conv2d_scratch(cpu, &d, 1, YP_CONV_BACKWARD, &per_image, &fixed) == 0);
     CHECK_EQ_I64(per_image, 0); /* accumulating backward-data is one matmul adding into dx */
     conv_fixture("conv_k1_bias", d, 1);
 }
@@ -188,9 +188,9 @@ static void conv_fd(yp_conv_desc d) {
         gw[i] = (lp - lm) / (2 * h);
     }
     conv_ref(&d, xd, wd, yd);
-    CHECK(ops->conv2d_forward(&d, x, w, NULL, y, WS_ARGS(&d, 0, ws)) == 0);
-    CHECK(ops->conv2d_backward_data(&d, r, w, dx, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(&d, x, r, dw, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_forward(cpu, &d, x, w, NULL, y, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(cpu, &d, r, w, dx, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(cpu, &d, x, r, dw, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
     char label[96];
     snprintf(label, sizeof label, "conv k%d s%d p%d %lldx%lld", d.k, d.s, d.p, (long long)d.in.h, (long long)d.in.w);
     const char *names[] = {"y", "dx (fd)", "dw (fd)"};
@@ -234,21 +234,21 @@ static void conv_large_case(yp_conv_desc d) {
     for (int64_t i = 0; i < ny; i++) dyd[i] = dy[i];
     conv_ref(&d, xd, wd, yd);
     conv_ref_grads(&d, xd, wd, dyd, dxd, dwd);
-    CHECK(ops->conv2d_forward(&d, x, w, NULL, y, WS_ARGS(&d, 0, ws)) == 0);
-    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_forward(cpu, &d, x, w, NULL, y, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
     double errs[5] = {rel_err_d(y, yd, ny), rel_err_d(dx, dxd, nx), rel_err_d(dw, dwd, nw)};
     /* beta 1 on top of the first results: twice the reference */
-    CHECK(ops->conv2d_backward_data(&d, dy, w, dx, 1.0f, WS_ARGS(&d, 0, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw, NULL, 1.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx, 1.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw, NULL, 1.0f, WS_ARGS(&d, 0, ws)) == 0);
     for (int64_t i = 0; i < nx; i++) dxd[i] *= 2;
     for (int64_t i = 0; i < nw; i++) dwd[i] *= 2;
     errs[3] = rel_err_d(dx, dxd, nx), errs[4] = rel_err_d(dw, dwd, nw);
     /* both passes in one call (sharing the reorder of dy) give what the two calls gave */
     float *dx1 = nan_buf(nx), *dw1 = nan_buf(nw), *dx2 = nan_buf(nx), *dw2 = nan_buf(nw);
-    CHECK(ops->conv2d_backward_data(&d, dy, w, dx1, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(&d, x, dy, dw1, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
-    CHECK(ops->conv2d_backward(&d, x, dy, w, dx2, 0.0f, dw2, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx1, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw1, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
+    CHECK(ops->conv2d_backward(cpu, &d, x, dy, w, dx2, dw2, NULL, (yp_betas){0.0f, 0.0f}, WS_ARGS(&d, 0, ws)) == 0);
     CHECK_CLOSE("conv2d_backward dx", dx2, dx1, nx, 0.0);
     CHECK_CLOSE("conv2d_backward dw", dw2, dw1, nw, 0.0);
     free(dx1), free(dw1), free(dx2), free(dw2);
@@ -272,28 +272,28 @@ static void test_conv_errors(void) {
     yp_conv_desc d = conv_desc(1, 4, 4, 4, 4, 3, 1, 1);
     static _Alignas(64) float buf[256], ws[1 << 14];
     int64_t per_image, fixed;
-    CHECK(ops->conv2d_scratch(&d, 0, YP_CONV_FORWARD, &per_image, &fixed) == 0);
+    CHECK(ops->conv2d_scratch(cpu, &d, 0, YP_CONV_FORWARD, &per_image, &fixed) == 0);
     CHECK(per_image + fixed <= (int64_t)(sizeof ws / sizeof *ws)); /* what ws below holds */
     d.groups = 2;
-    CHECK(ops->conv2d_scratch(&d, 0, YP_CONV_FORWARD, &per_image, &fixed) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "groups");
-    CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, ws, ws) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "groups");
-    CHECK(ops->conv2d_backward_data(&d, buf, buf, buf, 0.0f, ws, ws) == -1);
-    CHECK(ops->conv2d_backward_weights(&d, buf, buf, buf, NULL, 0.0f, ws, ws) == -1);
+    CHECK(ops->conv2d_scratch(cpu, &d, 0, YP_CONV_FORWARD, &per_image, &fixed) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "groups");
+    CHECK(ops->conv2d_forward(cpu, &d, buf, buf, NULL, buf, ws, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "groups");
+    CHECK(ops->conv2d_backward_data(cpu, &d, buf, buf, buf, 0.0f, ws, ws) == -1);
+    CHECK(ops->conv2d_backward_weights(cpu, &d, buf, buf, buf, NULL, 0.0f, ws, ws) == -1);
     d.groups = 1;
     d.out.h = 5;
-    CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, ws, ws) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "does not follow");
+    CHECK(ops->conv2d_forward(cpu, &d, buf, buf, NULL, buf, ws, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "does not follow");
     d.out.h = 4;
     if (fixed) { /* the backend wants scratch: refusing to run without it names the plan */
-        CHECK(ops->conv2d_forward(&d, buf, buf, NULL, buf, NULL, NULL) == -1);
-        CHECK_STR_HAS(cpu->last_error(), "no scratch given");
+        CHECK(ops->conv2d_forward(cpu, &d, buf, buf, NULL, buf, NULL, NULL) == -1);
+        CHECK_STR_HAS(cpu->last_error(cpu), "no scratch given");
     }
-    CHECK(ops->conv2d_backward_data(&d, buf, buf, buf, 1.0f, NULL, ws) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "one image of scratch");
-    CHECK(ops->conv2d_forward(&d, NULL, buf, NULL, buf, ws, ws) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "NULL");
+    CHECK(ops->conv2d_backward_data(cpu, &d, buf, buf, buf, 1.0f, NULL, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "one image of scratch");
+    CHECK(ops->conv2d_forward(cpu, &d, NULL, buf, NULL, buf, ws, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "NULL");
 }
 
 /* ---- batch norm ---- */
@@ -317,7 +317,7 @@ static void bn_train_fixture(const char *cs, yp_dims dims) {
     if (!x || !gamma || !beta || !rm || !rv || !y_ref || !mean_ref || !invstd_ref || !rm_ref || !rv_ref || !dy ||
         !dx_ref || !dg_ref || !db_ref)
         goto done;
-    CHECK(ops->bn_forward_train(&d, x, gamma, beta, y, stats, rm, rv) == 0);
+    CHECK(ops->bn_forward_train(cpu, &d, x, gamma, beta, y, stats, rm, rv) == 0);
     snprintf(what, sizeof what, "%s y", cs);
     CHECK_CLOSE(what, y, y_ref, n, 1e-4);
     snprintf(what, sizeof what, "%s mean", cs);
@@ -331,11 +331,11 @@ static void bn_train_fixture(const char *cs, yp_dims dims) {
 
     /* Recomputation from the saved stats reproduces the training output (both fold to x*a + b;
      * a and b come from the double stats there and from their float copies here: ~1e-7). */
-    CHECK(ops->bn_apply(&d, x, gamma, beta, stats, y2) == 0);
+    CHECK(ops->bn_apply(cpu, &d, x, gamma, beta, stats, y2) == 0);
     snprintf(what, sizeof what, "%s apply == train y", cs);
     CHECK_CLOSE(what, y2, y, n, 1e-6);
 
-    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, NULL, dx, 0.0f, dg, db, 0.0f) == 0);
+    CHECK(ops->bn_backward(cpu, &d, x, stats, gamma, dy, NULL, dx, dg, db, (yp_betas){0.0f, 0.0f}) == 0);
     snprintf(what, sizeof what, "%s dx", cs);
     CHECK_CLOSE(what, dx, dx_ref, n, 1e-4);
     snprintf(what, sizeof what, "%s dgamma", cs);
@@ -348,7 +348,7 @@ static void bn_train_fixture(const char *cs, yp_dims dims) {
     memcpy(dx, dx0, (size_t)n * sizeof *dx);
     memcpy(dg, dg0, (size_t)c * sizeof *dg);
     memcpy(db, db0, (size_t)c * sizeof *db);
-    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, NULL, dx, 1.0f, dg, db, 1.0f) == 0);
+    CHECK(ops->bn_backward(cpu, &d, x, stats, gamma, dy, NULL, dx, dg, db, (yp_betas){1.0f, 1.0f}) == 0);
     snprintf(what, sizeof what, "%s dx (beta 1)", cs);
     CHECK_CLOSE(what, dx, dx_want, n, 1e-4);
     snprintf(what, sizeof what, "%s dgamma (beta 1)", cs);
@@ -356,7 +356,7 @@ static void bn_train_fixture(const char *cs, yp_dims dims) {
     snprintf(what, sizeof what, "%s dbeta (beta 1)", cs);
     CHECK_CLOSE(what, db, db_want, c, 1e-4);
     /* No parameter gradients wanted: NULL dgamma/dbeta, dx unchanged. */
-    CHECK(ops->bn_backward(&d, x, stats, gamma, dy, NULL, dx, 0.0f, NULL, NULL, 0.0f) == 0);
+    CHECK(ops->bn_backward(cpu, &d, x, stats, gamma, dy, NULL, dx, NULL, NULL, (yp_betas){0.0f, 0.0f}) == 0);
     snprintf(what, sizeof what, "%s dx (no dgamma)", cs);
     CHECK_CLOSE(what, dx, dx_ref, n, 1e-4);
     free(dx0), free(dg0), free(db0), free(dx_want), free(dg_want), free(db_want);
@@ -381,7 +381,7 @@ static void test_bn_eval(void) {
     float *x = fx("bn_eval.x", n), *gamma = fx("bn_eval.gamma", c), *beta = fx("bn_eval.beta", c);
     float *rm = fx("bn_eval.rm", c), *rv = fx("bn_eval.rv", c), *y_ref = fx("bn_eval.y", n), *y = nan_buf(n);
     if (x && gamma && beta && rm && rv && y_ref) {
-        CHECK(ops->bn_forward_eval(&d, x, gamma, beta, y, rm, rv) == 0);
+        CHECK(ops->bn_forward_eval(cpu, &d, x, gamma, beta, y, rm, rv) == 0);
         CHECK_CLOSE("bn_eval y", y, y_ref, n, 1e-4);
     }
     free(x), free(gamma), free(beta), free(rm), free(rv), free(y_ref), free(y);
@@ -441,8 +441,8 @@ static void test_bn_finite_diff(void) {
             grads[v][i] = (lp - lm) / (2 * h);
         }
     bn_ref(dims, 1e-3, xd, gd, bd, yd);
-    CHECK(ops->bn_forward_train(&d, x, g, b, y, stats, rm, rv) == 0);
-    CHECK(ops->bn_backward(&d, x, stats, g, r, NULL, dx, 0.0f, dg, db, 0.0f) == 0);
+    CHECK(ops->bn_forward_train(cpu, &d, x, g, b, y, stats, rm, rv) == 0);
+    CHECK(ops->bn_backward(cpu, &d, x, stats, g, r, NULL, dx, dg, db, (yp_betas){0.0f, 0.0f}) == 0);
     double ey = rel_err_d(y, yd, n), ex = rel_err_d(dx, gx, n), eg = rel_err_d(dg, gg, c), eb = rel_err_d(db, gb, c);
     if (verbose || !(ey <= 1e-4 && ex <= 1e-4 && eg <= 1e-4 && eb <= 1e-4))
         printf("    bn fd: y %.3g, dx %.3g, dgamma %.3g, dbeta %.3g\n", ey, ex, eg, eb);
@@ -463,7 +463,7 @@ static void test_bn_large_mean(void) {
     float *rv = rand_buf(c, 63, 1, 1), *g = rand_buf(c, 64, 1, 1), *b = rand_buf(c, 65, 0, 0);
     for (int64_t i = 0; i < n; i++) x[i] += 1000.0f;
     double worst = 0;
-    CHECK(ops->bn_forward_train(&d, x, g, b, NULL, stats, rm, rv) == 0);
+    CHECK(ops->bn_forward_train(cpu, &d, x, g, b, NULL, stats, rm, rv) == 0);
     for (int64_t j = 0; j < c; j++) {
         double m = 0, v = 0;
         for (int64_t r = 0; r < rows; r++) m += x[r * c + j];
@@ -480,13 +480,13 @@ static void test_bn_large_mean(void) {
 static void test_bn_errors(void) {
     float v[8] = {0}, rm[2] = {0}, rv[2] = {1, 1};
     yp_bn_desc d = {.dims = {1, 1, 1, 2}, .eps = 1e-3f, .momentum = 0.03f};
-    CHECK(ops->bn_forward_train(&d, v, v, v, v, v, rm, rv) == -1); /* one value per channel */
-    CHECK_STR_HAS(cpu->last_error(), "more than 1 value");
+    CHECK(ops->bn_forward_train(cpu, &d, v, v, v, v, v, rm, rv) == -1); /* one value per channel */
+    CHECK_STR_HAS(cpu->last_error(cpu), "more than 1 value");
     d.dims.c = 0;
-    CHECK(ops->bn_forward_eval(&d, v, v, v, v, rm, rv) == -1);
+    CHECK(ops->bn_forward_eval(cpu, &d, v, v, v, v, rm, rv) == -1);
     d.dims.c = 2;
     d.eps = 0.0f;
-    CHECK(ops->bn_apply(&d, v, v, v, v, v) == -1);
+    CHECK(ops->bn_apply(cpu, &d, v, v, v, v, v) == -1);
 }
 
 /* The fused BN + SiLU entries against the two ops run one after the other: the same fp32
@@ -500,33 +500,33 @@ static void test_bn_silu_fused(void) {
     float *x = rand_buf(n, 31, -3, 4), *gamma = rand_buf(c, 32, 0.5, 1.5), *beta = rand_buf(c, 33, -1, 1);
     float *rm = rand_buf(c, 34, 0, 0), *rv = rand_buf(c, 35, 1, 1), *dy = rand_buf(n, 36, -1, 1);
     float *stats = nan_buf(2 * c), *ybn = nan_buf(n), *want = nan_buf(n), *got = nan_buf(n);
-    CHECK(ops->bn_forward_train(&d, x, gamma, beta, ybn, stats, rm, rv) == 0);
+    CHECK(ops->bn_forward_train(cpu, &d, x, gamma, beta, ybn, stats, rm, rv) == 0);
     /* statistics only (y NULL) gives the same statistics */
     float *stats2 = nan_buf(2 * c);
-    CHECK(ops->bn_forward_train(&d, x, gamma, beta, NULL, stats2, rm, rv) == 0);
+    CHECK(ops->bn_forward_train(cpu, &d, x, gamma, beta, NULL, stats2, rm, rv) == 0);
     CHECK_CLOSE("stats without y", stats2, stats, 2 * c, 0.0);
-    CHECK(cpu->ops->silu_forward(ybn, want, n) == 0);
-    CHECK(ops->bn_silu_apply(&d, x, gamma, beta, stats, got) == 0);
+    CHECK(cpu->ops->silu_forward(cpu, YP_ELEM_F32, ybn, want, n) == 0);
+    CHECK(ops->bn_silu_apply(cpu, &d, x, gamma, beta, stats, got) == 0);
     CHECK_CLOSE("bn_silu_apply", got, want, n, 1e-6);
-    CHECK(cpu->ops->silu_backward(ybn, dy, want, n) == 0);
-    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, dy, got, NULL) == 0);
+    CHECK(cpu->ops->silu_backward(cpu, YP_ELEM_F32, ybn, dy, want, n) == 0);
+    CHECK(ops->bn_silu_backward(cpu, &d, x, gamma, beta, stats, dy, got, NULL) == 0);
     CHECK_CLOSE("bn_silu_backward", got, want, n, 1e-6);
     /* with the sums, bn_backward skips its first pass and gives the same gradients */
     double *sums = malloc((size_t)(2 * c) * sizeof *sums);
     float *dx1 = nan_buf(n), *dx2 = nan_buf(n), *dg1 = nan_buf(c), *dg2 = nan_buf(c), *db1 = nan_buf(c), *db2 = nan_buf(c);
-    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, dy, got, sums) == 0);
+    CHECK(ops->bn_silu_backward(cpu, &d, x, gamma, beta, stats, dy, got, sums) == 0);
     CHECK_CLOSE("bn_silu_backward with sums", got, want, n, 0.0);
-    CHECK(ops->bn_backward(&d, x, stats, gamma, got, NULL, dx1, 0.0f, dg1, db1, 0.0f) == 0);
-    CHECK(ops->bn_backward(&d, x, stats, gamma, got, sums, dx2, 0.0f, dg2, db2, 0.0f) == 0);
+    CHECK(ops->bn_backward(cpu, &d, x, stats, gamma, got, NULL, dx1, dg1, db1, (yp_betas){0.0f, 0.0f}) == 0);
+    CHECK(ops->bn_backward(cpu, &d, x, stats, gamma, got, sums, dx2, dg2, db2, (yp_betas){0.0f, 0.0f}) == 0);
     CHECK_CLOSE("bn_backward from sums: dx", dx2, dx1, n, 0.0);
     CHECK_CLOSE("bn_backward from sums: dgamma", dg2, dg1, c, 0.0);
     CHECK_CLOSE("bn_backward from sums: dbeta", db2, db1, c, 0.0);
     free(sums), free(dx1), free(dx2), free(dg1), free(dg2), free(db1), free(db2);
     memcpy(got, dy, (size_t)n * sizeof *got); /* dx may alias dy */
-    CHECK(ops->bn_silu_backward(&d, x, gamma, beta, stats, got, got, NULL) == 0);
+    CHECK(ops->bn_silu_backward(cpu, &d, x, gamma, beta, stats, got, got, NULL) == 0);
     CHECK_CLOSE("bn_silu_backward in place", got, want, n, 1e-6);
-    CHECK(ops->bn_silu_apply(&d, x, gamma, NULL, stats, got) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "NULL");
+    CHECK(ops->bn_silu_apply(cpu, &d, x, gamma, NULL, stats, got) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "NULL");
     free(x), free(gamma), free(beta), free(rm), free(rv), free(dy), free(stats), free(stats2), free(ybn), free(want),
         free(got);
 }

@@ -9,22 +9,22 @@
 static void test_add_axpy(void) {
     enum { N = 1001 };
     float *a = rand_buf(N, 51, -1, 1), *b = rand_buf(N, 52, -1, 1), *y = nan_buf(N), *dx = nan_buf(N);
-    CHECK(ops->add_forward(a, b, y, N) == 0);
+    CHECK(ops->add_forward(cpu, YP_ELEM_F32, a, b, y, N) == 0);
     int bad = 0;
     for (int i = 0; i < N; i++)
         bad += y[i] != a[i] + b[i];
-    CHECK(ops->axpy_grad(a, dx, 0.0f, N) == 0); /* dx = a (NaN not read) */
+    CHECK(ops->axpy_grad(cpu, YP_ELEM_F32, a, dx, 0.0f, N) == 0); /* dx = a (NaN not read) */
     bad += memcmp(dx, a, sizeof(float) * N) != 0;
-    CHECK(ops->axpy_grad(b, dx, 1.0f, N) == 0); /* dx = a + b */
+    CHECK(ops->axpy_grad(cpu, YP_ELEM_F32, b, dx, 1.0f, N) == 0); /* dx = a + b */
     for (int i = 0; i < N; i++)
         bad += dx[i] != a[i] + b[i];
-    CHECK(ops->axpy_grad(a, dx, 0.5f, N) == 0); /* dx = 0.5*(a + b) + a */
+    CHECK(ops->axpy_grad(cpu, YP_ELEM_F32, a, dx, 0.5f, N) == 0); /* dx = 0.5*(a + b) + a */
     for (int i = 0; i < N; i++)
         bad += fabsf(dx[i] - (0.5f * (a[i] + b[i]) + a[i])) > 1e-6f;
     CHECK_EQ_I64(bad, 0);
-    CHECK(ops->add_forward(a, b, y, 0) == 0);
-    CHECK(ops->add_forward(a, b, y, -1) == -1);
-    CHECK(ops->axpy_grad(NULL, dx, 1.0f, 3) == -1);
+    CHECK(ops->add_forward(cpu, YP_ELEM_F32, a, b, y, 0) == 0);
+    CHECK(ops->add_forward(cpu, YP_ELEM_F32, a, b, y, -1) == -1);
+    CHECK(ops->axpy_grad(cpu, YP_ELEM_F32, NULL, dx, 1.0f, 3) == -1);
     free(a), free(b), free(y), free(dx);
 }
 
@@ -49,10 +49,10 @@ static void concat_fixture(const char *cs, int k, const int64_t *chans) {
         ok = ok && xs[i] && dx_ref[i];
     }
     if (ok) {
-        CHECK(ops->concat_forward(k, (const float *const *)xs, chans, out, y) == 0);
+        CHECK(ops->concat_forward(cpu, YP_ELEM_F32, k, (const float *const *)xs, chans, out, y) == 0);
         snprintf(what, sizeof what, "%s y", cs);
         CHECK_CLOSE(what, y, y_ref, ny, 0.0);
-        CHECK(ops->concat_backward(k, dxs, chans, out, dy, betas) == 0);
+        CHECK(ops->concat_backward(cpu, YP_ELEM_F32, k, dxs, chans, out, dy, betas) == 0);
         for (int i = 0; i < k; i++) {
             snprintf(what, sizeof what, "%s dx%d", cs, i);
             CHECK_CLOSE(what, dxs[i], dx_ref[i], rows * chans[i], 0.0);
@@ -61,7 +61,7 @@ static void concat_fixture(const char *cs, int k, const int64_t *chans) {
         float *keep1 = dxs[1];
         betas[0] = 1.0f;
         dxs[1] = NULL;
-        CHECK(ops->concat_backward(k, dxs, chans, out, dy, betas) == 0);
+        CHECK(ops->concat_backward(cpu, YP_ELEM_F32, k, dxs, chans, out, dy, betas) == 0);
         dxs[1] = keep1;
         float *want0 = sum_buf(dx_ref[0], dx_ref[0], rows * chans[0]);
         snprintf(what, sizeof what, "%s dx0 (beta 1)", cs);
@@ -80,8 +80,8 @@ static void test_concat4(void) {
     concat_fixture("concat4", 4, (const int64_t[]){2, 3, 1, 4});
     float v[4] = {0};
     const float *xs[2] = {v, v};
-    CHECK(ops->concat_forward(2, xs, (const int64_t[]){1, 1}, (yp_dims){1, 1, 1, 3}, v) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "add up to");
+    CHECK(ops->concat_forward(cpu, YP_ELEM_F32, 2, xs, (const int64_t[]){1, 1}, (yp_dims){1, 1, 1, 3}, v) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "add up to");
 }
 
 /* Upsample x2: forward copies (exact); backward sums 4 values per input pixel in fp32 against the
@@ -92,16 +92,16 @@ static void test_upsample_x2(void) {
     float *x = fx("upsample_x2.x", nx), *y_ref = fx("upsample_x2.y", ny), *dy = fx("upsample_x2.dy", ny);
     float *dx_ref = fx("upsample_x2.dx", nx), *y = nan_buf(ny), *dx = nan_buf(nx);
     if (x && y_ref && dy && dx_ref) {
-        CHECK(ops->upsample_forward(in, 2, x, y) == 0);
+        CHECK(ops->upsample_forward(cpu, YP_ELEM_F32, in, 2, x, y) == 0);
         CHECK_CLOSE("upsample_x2 y", y, y_ref, ny, 0.0);
-        CHECK(ops->upsample_backward(in, 2, dy, dx, 0.0f) == 0);
+        CHECK(ops->upsample_backward(cpu, YP_ELEM_F32, in, 2, dy, dx, 0.0f) == 0);
         CHECK_CLOSE("upsample_x2 dx", dx, dx_ref, nx, 1e-6);
         float *want = sum_buf(dx_ref, dx_ref, nx);
-        CHECK(ops->upsample_backward(in, 2, dy, dx, 1.0f) == 0);
+        CHECK(ops->upsample_backward(cpu, YP_ELEM_F32, in, 2, dy, dx, 1.0f) == 0);
         CHECK_CLOSE("upsample_x2 dx (beta 1)", dx, want, nx, 1e-6);
         free(want);
     }
-    CHECK(ops->upsample_forward(in, 0, x, y) == -1);
+    CHECK(ops->upsample_forward(cpu, YP_ELEM_F32, in, 0, x, y) == -1);
     free(x), free(y_ref), free(dy), free(dx_ref), free(y), free(dx);
 }
 
@@ -112,18 +112,18 @@ static void test_space_to_depth(void) {
     float *x = fx("s2d.x", n), *y_ref = fx("s2d.y", n), *dy = fx("s2d.dy", n), *dx_ref = fx("s2d.dx", n);
     float *y = nan_buf(n), *dx = nan_buf(n);
     if (x && y_ref && dy && dx_ref) {
-        CHECK(ops->space_to_depth_forward(in, x, y) == 0);
+        CHECK(ops->space_to_depth_forward(cpu, YP_ELEM_F32, in, x, y) == 0);
         CHECK_CLOSE("s2d y", y, y_ref, n, 0.0);
-        CHECK(ops->space_to_depth_backward(in, dy, dx, 0.0f) == 0);
+        CHECK(ops->space_to_depth_backward(cpu, YP_ELEM_F32, in, dy, dx, 0.0f) == 0);
         CHECK_CLOSE("s2d dx", dx, dx_ref, n, 0.0);
         float *want = sum_buf(dx_ref, dx_ref, n);
-        CHECK(ops->space_to_depth_backward(in, dy, dx, 1.0f) == 0);
+        CHECK(ops->space_to_depth_backward(cpu, YP_ELEM_F32, in, dy, dx, 1.0f) == 0);
         CHECK_CLOSE("s2d dx (beta 1)", dx, want, n, 0.0);
         free(want);
     }
     in.w = 7;
-    CHECK(ops->space_to_depth_forward(in, x, y) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "even");
+    CHECK(ops->space_to_depth_forward(cpu, YP_ELEM_F32, in, x, y) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "even");
     free(x), free(y_ref), free(dy), free(dx_ref), free(y), free(dx);
 }
 
@@ -140,14 +140,14 @@ static void maxpool_fixture(const char *cs, yp_dims in, int k, int s, int p) {
     float *y = nan_buf(ny), *dx = nan_buf(nx);
     char what[64];
     if (x && y_ref && dy && dx_ref) {
-        CHECK(ops->maxpool_forward(&d, x, y) == 0);
+        CHECK(ops->maxpool_forward(cpu, &d, x, y) == 0);
         snprintf(what, sizeof what, "%s y", cs);
         CHECK_CLOSE(what, y, y_ref, ny, 0.0);
-        CHECK(ops->maxpool_backward(&d, x, dy, dx, 0.0f) == 0);
+        CHECK(ops->maxpool_backward(cpu, &d, x, dy, dx, 0.0f) == 0);
         snprintf(what, sizeof what, "%s dx", cs);
         CHECK_CLOSE(what, dx, dx_ref, nx, 1e-6);
         float *want = sum_buf(dx_ref, dx_ref, nx);
-        CHECK(ops->maxpool_backward(&d, x, dy, dx, 1.0f) == 0);
+        CHECK(ops->maxpool_backward(cpu, &d, x, dy, dx, 1.0f) == 0);
         snprintf(what, sizeof what, "%s dx (beta 1)", cs);
         CHECK_CLOSE(what, dx, want, nx, 1e-6);
         free(want);
@@ -169,14 +169,14 @@ static void test_maxpool_k3s2p1(void) {
 static void test_maxpool_nan_and_errors(void) {
     yp_pool_desc d = {.in = {1, 1, 3, 1}, .out = {1, 1, 3, 1}, .k = 3, .s = 1, .p = 1};
     float x[3] = {1.0f, NAN, 2.0f}, y[3], dy[3] = {1, 1, 1}, dx[3];
-    CHECK(ops->maxpool_forward(&d, x, y) == 0);
+    CHECK(ops->maxpool_forward(cpu, &d, x, y) == 0);
     CHECK(isnan(y[0]) && isnan(y[1]) && isnan(y[2]));
-    CHECK(ops->maxpool_backward(&d, x, dy, dx, 0.0f) == 0);
+    CHECK(ops->maxpool_backward(cpu, &d, x, dy, dx, 0.0f) == 0);
     CHECK(dx[0] == 0.0f && dx[1] == 3.0f && dx[2] == 0.0f);
     d.p = 2;
     d.out.w = 5;
-    CHECK(ops->maxpool_forward(&d, x, y) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "padding");
+    CHECK(ops->maxpool_forward(cpu, &d, x, y) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "padding");
 }
 
 /* ---- optimizers ---- */
@@ -208,9 +208,9 @@ static void optim_fixture(const char *cs, int kind, float lr, float wd) {
             const yp_optim_hyp h = {.lr = lr, .momentum = kind ? 0.9f : 0.937f, .beta2 = 0.999f, .eps = 1e-8f,
                                     .weight_decay = wd, .decoupled = kind == 2, .step = t + 1, .grad_scale = 0.5f};
             if (kind == 0)
-                CHECK(ops->sgd_step(w, g2, m, N, &h) == 0);
+                CHECK(ops->sgd_step(cpu, YP_ELEM_F32, w, g2, m, N, &h) == 0);
             else
-                CHECK(ops->adam_step(w, g2, m, v, N, &h) == 0);
+                CHECK(ops->adam_step(cpu, YP_ELEM_F32, w, g2, m, v, N, &h) == 0);
         }
         for (int i = 0; i < N; i++) {
             dw[i] = (float)((double)w[i] - w0[i]);
@@ -239,8 +239,8 @@ static void test_adam(void) {
     optim_fixture("adam", 1, 0.1f, 5e-4f);
     float w = 1, g = 1, m = 0, v = 0;
     const yp_optim_hyp h = {.lr = 0.1f, .momentum = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .step = 0, .grad_scale = 1.0f};
-    CHECK(ops->adam_step(&w, &g, &m, &v, 1, &h) == -1);
-    CHECK_STR_HAS(cpu->last_error(), "step");
+    CHECK(ops->adam_step(cpu, YP_ELEM_F32, &w, &g, &m, &v, 1, &h) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "step");
 }
 static void test_adamw(void) {
     optim_fixture("adamw", 2, 0.1f, 0.05f);
@@ -252,7 +252,7 @@ static void test_ema_sum_squares(void) {
     float *e = rand_buf(N, 61, -1, 1), *w = rand_buf(N, 62, -1, 1), *e0 = malloc(N * sizeof *e0);
     memcpy(e0, e, N * sizeof *e);
     const float dcy = 0.9999f * (1.0f - expf(-10.0f / 2000.0f));
-    CHECK(ops->ema_update(e, w, N, dcy) == 0);
+    CHECK(ops->ema_update(cpu, YP_ELEM_F32, e, w, N, dcy) == 0);
     int bad = 0;
     double ss = 0;
     for (int i = 0; i < N; i++) {
@@ -268,18 +268,18 @@ static void test_ema_sum_squares(void) {
     memcpy(w2, w1, N * sizeof *w1), memcpy(g2, g1, N * sizeof *g1), memcpy(m2, m1, N * sizeof *m1);
     memcpy(e2, e1, N * sizeof *e1);
     const yp_optim_hyp h = {.lr = 0.01f, .momentum = 0.937f, .weight_decay = 5e-4f, .grad_scale = 0.5f, .ema_decay = dcy};
-    CHECK(ops->sgd_step(w1, g1, m1, N, &h) == 0);
+    CHECK(ops->sgd_step(cpu, YP_ELEM_F32, w1, g1, m1, N, &h) == 0);
     memset(g1, 0, N * sizeof *g1);
-    CHECK(ops->ema_update(e1, w1, N, dcy) == 0);
-    CHECK(ops->sgd_ema_step(w2, g2, m2, e2, N, &h) == 0);
+    CHECK(ops->ema_update(cpu, YP_ELEM_F32, e1, w1, N, dcy) == 0);
+    CHECK(ops->sgd_ema_step(cpu, YP_ELEM_F32, w2, g2, m2, e2, N, &h) == 0);
     CHECK(!memcmp(w1, w2, N * sizeof *w1) && !memcmp(g1, g2, N * sizeof *g1) && !memcmp(m1, m2, N * sizeof *m1) &&
           !memcmp(e1, e2, N * sizeof *e1));
     free(w1), free(g1), free(m1), free(w2), free(g2), free(m2), free(e1), free(e2);
     double got = -1;
-    CHECK(ops->sum_squares(w, N, &got) == 0);
+    CHECK(ops->sum_squares(cpu, YP_ELEM_F32, w, N, &got) == 0);
     CHECK(fabs(got - ss) <= 1e-12 * ss); /* double accumulation: only summation order differs */
-    CHECK(ops->sum_squares(w, 0, &got) == 0 && got == 0.0);
-    CHECK(ops->sum_squares(w, N, NULL) == -1);
+    CHECK(ops->sum_squares(cpu, YP_ELEM_F32, w, 0, &got) == 0 && got == 0.0);
+    CHECK(ops->sum_squares(cpu, YP_ELEM_F32, w, N, NULL) == -1);
     free(e), free(w), free(e0);
 }
 

@@ -34,13 +34,14 @@
 static fx_file fx;
 static yp_graph *graph;
 static yp_gpu gpu;
+static yp_backend *cpu; /* plans and runs every executor here (main) */
 
 /* A plan of yolov5t at batch 2, 128 px, fp32, room for 8 labels. */
 static int make_plan(yp_plan *p, yp_save_policy policy, uint64_t ckpt) {
     yp_err err;
     yp_candidate c = yp_candidate_default();
     c.batch = 2, c.img_w = c.img_h = 128, c.mosaic = 0, c.labels_per_image = 4, c.policy = policy, c.ckpt_layers = ckpt;
-    yp_exec_candidate_for(&c, yp_backend_cpu());
+    yp_exec_candidate_for(&c, cpu);
     if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
@@ -51,7 +52,7 @@ static int make_plan(yp_plan *p, yp_save_policy policy, uint64_t ckpt) {
 /* An executor on plan p with the fixture's initial weights. */
 static int make_exec(yp_exec *x, const yp_plan *p, int64_t guard) {
     yp_err err;
-    if (yp_exec_init(x, p, yp_backend_cpu(), guard, 1, &err)) {
+    if (yp_exec_init(x, p, cpu, guard, 1, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
@@ -380,11 +381,18 @@ int main(void) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
+    char why[256] = "";
+    cpu = yp_backend_cpu_new(NULL, why, sizeof why);
+    if (!cpu) {
+        fprintf(stderr, "no CPU backend: %s\n", why);
+        return 1;
+    }
     YP_RUN(test_loss_and_grads);
     YP_RUN(test_three_sgd_steps);
     YP_RUN(test_clipped_steps);
     YP_RUN(test_policies_agree);
     YP_RUN(test_guards);
+    yp_backend_free(cpu);
     yp_graph_free(graph);
     fx_free(&fx);
     return yp_test_summary();

@@ -1,5 +1,6 @@
-/* backend_cpu.c - the CPU backend's table: host memory with a fixed alignment, plain memcpy /
- * memset, a no-op sync, and the thread's last error. Ops live in one file per op beside this one. */
+/* backend_cpu.c - CPU instances: creation (the thread count and the conv state of conv.c) and
+ * release, host memory with a fixed alignment, plain memcpy / memset, a no-op sync, the thread's
+ * last error, and thread_init. Ops live in one file per op beside this one. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +32,10 @@ int yp_cpu_fail(const char *fmt, ...) {
  * reach the denormal range, where every operation takes a microcode assist (measured: yolov5s
  * steps 2.5x slower with them). Training runtimes run this way (oneDNN sets the same bits); the
  * values lost are below 1.2e-38. */
-static void cpu_thread_init(void) {
+static void cpu_thread_init(yp_backend *be) {
+    /* the instance's thread count for this thread's OpenMP loops and oneDNN (yp_backend.h) */
+    int n = yp_cpu_of(be)->threads;
+    if (omp_get_max_threads() != n) omp_set_num_threads(n);
 #if defined(__SSE__)
     _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ (bit 15) | DAZ (bit 6) */
     /* and in the OpenMP workers (threads created later copy the caller's bits) */
@@ -40,13 +44,15 @@ static void cpu_thread_init(void) {
 #endif
 }
 
-static const char *cpu_last_error_get(void) {
+static const char *cpu_last_error_get(yp_backend *be) {
+    (void)be;
     return cpu_last_error;
 }
 
 /* Returns aligned memory of at least max(bytes, 1) rounded up to the alignment (aligned_alloc needs
  * a multiple), or NULL with the reason recorded. The caller frees it with cpu_mem_free. */
-static void *cpu_mem_alloc(size_t bytes) {
+static void *cpu_mem_alloc(yp_backend *be, size_t bytes) {
+    (void)be;
     if (bytes > SIZE_MAX - YP_CPU_ALIGNMENT) {
         yp_cpu_fail("cpu alloc: %zu bytes is too large", bytes);
         return NULL;
@@ -61,13 +67,15 @@ static void *cpu_mem_alloc(size_t bytes) {
     return p;
 }
 
-static void cpu_mem_free(void *ptr) {
+static void cpu_mem_free(yp_backend *be, void *ptr) {
+    (void)be;
     free(ptr);
 }
 
 /* Host and device are the same memory, so every direction is one memmove (callers may overlap
  * device-to-device ranges; memmove keeps that defined). */
-static int cpu_mem_copy(void *dst, const void *src, size_t bytes, yp_copy dir) {
+static int cpu_mem_copy(yp_backend *be, void *dst, const void *src, size_t bytes, yp_copy dir) {
+    (void)be;
     if (dir != YP_COPY_HOST_TO_DEVICE && dir != YP_COPY_DEVICE_TO_HOST &&
         dir != YP_COPY_DEVICE_TO_DEVICE)
         return yp_cpu_fail("cpu mem_copy: invalid direction %d", (int)dir);
@@ -79,7 +87,8 @@ static int cpu_mem_copy(void *dst, const void *src, size_t bytes, yp_copy dir) {
     return 0;
 }
 
-static int cpu_mem_set(void *dst, int value, size_t bytes) {
+static int cpu_mem_set(yp_backend *be, void *dst, int value, size_t bytes) {
+    (void)be;
     if (bytes == 0)
         return 0;
     if (!dst)
@@ -88,11 +97,18 @@ static int cpu_mem_set(void *dst, int value, size_t bytes) {
     return 0;
 }
 
-static int cpu_sync(void) {
+static int cpu_sync(yp_backend *be) {
+    (void)be;
     return 0;
 }
 
-static const yp_backend cpu_backend = {
+static void cpu_release(yp_backend *be) {
+    yp_cpu_backend *cb = yp_cpu_of(be);
+    yp_cpu_conv_destroy(cb);
+    free(cb);
+}
+
+static const yp_backend cpu_template = {
     .name = "cpu",
     .alignment = YP_CPU_ALIGNMENT,
     .host_memory = 1,
@@ -103,13 +119,29 @@ static const yp_backend cpu_backend = {
     .sync = cpu_sync,
     .last_error = cpu_last_error_get,
     .thread_init = cpu_thread_init,
+    .release = cpu_release,
     .ops = &yp_cpu_ops,
 };
 
-const yp_backend *yp_backend_cpu(void) {
-    return &cpu_backend;
+/* OMP_NUM_THREADS (its first number), else one per available core: what OpenMP starts with,
+ * whatever the process has set since. */
+static int default_threads(void) {
+    const char *env = getenv("OMP_NUM_THREADS");
+    long n = env ? strtol(env, NULL, 10) : 0;
+    return n >= 1 && n <= 4096 ? (int)n : omp_get_num_procs();
 }
 
-void yp_cpu_set_threads(int n) {
-    if (n >= 1) omp_set_num_threads(n);
+yp_backend *yp_backend_cpu_new(const yp_cpu_config *cfg, char *why, size_t why_len) {
+    yp_cpu_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) {
+        if (why && why_len) snprintf(why, why_len, "cpu backend: out of memory");
+        return NULL;
+    }
+    cb->base = cpu_template;
+    cb->threads = cfg && cfg->threads >= 1 ? cfg->threads : default_threads();
+    if (yp_cpu_conv_create(cb, why, why_len)) {
+        free(cb);
+        return NULL;
+    }
+    return &cb->base;
 }

@@ -70,6 +70,8 @@ static void block_moments(const float *x, int64_t rows, int64_t stride, int64_t 
 static int bn_check(const char *op, const yp_bn_desc *d) {
     if (!d)
         return yp_cpu_fail("%s: NULL descriptor", op);
+    if (yp_cpu_check_elem(op, d->dtype))
+        return -1;
     if (yp_cpu_check_dims(op, "input", d->dims))
         return -1;
     if (!(d->eps > 0.0f))
@@ -114,9 +116,10 @@ static void normalize_block(const yp_bn_desc *d, const float *x, float *y, int64
     affine_rows(x + c0, y + c0, bn_rows(d), d->dims.c, cb, a, b);
 }
 
-int yp_cpu_bn_forward_train(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
-                            float *stats, float *running_mean, float *running_var) {
+int yp_cpu_bn_forward_train(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                            float *y, float *stats, float *running_mean, float *running_var) {
     static const char op[] = "bn_forward_train";
+    (void)be;
     if (bn_check(op, d) ||
         yp_cpu_check_ptrs(op, 6, (const void *[]){x, gamma, beta_, stats, running_mean, running_var}))
         return -1;
@@ -176,18 +179,20 @@ static void apply_stats(const yp_bn_desc *d, const float *x, const float *gamma,
     }
 }
 
-int yp_cpu_bn_forward_eval(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_, float *y,
-                           const float *running_mean, const float *running_var) {
+int yp_cpu_bn_forward_eval(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                           float *y, const float *running_mean, const float *running_var) {
     static const char op[] = "bn_forward_eval";
+    (void)be;
     if (bn_check(op, d) || yp_cpu_check_ptrs(op, 6, (const void *[]){x, gamma, beta_, y, running_mean, running_var}))
         return -1;
     apply_stats(d, x, gamma, beta_, running_mean, running_var, 1, y);
     return 0;
 }
 
-int yp_cpu_bn_apply(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+int yp_cpu_bn_apply(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
                     const float *stats, float *y) {
     static const char op[] = "bn_apply";
+    (void)be;
     if (bn_check(op, d) || yp_cpu_check_ptrs(op, 5, (const void *[]){x, gamma, beta_, stats, y}))
         return -1;
     apply_stats(d, x, gamma, beta_, stats, stats + d->dims.c, 0, y);
@@ -198,10 +203,11 @@ int yp_cpu_bn_apply(const yp_bn_desc *d, const float *x, const float *gamma, con
  *   dbeta = sdy, dgamma = sdyxh, dx = gamma*invstd*(dy - sdy/N - xh*sdyxh/N).
  * Pass 1 sums dy and dy*(x - mean) per channel block (skipped when the caller has them: `sums`,
  * from bn_silu_backward), pass 2 writes dx. dx may be dy. */
-int yp_cpu_bn_backward(const yp_bn_desc *d, const float *x, const float *stats, const float *gamma,
-                       const float *dy, const double *sums, float *dx, float beta, float *dgamma, float *dbeta,
-                       float beta_w) {
+int yp_cpu_bn_backward(yp_backend *be, const yp_bn_desc *d, const float *x, const float *stats, const float *gamma,
+                       const float *dy, const double *sums, float *dx, float *dgamma, float *dbeta, yp_betas betas) {
     static const char op[] = "bn_backward";
+    const float beta = betas.dx, beta_w = betas.w;
+    (void)be;
     if (bn_check(op, d) || yp_cpu_check_ptrs(op, 5, (const void *[]){x, stats, gamma, dy, dx}))
         return -1;
     const int64_t rows = bn_rows(d), c = d->dims.c;
@@ -260,9 +266,10 @@ static void fold_stats(const float *gamma, const float *beta_, const float *stat
     fold(gamma, beta_, c0, cb, m, is, a, b);
 }
 
-int yp_cpu_bn_silu_apply(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+int yp_cpu_bn_silu_apply(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
                          const float *stats, float *y) {
     static const char op[] = "bn_silu_apply";
+    (void)be;
     if (bn_check(op, d) || yp_cpu_check_ptrs(op, 5, (const void *[]){x, gamma, beta_, stats, y}))
         return -1;
     const int64_t rows = bn_rows(d), c = d->dims.c;
@@ -314,9 +321,10 @@ static void silu_grad_sums_block(const float *x, const float *dy, float *dx, int
 #endif
 }
 
-int yp_cpu_bn_silu_backward(const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+int yp_cpu_bn_silu_backward(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
                             const float *stats, const float *dy, float *dx, double *sums) {
     static const char op[] = "bn_silu_backward";
+    (void)be;
     if (bn_check(op, d) || yp_cpu_check_ptrs(op, 6, (const void *[]){x, gamma, beta_, stats, dy, dx}))
         return -1;
     const int64_t rows = bn_rows(d), c = d->dims.c;

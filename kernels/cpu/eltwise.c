@@ -29,8 +29,10 @@ static void accumulate_all(float *dst, const float *src, int64_t n, float beta) 
         accumulate(dst + k * SPAN, src + k * SPAN, n - k * SPAN < SPAN ? n - k * SPAN : SPAN, beta);
 }
 
-int yp_cpu_add_forward(const float *a, const float *b, float *y, int64_t n) {
+int yp_cpu_add_forward(yp_backend *be, yp_elem dt, const float *a, const float *b, float *y, int64_t n) {
     static const char op[] = "add_forward";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){a, b, y})))
         return -1;
 #pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
@@ -39,8 +41,10 @@ int yp_cpu_add_forward(const float *a, const float *b, float *y, int64_t n) {
     return 0;
 }
 
-int yp_cpu_axpy_grad(const float *dy, float *dx, float beta, int64_t n) {
+int yp_cpu_axpy_grad(yp_backend *be, yp_elem dt, const float *dy, float *dx, float beta, int64_t n) {
     static const char op[] = "axpy_grad";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 2, (const void *[]){dy, dx})))
         return -1;
     accumulate_all(dx, dy, n, beta);
@@ -65,8 +69,11 @@ static int concat_check(const char *op, int k, const int64_t *cs, yp_dims out) {
     return 0;
 }
 
-int yp_cpu_concat_forward(int k, const float *const *xs, const int64_t *cs, yp_dims out, float *y) {
+int yp_cpu_concat_forward(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *cs, yp_dims out,
+                          float *y) {
     static const char op[] = "concat_forward";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (concat_check(op, k, cs, out) || yp_cpu_check_ptrs(op, 2, (const void *[]){xs, y}))
         return -1;
     for (int i = 0; i < k; i++)
@@ -86,9 +93,11 @@ int yp_cpu_concat_forward(int k, const float *const *xs, const int64_t *cs, yp_d
     return 0;
 }
 
-int yp_cpu_concat_backward(int k, float *const *dxs, const int64_t *cs, yp_dims out, const float *dy,
-                           const float *betas) {
+int yp_cpu_concat_backward(yp_backend *be, yp_elem dt, int k, float *const *dxs, const int64_t *cs, yp_dims out,
+                           const float *dy, const float *betas) {
     static const char op[] = "concat_backward";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (concat_check(op, k, cs, out) || yp_cpu_check_ptrs(op, 3, (const void *[]){dxs, dy, betas}))
         return -1;
     const int64_t rows = out.n * out.h * out.w;
@@ -114,8 +123,10 @@ static int upsample_check(const char *op, yp_dims in, int scale, const void *a, 
 }
 
 /* y[n][oy][ox] = x[n][oy/s][ox/s]: each input pixel's channel vector copied to s*s places. */
-int yp_cpu_upsample_forward(yp_dims in, int scale, const float *x, float *y) {
+int yp_cpu_upsample_forward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *x, float *y) {
     static const char op[] = "upsample_forward";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (upsample_check(op, in, scale, x, y))
         return -1;
     const int64_t s = scale, C = in.c, ow = in.w * s;
@@ -134,8 +145,11 @@ int yp_cpu_upsample_forward(yp_dims in, int scale, const float *x, float *y) {
 }
 
 /* dx[n][iy][ix] = beta*dx + the sum of dy over the s*s output pixels that copied it. */
-int yp_cpu_upsample_backward(yp_dims in, int scale, const float *dy, float *dx, float beta) {
+int yp_cpu_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *dy, float *dx,
+                             float beta) {
     static const char op[] = "upsample_backward";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (upsample_check(op, in, scale, dy, dx))
         return -1;
     const int64_t s = scale, C = in.c, ow = in.w * s;
@@ -181,7 +195,9 @@ static int64_t s2d_source(yp_dims in, int64_t i, int64_t oy, int64_t ox, int b) 
     return ((i * in.h + iy) * in.w + ix) * in.c;
 }
 
-int yp_cpu_space_to_depth_forward(yp_dims in, const float *x, float *y) {
+int yp_cpu_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y) {
+    (void)be;
+    if (yp_cpu_check_elem("space_to_depth_forward", dt)) return -1;
     if (s2d_check("space_to_depth_forward", in, x, y))
         return -1;
     const int64_t C = in.c, oh = in.h / 2, ow = in.w / 2;
@@ -196,7 +212,9 @@ int yp_cpu_space_to_depth_forward(yp_dims in, const float *x, float *y) {
     return 0;
 }
 
-int yp_cpu_space_to_depth_backward(yp_dims in, const float *dy, float *dx, float beta) {
+int yp_cpu_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx, float beta) {
+    (void)be;
+    if (yp_cpu_check_elem("space_to_depth_backward", dt)) return -1;
     if (s2d_check("space_to_depth_backward", in, dy, dx))
         return -1;
     const int64_t C = in.c, oh = in.h / 2, ow = in.w / 2;

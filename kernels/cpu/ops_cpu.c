@@ -24,6 +24,10 @@ int yp_cpu_check_ptrs(const char *op, int count, const void *const *ptrs) {
     return 0;
 }
 
+int yp_cpu_elem_fail(const char *op, yp_elem t) {
+    return yp_cpu_fail("cpu backend: %s: dtype %s not supported; the CPU runs fp32 plans", op, yp_elem_name(t));
+}
+
 void yp_cpu_scale_beta(float *x, int64_t n, float beta) {
     if (beta == 0.0f) {
         memset(x, 0, (size_t)n * sizeof *x);
@@ -37,6 +41,7 @@ const yp_ops yp_cpu_ops = {
     .silu_forward = yp_cpu_silu_forward,
     .silu_backward = yp_cpu_silu_backward,
     .conv2d_scratch = yp_cpu_conv2d_scratch,
+    .conv2d_prepare = yp_cpu_conv2d_prepare,
     .conv2d_forward = yp_cpu_conv2d_forward,
     .conv2d_backward_data = yp_cpu_conv2d_backward_data,
     .conv2d_backward_weights = yp_cpu_conv2d_backward_weights,

@@ -8,8 +8,11 @@
 
 #include "yp_cpu.h"
 
-int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, const yp_optim_hyp *h) {
+int yp_cpu_sgd_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, int64_t n,
+                    const yp_optim_hyp *h) {
     static const char op[] = "sgd_step";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){h}) ||
         (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){w, grad, m})))
         return -1;
@@ -26,8 +29,11 @@ int yp_cpu_sgd_step(float *w, const float *grad, float *m, int64_t n, const yp_o
     return 0;
 }
 
-int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n, const yp_optim_hyp *h) {
+int yp_cpu_adam_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, float *v, int64_t n,
+                     const yp_optim_hyp *h) {
     static const char op[] = "adam_step";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){h}) ||
         (n > 0 && yp_cpu_check_ptrs(op, 4, (const void *[]){w, grad, m, v})))
         return -1;
@@ -55,8 +61,10 @@ int yp_cpu_adam_step(float *w, const float *grad, float *m, float *v, int64_t n,
     return 0;
 }
 
-int yp_cpu_ema_update(float *ema, const float *w, int64_t n, float d) {
+int yp_cpu_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, int64_t n, float d) {
     static const char op[] = "ema_update";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 2, (const void *[]){ema, w})))
         return -1;
     const float one_minus = 1.0f - d;
@@ -66,8 +74,10 @@ int yp_cpu_ema_update(float *ema, const float *w, int64_t n, float d) {
     return 0;
 }
 
-int yp_cpu_sum_squares(const float *x, int64_t n, double *out) {
+int yp_cpu_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out) {
     static const char op[] = "sum_squares";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){out}) ||
         (n > 0 && yp_cpu_check_ptrs(op, 1, (const void *[]){x})))
         return -1;
@@ -83,8 +93,11 @@ int yp_cpu_sum_squares(const float *x, int64_t n, double *out) {
     return 0;
 }
 
-int yp_cpu_sgd_ema_step(float *w, float *grad, float *m, float *ema, int64_t n, const yp_optim_hyp *h) {
+int yp_cpu_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema, int64_t n,
+                        const yp_optim_hyp *h) {
     static const char op[] = "sgd_ema_step";
+    (void)be;
+    if (yp_cpu_check_elem(op, dt)) return -1;
     if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){h}) ||
         (n > 0 && yp_cpu_check_ptrs(op, 3, (const void *[]){w, grad, m})))
         return -1;

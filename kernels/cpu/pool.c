@@ -14,6 +14,8 @@ enum { CB = 256 }; /* channels per block of the backward's stack arrays */
 static int pool_check(const char *op, const yp_pool_desc *d) {
     if (!d)
         return yp_cpu_fail("%s: NULL descriptor", op);
+    if (yp_cpu_check_elem(op, d->dtype))
+        return -1;
     if (yp_cpu_check_dims(op, "input", d->in) || yp_cpu_check_dims(op, "output", d->out))
         return -1;
     if (d->k < 1 || d->s < 1 || d->p < 0 || d->p > d->k / 2)
@@ -57,8 +59,9 @@ static void argmax_into(float *restrict m, int32_t *restrict arg, const float *r
     }
 }
 
-int yp_cpu_maxpool_forward(const yp_pool_desc *d, const float *x, float *y) {
+int yp_cpu_maxpool_forward(yp_backend *be, const yp_pool_desc *d, const float *x, float *y) {
     static const char op[] = "maxpool_forward";
+    (void)be;
     if (pool_check(op, d) || yp_cpu_check_ptrs(op, 2, (const void *[]){x, y}))
         return -1;
     const int64_t C = d->in.c, H = d->in.h, W = d->in.w;
@@ -83,8 +86,10 @@ int yp_cpu_maxpool_forward(const yp_pool_desc *d, const float *x, float *y) {
     return 0;
 }
 
-int yp_cpu_maxpool_backward(const yp_pool_desc *d, const float *x, const float *dy, float *dx, float beta) {
+int yp_cpu_maxpool_backward(yp_backend *be, const yp_pool_desc *d, const float *x, const float *dy, float *dx,
+                            float beta) {
     static const char op[] = "maxpool_backward";
+    (void)be;
     if (pool_check(op, d) || yp_cpu_check_ptrs(op, 3, (const void *[]){x, dy, dx}))
         return -1;
     const int64_t C = d->in.c, H = d->in.h, W = d->in.w;

@@ -23,7 +23,9 @@ static int check_args(const char *op, int64_t n, const void *a, const void *b, c
 
 /* y = x / (1 + exp(-x)). For x below -87 the clamped exp gives y = x * 1.6e-38, i.e. 0 to fp32
  * precision, which is the limit; no NaN for finite x. In place (x == y) is fine: each element is read before written. */
-int yp_cpu_silu_forward(const float *x, float *y, int64_t n) {
+int yp_cpu_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n) {
+    (void)be;
+    if (yp_cpu_check_elem("silu_forward", dt)) return -1;
     if (check_args("silu_forward", n, x, y, y))
         return -1;
     const int64_t chunks = (n + CHUNK - 1) / CHUNK;
@@ -34,7 +36,9 @@ int yp_cpu_silu_forward(const float *x, float *y, int64_t n) {
 }
 
 /* d/dx [x s(x)] = s + x s (1 - s) = s (1 + x (1 - s)), s = sigmoid(x). dx may alias dy. */
-int yp_cpu_silu_backward(const float *x, const float *dy, float *dx, int64_t n) {
+int yp_cpu_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n) {
+    (void)be;
+    if (yp_cpu_check_elem("silu_backward", dt)) return -1;
     if (check_args("silu_backward", n, x, dy, dx))
         return -1;
     const int64_t chunks = (n + CHUNK - 1) / CHUNK;

@@ -1,6 +1,8 @@
-// backend.cu - the CUDA backend's table and host glue: device probing, cudaMalloc'd memory, copies,
-// sync, the thread's last error, and the build description. Ops live in one .cu file per op.
-// Everything runs on device 0 and the legacy default stream, so work is ordered without events.
+// backend.cu - CUDA instances and their host glue: device probing, the instance's stream,
+// cudaMalloc'd memory, copies, sync, the thread's last error, and the build description. Ops live in
+// one .cu file per op. Each instance queues all of its work (kernels, copies, sets) on its own
+// stream on its own device, so its work is ordered without events; sync waits for that stream.
+#include <cstdlib>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -35,13 +37,15 @@ extern "C" int yp_cuda_check_launch(const char *what) {
     return 0;
 }
 
-static const char *cuda_last_error_get(void) {
+static const char *cuda_last_error_get(yp_backend *) {
     return cuda_last_error;
 }
 
 // Returns device memory of at least max(bytes, 1) rounded up to the alignment, or NULL with the
 // reason (including free/total device memory on OOM). The caller frees it with cuda_mem_free.
-static void *cuda_mem_alloc(size_t bytes) {
+static void *cuda_mem_alloc(yp_backend *be, size_t bytes) {
+    if (yp_cuda_use("cuda alloc", yp_cuda_of(be)))
+        return nullptr;
     if (bytes > SIZE_MAX - kCudaAlignment) {
         yp_cuda_fail("cuda alloc: %zu bytes is too large", bytes);
         return nullptr;
@@ -65,12 +69,14 @@ static void *cuda_mem_alloc(size_t bytes) {
     return p;
 }
 
-static void cuda_mem_free(void *ptr) {
-    if (ptr)
+static void cuda_mem_free(yp_backend *be, void *ptr) {
+    if (ptr && !yp_cuda_use("cuda free", yp_cuda_of(be)))
         cudaFree(ptr);
 }
 
-static int cuda_mem_copy(void *dst, const void *src, size_t bytes, yp_copy dir) {
+// On the instance's stream, then waits for it: the copy follows the instance's queued work.
+static int cuda_mem_copy(yp_backend *be, void *dst, const void *src, size_t bytes, yp_copy dir) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
     cudaMemcpyKind kind;
     switch (dir) {
     case YP_COPY_HOST_TO_DEVICE: kind = cudaMemcpyHostToDevice; break;
@@ -82,35 +88,49 @@ static int cuda_mem_copy(void *dst, const void *src, size_t bytes, yp_copy dir) 
         return 0;
     if (!dst || !src)
         return yp_cuda_fail("cuda mem_copy: NULL pointer with %zu bytes", bytes);
-    cudaError_t e = cudaMemcpy(dst, src, bytes, kind);
+    if (yp_cuda_use("cuda mem_copy", cb))
+        return -1;
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, cb->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(cb->stream);
     if (e != cudaSuccess)
         return yp_cuda_fail("cudaMemcpy of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
     return 0;
 }
 
-static int cuda_mem_set(void *dst, int value, size_t bytes) {
+static int cuda_mem_set(yp_backend *be, void *dst, int value, size_t bytes) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
     if (bytes == 0)
         return 0;
     if (!dst)
         return yp_cuda_fail("cuda mem_set: NULL pointer with %zu bytes", bytes);
-    cudaError_t e = cudaMemset(dst, value, bytes);
+    if (yp_cuda_use("cuda mem_set", cb))
+        return -1;
+    cudaError_t e = cudaMemsetAsync(dst, value, bytes, cb->stream);
     if (e != cudaSuccess)
         return yp_cuda_fail("cudaMemset of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
     return 0;
 }
 
-static int cuda_sync(void) {
-    cudaError_t e = cudaDeviceSynchronize();
+static int cuda_sync(yp_backend *be) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (yp_cuda_use("cuda sync", cb))
+        return -1;
+    cudaError_t e = cudaStreamSynchronize(cb->stream);
     if (e != cudaSuccess)
-        return yp_cuda_fail("cudaDeviceSynchronize: %s (%s)", cudaGetErrorString(e),
+        return yp_cuda_fail("cudaStreamSynchronize: %s (%s)", cudaGetErrorString(e),
                             cudaGetErrorName(e));
     return 0;
 }
 
-static int cuda_device_info(char *name, size_t name_len, int64_t *total_bytes, int64_t *free_bytes) {
+static int cuda_device_info(yp_backend *be, char *name, size_t name_len, int64_t *total_bytes,
+                            int64_t *free_bytes) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
     cudaDeviceProp prop;
     size_t free_b = 0, total_b = 0;
-    cudaError_t e = cudaGetDeviceProperties(&prop, 0);
+    if (yp_cuda_use("cuda device_info", cb))
+        return -1;
+    cudaError_t e = cudaGetDeviceProperties(&prop, cb->device);
     if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, &total_b);
     if (e != cudaSuccess) return yp_cuda_fail("cuda device_info: %s", cudaGetErrorString(e));
     if (name && name_len > 0) snprintf(name, name_len, "%s", prop.name);
@@ -130,7 +150,18 @@ static yp_ops make_cuda_ops() {
 }
 static const yp_ops cuda_ops = make_cuda_ops();
 
-static const yp_backend cuda_backend = {
+// Waits for the stream's work, destroys it and frees the instance.
+static void cuda_release(yp_backend *be) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (cudaSetDevice(cb->device) == cudaSuccess && cb->stream) {
+        cudaStreamSynchronize(cb->stream);
+        cudaStreamDestroy(cb->stream);
+    }
+    cudaGetLastError();
+    std::free(cb);
+}
+
+static const yp_backend cuda_template = {
     /* name */ "cuda",
     /* alignment */ kCudaAlignment,
     /* host_memory */ 0,
@@ -143,10 +174,11 @@ static const yp_backend cuda_backend = {
     /* device_info */ cuda_device_info,
     /* ops */ &cuda_ops,
     /* thread_init */ nullptr,
+    /* release */ cuda_release,
 };
 
 // Writes a reason into why (if any) and returns NULL.
-static const yp_backend *unavailable(char *why, size_t why_len, const char *fmt, ...) {
+static yp_backend *unavailable(char *why, size_t why_len, const char *fmt, ...) {
     if (why && why_len > 0) {
         va_list ap;
         va_start(ap, fmt);
@@ -156,9 +188,10 @@ static const yp_backend *unavailable(char *why, size_t why_len, const char *fmt,
     return nullptr;
 }
 
-// Probes the driver and device 0 and makes it current. Needs nothing at link time: the static
-// runtime loads libcuda.so.1 here, so a machine without a driver gets a reason, not a crash.
-extern "C" const yp_backend *yp_cuda_backend_get(char *why, size_t why_len) {
+// Probes the driver and the device, makes it current and creates the instance's stream. Needs
+// nothing at link time: the static runtime loads libcuda.so.1 here, so a machine without a driver
+// gets a reason, not a crash.
+extern "C" yp_backend *yp_cuda_backend_new(int device, char *why, size_t why_len) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
@@ -168,24 +201,40 @@ extern "C" const yp_backend *yp_cuda_backend_get(char *why, size_t why_len) {
     }
     if (count == 0)
         return unavailable(why, why_len, "no CUDA device found");
+    if (device < 0 || device >= count)
+        return unavailable(why, why_len, "no CUDA device %d (%d found)", device, count);
     cudaDeviceProp prop;
-    e = cudaGetDeviceProperties(&prop, 0);
+    e = cudaGetDeviceProperties(&prop, device);
     if (e != cudaSuccess)
-        return unavailable(why, why_len, "cudaGetDeviceProperties(0): %s", cudaGetErrorString(e));
+        return unavailable(why, why_len, "cudaGetDeviceProperties(%d): %s", device,
+                           cudaGetErrorString(e));
     int arch = prop.major * 10 + prop.minor;
     if (arch < YP_CUDA_MIN_ARCH)
         return unavailable(why, why_len,
-                           "GPU 0 (%s) is sm_%d, older than the oldest architecture built (%s)",
-                           prop.name, arch, YP_CUDA_ARCHS);
-    e = cudaSetDevice(0);
+                           "GPU %d (%s) is sm_%d, older than the oldest architecture built (%s)",
+                           device, prop.name, arch, YP_CUDA_ARCHS);
+    cudaStream_t stream = nullptr;
+    e = cudaSetDevice(device);
     if (e == cudaSuccess)
         e = cudaFree(nullptr);  // creates the context now, so a busy or broken device shows here
+    // Non-blocking: the instance's work does not wait for the legacy default stream's (nor it for
+    // the instance's); every entry of the instance queues on this stream, so its own order holds.
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return unavailable(why, why_len, "cannot use GPU 0 (%s): %s", prop.name,
+        return unavailable(why, why_len, "cannot use GPU %d (%s): %s", device, prop.name,
                            cudaGetErrorString(e));
     }
-    return &cuda_backend;
+    yp_cuda_backend *cb = static_cast<yp_cuda_backend *>(std::calloc(1, sizeof *cb));
+    if (!cb) {
+        cudaStreamDestroy(stream);
+        return unavailable(why, why_len, "cuda backend: out of memory");
+    }
+    cb->base = cuda_template;
+    cb->device = device;
+    cb->stream = stream;
+    return &cb->base;
 }
 
 // Versions: CUDART_VERSION is 1000*major + 10*minor; cudnnGetVersion() (the library actually

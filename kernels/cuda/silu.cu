@@ -37,8 +37,11 @@ static int grid_size(int64_t n) {
     return (int)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
-// Shared argument checks: 0, or -1 with the reason recorded.
-static int check_args(const char *op, int64_t n, const void *a, const void *b, const void *c) {
+// Shared argument checks: 0, or -1 with the reason recorded. fp32 only so far.
+static int check_args(const char *op, yp_elem dt, int64_t n, const void *a, const void *b, const void *c) {
+    if (dt != YP_ELEM_F32)
+        return yp_cuda_fail("cuda backend: %s: dtype %s not supported yet; the CUDA ops run fp32", op,
+                            yp_elem_name(dt));
     if (n < 0)
         return yp_cuda_fail("%s: negative element count %lld", op, (long long)n);
     if (n > 0 && (!a || !b || !c))
@@ -46,20 +49,27 @@ static int check_args(const char *op, int64_t n, const void *a, const void *b, c
     return 0;
 }
 
-extern "C" int yp_cuda_silu_forward(const float *x, float *y, int64_t n) {
-    if (check_args("silu_forward", n, x, y, y))
+extern "C" int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (check_args("silu_forward", dt, n, x, y, y))
         return -1;
     if (n == 0)
         return 0;  // a zero-block launch is an error in CUDA
-    silu_forward_kernel<<<grid_size(n), kBlockSize>>>(x, y, n);
+    if (yp_cuda_use("silu_forward", cb))
+        return -1;
+    silu_forward_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(x, y, n);
     return yp_cuda_check_launch("silu_forward");
 }
 
-extern "C" int yp_cuda_silu_backward(const float *x, const float *dy, float *dx, int64_t n) {
-    if (check_args("silu_backward", n, x, dy, dx))
+extern "C" int yp_cuda_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx,
+                                     int64_t n) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (check_args("silu_backward", dt, n, x, dy, dx))
         return -1;
     if (n == 0)
         return 0;
-    silu_backward_kernel<<<grid_size(n), kBlockSize>>>(x, dy, dx, n);
+    if (yp_cuda_use("silu_backward", cb))
+        return -1;
+    silu_backward_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(x, dy, dx, n);
     return yp_cuda_check_launch("silu_backward");
 }

@@ -1,22 +1,24 @@
 /* yp_cuda.h - internal to kernels/: what the CUDA library (kernels/cuda/) exports to the dispatcher
- * (kernels/backend.c) and what its own files share. C linkage; plain C types only, so the dispatcher
- * includes it as C. Only included when the library is built with YP_HAVE_CUDA.
- * Defines: yp_cuda_backend_get, yp_cuda_build_info, yp_cuda_fail, yp_cuda_check_launch, and the
- * launchers (one pair per op, in kernels/cuda/<op>.cu). */
+ * (kernels/backend.c) and what its own files share. C linkage; the dispatcher's part uses plain C
+ * types only, so it includes this as C. Only included when the library is built with YP_HAVE_CUDA.
+ * Defines: yp_cuda_backend_new, yp_cuda_build_info, yp_cuda_fail, yp_cuda_check_launch, the
+ * launchers (one pair per op, in kernels/cuda/<op>.cu) and, for the .cu files only,
+ * yp_cuda_backend (an instance) and yp_cuda_of. */
 #ifndef YP_CUDA_H
 #define YP_CUDA_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "yp_backend.h"
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-struct yp_backend;
-
-/* The CUDA table on device 0, or NULL with the reason in why (see yp_backend_cuda). */
-const struct yp_backend *yp_cuda_backend_get(char *why, size_t why_len);
+/* A new CUDA instance on `device`, or NULL with the reason in why (see yp_backend_cuda_new). */
+yp_backend *yp_cuda_backend_new(int device, char *why, size_t why_len);
 
 /* "built for sm_75,... with CUDA 13.0, cuDNN 9.19.0"; static storage. */
 const char *yp_cuda_build_info(void);
@@ -31,11 +33,37 @@ int yp_cuda_fail(const char *fmt, ...)
 /* After a kernel launch: 0, or -1 with "<what>: launch failed: <CUDA error>" recorded. */
 int yp_cuda_check_launch(const char *what);
 
-/* ---- launchers (contracts in yp_backend.h) ---- */
-int yp_cuda_silu_forward(const float *x, float *y, int64_t n);
-int yp_cuda_silu_backward(const float *x, const float *dy, float *dx, int64_t n);
+/* ---- launchers (contracts in yp_ops.h) ---- */
+int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
+int yp_cuda_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
 
 #ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+
+/* A CUDA instance. `base` comes first, so that the yp_backend * handed out and this are one
+ * address. Every entry makes `device` current and queues its work on `stream`, so work of one
+ * instance runs in order and instances on other devices or streams stay apart. */
+struct yp_cuda_backend {
+    yp_backend base;
+    int device;
+    cudaStream_t stream;
+};
+
+static inline yp_cuda_backend *yp_cuda_of(yp_backend *be) {
+    return reinterpret_cast<yp_cuda_backend *>(be);
+}
+
+/* Makes the instance's device current on the calling thread (a launch on its stream needs it):
+ * 0, or -1 with "<what>: cudaSetDevice(d): <error>" recorded. */
+static inline int yp_cuda_use(const char *what, yp_cuda_backend *cb) {
+    cudaError_t e = cudaSetDevice(cb->device);
+    if (e != cudaSuccess)
+        return yp_cuda_fail("%s: cudaSetDevice(%d): %s", what, cb->device, cudaGetErrorString(e));
+    return 0;
 }
 #endif
 
