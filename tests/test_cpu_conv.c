@@ -1,6 +1,8 @@
 /* test_cpu_conv.c - the CPU backend's conv2d and batchnorm2d (kernels/yp_ops.h), forward and
  * backward, against PyTorch references (tests/data/ops), central finite differences in double on
  * tiny shapes, the beta (overwrite/accumulate) contract and argument errors. */
+#include <omp.h>
+
 #include "cpu_ops_fixture.h"
 
 /* ---- conv ---- */
@@ -296,6 +298,84 @@ static void test_conv_errors(void) {
     CHECK_STR_HAS(cpu->last_error(cpu), "NULL");
 }
 
+/* The instance model: the scratch query is pure and depends on the instance only (not on the
+ * caller's OpenMP setting, which every build restores), conv2d_prepare changes no answer, two
+ * instances with different thread counts keep their own primitives and compute the same conv,
+ * and freeing an instance frees its primitives (ASan/LSan builds check that). */
+static void test_conv_instances(void) {
+    const yp_conv_desc d = conv_desc(2, 16, 24, 20, 32, 3, 1, 1);
+    char why[256] = "";
+    yp_backend *one = yp_backend_cpu_new(&(yp_cpu_config){1}, why, sizeof why);
+    yp_backend *three = yp_backend_cpu_new(&(yp_cpu_config){3}, why, sizeof why);
+    REQUIRE(one && three);
+    omp_set_num_threads(2);
+    int64_t p[2][2], f[2][2], p_again, f_again;
+    for (int st = 0; st < 2; st++) {
+        CHECK(ops->conv2d_scratch(one, &d, 0, (yp_conv_stage)st, &p[st][0], &f[st][0]) == 0);
+        CHECK(omp_get_max_threads() == 2); /* the caller's setting, restored */
+        omp_set_num_threads(3);
+        CHECK(ops->conv2d_scratch(one, &d, 0, (yp_conv_stage)st, &p_again, &f_again) == 0);
+        CHECK_EQ_I64(p_again, p[st][0]);
+        CHECK_EQ_I64(f_again, f[st][0]);
+        CHECK(ops->conv2d_prepare(one, &d, 0, (yp_conv_stage)st) == 0);
+        CHECK(omp_get_max_threads() == 3);
+        CHECK(ops->conv2d_scratch(one, &d, 0, (yp_conv_stage)st, &p_again, &f_again) == 0);
+        CHECK_EQ_I64(p_again, p[st][0]);
+        CHECK_EQ_I64(f_again, f[st][0]);
+        CHECK(ops->conv2d_scratch(three, &d, 0, (yp_conv_stage)st, &p[st][1], &f[st][1]) == 0);
+        omp_set_num_threads(2);
+    }
+    if (verbose)
+        printf("    fixed scratch (floats) fwd/bwd: 1 thread %lld/%lld, 3 threads %lld/%lld\n", (long long)f[0][0],
+               (long long)f[1][0], (long long)f[0][1], (long long)f[1][1]);
+    /* thread_init gives the calling thread the instance's count */
+    three->thread_init(three);
+    CHECK(omp_get_max_threads() == 3);
+    one->thread_init(one);
+    CHECK(omp_get_max_threads() == 1);
+
+    /* the same conv on both instances, alternately, each with the scratch it asked for */
+    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.k * d.k;
+    float *x = rand_buf(nx, 91, -1, 1), *w = rand_buf(nw, 92, -1, 1), *y1 = nan_buf(ny), *y3 = nan_buf(ny);
+    float *ws1 = nan_buf(p[0][0] + f[0][0] + 16), *ws3 = nan_buf(p[0][1] + f[0][1] + 16);
+    for (int rep = 0; rep < 2; rep++) {
+        CHECK(ops->conv2d_forward(one, &d, x, w, NULL, y1, p[0][0] ? ws1 : NULL,
+                                  f[0][0] ? ws1 + (p[0][0] + 15) / 16 * 16 : NULL) == 0);
+        CHECK(ops->conv2d_forward(three, &d, x, w, NULL, y3, p[0][1] ? ws3 : NULL,
+                                  f[0][1] ? ws3 + (p[0][1] + 15) / 16 * 16 : NULL) == 0);
+        CHECK_CLOSE("conv on 1 vs 3 threads", y3, y1, ny, 1e-5);
+    }
+    free(x), free(w), free(y1), free(y3), free(ws1), free(ws3);
+    yp_backend_free(one);
+    yp_backend_free(three);
+    yp_backend_free(NULL);
+    cpu->thread_init(cpu);
+}
+
+/* The CPU runs fp32 only: any other element type in a descriptor is refused, by the scratch
+ * query as by the ops, with the op and the type named. */
+static void test_conv_bn_dtype(void) {
+    yp_conv_desc d = conv_desc(1, 4, 4, 4, 4, 3, 1, 1);
+    static _Alignas(64) float buf[256], ws[1 << 14];
+    int64_t per_image, fixed;
+    d.dtype = YP_ELEM_F16;
+    CHECK(ops->conv2d_scratch(cpu, &d, 0, YP_CONV_FORWARD, &per_image, &fixed) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu),
+                  "cpu backend: conv2d scratch: dtype f16 not supported; the CPU runs fp32 plans");
+    CHECK(ops->conv2d_prepare(cpu, &d, 0, YP_CONV_FORWARD) == -1);
+    d.dtype = YP_ELEM_BF16;
+    CHECK(ops->conv2d_forward(cpu, &d, buf, buf, NULL, buf, ws, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "conv2d forward: dtype bf16 not supported");
+    CHECK(ops->conv2d_backward(cpu, &d, buf, buf, buf, buf, buf, NULL, (yp_betas){0.0f, 0.0f}, ws, ws) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "dtype bf16");
+    float rm[2] = {0}, rv[2] = {1, 1};
+    yp_bn_desc b = {.dims = {1, 2, 2, 2}, .eps = 1e-3f, .momentum = 0.03f, .dtype = YP_ELEM_F16};
+    CHECK(ops->bn_forward_train(cpu, &b, buf, buf, buf, buf, buf, rm, rv) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "cpu backend: bn_forward_train: dtype f16 not supported");
+    CHECK(ops->bn_silu_backward(cpu, &b, buf, buf, buf, buf, buf, buf, NULL) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "bn_silu_backward: dtype f16");
+}
+
 /* ---- batch norm ---- */
 
 /* Training forward against PyTorch (F.batch_norm(training=True), float64): y, the saved stats, the
@@ -541,6 +621,8 @@ int main(int argc, char **argv) {
     YP_RUN(test_conv_finite_diff);
     YP_RUN(test_conv_large);
     YP_RUN(test_conv_errors);
+    YP_RUN(test_conv_instances);
+    YP_RUN(test_conv_bn_dtype);
     YP_RUN(test_bn_train);
     YP_RUN(test_bn_train_wide);
     YP_RUN(test_bn_eval);

@@ -283,6 +283,51 @@ static void test_ema_sum_squares(void) {
     free(e), free(w), free(e0);
 }
 
+/* The CPU runs fp32 only: every op with an element-type parameter or descriptor field refuses
+ * the others with one line naming the op and the type, before touching any buffer. */
+static void test_dtype_refused(void) {
+    float v[16] = {0}, *vs[2] = {v, v};
+    const float *cvs[2] = {v, v};
+    const int64_t cs[2] = {1, 1};
+    double ss;
+    const yp_optim_hyp h = {.lr = 0.1f, .step = 1, .grad_scale = 1.0f};
+    const yp_elem f16 = YP_ELEM_F16, bf16 = YP_ELEM_BF16;
+    CHECK(ops->silu_forward(cpu, f16, v, v, 4) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "cpu backend: silu_forward: dtype f16 not supported; the CPU runs fp32 plans");
+    CHECK(strchr(cpu->last_error(cpu), '\n') == NULL);
+    CHECK(ops->silu_backward(cpu, bf16, v, v, v, 4) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "cpu backend: silu_backward: dtype bf16 not supported");
+    CHECK(ops->add_forward(cpu, f16, v, v, v, 4) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "add_forward: dtype f16");
+    CHECK(ops->axpy_grad(cpu, f16, v, v, 1.0f, 4) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "axpy_grad: dtype f16");
+    CHECK(ops->concat_forward(cpu, f16, 2, cvs, cs, (yp_dims){1, 1, 1, 2}, v) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "concat_forward: dtype f16");
+    CHECK(ops->concat_backward(cpu, f16, 2, vs, cs, (yp_dims){1, 1, 1, 2}, v, v) == -1);
+    CHECK(ops->upsample_forward(cpu, f16, (yp_dims){1, 1, 1, 1}, 2, v, v) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "upsample_forward: dtype f16");
+    CHECK(ops->upsample_backward(cpu, f16, (yp_dims){1, 1, 1, 1}, 2, v, v, 0.0f) == -1);
+    CHECK(ops->space_to_depth_forward(cpu, f16, (yp_dims){1, 2, 2, 1}, v, v) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "space_to_depth_forward: dtype f16");
+    CHECK(ops->space_to_depth_backward(cpu, f16, (yp_dims){1, 2, 2, 1}, v, v, 0.0f) == -1);
+    yp_pool_desc pd = {{1, 2, 2, 1}, {1, 2, 2, 1}, 1, 1, 0, YP_ELEM_F16};
+    CHECK(ops->maxpool_forward(cpu, &pd, v, v) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "cpu backend: maxpool_forward: dtype f16");
+    CHECK(ops->maxpool_backward(cpu, &pd, v, v, v, 0.0f) == -1);
+    CHECK(ops->sgd_step(cpu, f16, v, v, v, 4, &h) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "sgd_step: dtype f16");
+    CHECK(ops->adam_step(cpu, f16, v, v, v, v, 4, &h) == -1);
+    CHECK(ops->sgd_ema_step(cpu, f16, v, v, v, v, 4, &h) == -1);
+    CHECK(ops->ema_update(cpu, f16, v, v, 4, 0.5f) == -1);
+    CHECK(ops->sum_squares(cpu, bf16, v, 4, &ss) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "sum_squares: dtype bf16");
+    CHECK(ops->silu_forward(cpu, YP_ELEM_COUNT, v, v, 4) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "dtype ?");
+    pd.dtype = YP_ELEM_F32; /* and fp32 still runs */
+    CHECK(ops->maxpool_forward(cpu, &pd, v, v) == 0);
+    CHECK(ops->silu_forward(cpu, YP_ELEM_F32, v, v, 4) == 0);
+}
+
 static void test_table_complete(void) {
     CHECK(cpu->ops == ops);
     CHECK(ops->conv2d_forward && ops->conv2d_backward_data && ops->conv2d_backward_weights);
@@ -291,6 +336,7 @@ static void test_table_complete(void) {
     CHECK(ops->upsample_forward && ops->upsample_backward && ops->maxpool_forward && ops->maxpool_backward);
     CHECK(ops->space_to_depth_forward && ops->space_to_depth_backward);
     CHECK(ops->sgd_step && ops->adam_step && ops->ema_update && ops->sum_squares);
+    CHECK(ops->conv2d_scratch && ops->conv2d_prepare);
 }
 
 int main(int argc, char **argv) {
@@ -310,6 +356,7 @@ int main(int argc, char **argv) {
     YP_RUN(test_adam);
     YP_RUN(test_adamw);
     YP_RUN(test_ema_sum_squares);
+    YP_RUN(test_dtype_refused);
     free(fx_data);
     return yp_test_summary();
 }
