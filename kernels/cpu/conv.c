@@ -11,7 +11,8 @@
  * Per distinct conv (descriptor, bias) an entry of the instance caches its primitives
  * (conv_dnnl.h), built once by yp_cpu_conv2d_prepare: the executor calls it for every conv before
  * the first step, so no op call builds anything (an op met without it builds its entry on first
- * use). yp_cpu_conv2d_scratch only asks: it reads a built entry, or sizes a dry one it drops. Per op:
+ * use). yp_cpu_conv2d_scratch only asks: it reads a built entry, or sizes a dry one (primitive
+ * descriptors only) that it drops. Per op:
  *   forward          weights (and, for Winograd, x) reordered into `wt`, the conv, y out
  *   backward-data    beta == 0, or a primitive whose dx goes through the scratch (the reorder out
  *                    adds): the whole batch. Otherwise (dx written in place; oneDNN's backward
@@ -21,7 +22,7 @@
  * Scratch per stage (yp_cpu_conv2d_scratch): `fixed` bytes = the largest primitive's scratch of
  * the stage; `per_image` = one image of dx when the one-image form exists. oneDNN threads with
  * OpenMP; its scratchpad sizes depend on the thread count at build time, so every build runs
- * with the instance's count (threads_enter / threads_leave), whatever the caller's setting. */
+ * with the instance's count (build()), whatever the caller's setting. */
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
