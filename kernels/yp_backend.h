@@ -25,7 +25,11 @@
  * before that thread's first op and again whenever something else may have changed the setting
  * (the executor calls it at the start of every micro-step and update). oneDNN's scratchpad sizes
  * depend on the thread count: conv2d_scratch and conv2d_prepare set the instance's count while
- * they build and restore the caller's after, so a conv's scratch depends on the instance only.
+ * they build (as does an op that builds on first use) and restore the caller's after, so a conv's
+ * scratch depends on the instance only.
+ *
+ * Element types: every op is told the element type of its operands, in its descriptor or as the
+ * parameter after `be` (yp_ops.h); a backend refuses a type it lacks (the CPU runs fp32 only).
  *
  * Conventions for every entry:
  *   - pointers named dst/src/x/y/dx/dy are device pointers of this instance (from its mem_alloc),
