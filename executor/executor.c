@@ -77,42 +77,23 @@ int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err) {
     return 0;
 }
 
-/* ---------------------------------------------------------------- names -> tensors */
+/* ---------------------------------------------------------------- parameter state */
 
-typedef struct {
-    const char *name;
-    int t;
-} name_ix;
-
-static int by_name(const void *a, const void *b) { return strcmp(((const name_ix *)a)->name, ((const name_ix *)b)->name); }
-
-/* Links every weight to its optimizer states and EMA copy by the schedule's names. */
+/* Links every parameter to its optimizer states and EMA copy through the schedule's roles. */
 static int link_state(yp_exec *x, yp_err *err) {
     const yp_schedule *s = x->s;
     int n = s->n_tensors;
-    name_ix *ix = malloc((size_t)n * sizeof *ix);
     x->opt_m = malloc((size_t)n * sizeof(int)), x->opt_v = malloc((size_t)n * sizeof(int));
     x->ema = malloc((size_t)n * sizeof(int));
-    if (!ix || !x->opt_m || !x->opt_v || !x->ema) {
-        free(ix);
-        return yp_err_set(err, "out of memory binding the arena");
-    }
-    for (int t = 0; t < n; t++) ix[t] = (name_ix){s->tensors[t].name, t}, x->opt_m[t] = x->opt_v[t] = x->ema[t] = -1;
-    qsort(ix, (size_t)n, sizeof *ix, by_name);
+    if (!x->opt_m || !x->opt_v || !x->ema) return yp_err_set(err, "out of memory binding the arena");
+    for (int t = 0; t < n; t++) x->opt_m[t] = x->opt_v[t] = x->ema[t] = -1;
     for (int t = 0; t < n; t++) {
-        const yp_tensor *w = &s->tensors[t];
-        if (w->kind != YP_KIND_WEIGHT) continue;
-        static const char *const prefix[3] = {"ema:", NULL, "adam.v:"};
-        const char *mp = s->opts.optimizer == YP_OPT_SGD ? "momentum:" : "adam.m:";
-        int *slot[3] = {&x->ema[t], &x->opt_m[t], &x->opt_v[t]};
-        for (int k = 0; k < 3; k++) {
-            char nm[160];
-            snprintf(nm, sizeof nm, "%s%s", k == 1 ? mp : prefix[k], w->name);
-            name_ix key = {nm, 0}, *hit = bsearch(&key, ix, (size_t)n, sizeof *ix, by_name);
-            *slot[k] = hit ? hit->t : -1;
-        }
+        const yp_tensor *d = &s->tensors[t];
+        if (d->param < 0) continue;
+        if (d->role == YP_ROLE_EMA) x->ema[d->param] = t;
+        if (d->role == YP_ROLE_MOMENTUM || d->role == YP_ROLE_ADAM_M) x->opt_m[d->param] = t;
+        if (d->role == YP_ROLE_ADAM_V) x->opt_v[d->param] = t;
     }
-    free(ix);
     return 0;
 }
 
@@ -146,16 +127,15 @@ static void init_param(yp_exec *x, int t, uint64_t *rng) {
     float *p = yp_exec_tensor(x, t);
     int64_t numel = w->shape.w;
     if (n->op == YP_OP_BATCHNORM2D) {
-        int one = strstr(w->name, ".weight") || strstr(w->name, ".running_var");
-        fill(p, numel, one ? 1.0f : 0.0f);
+        fill(p, numel, w->role == YP_ROLE_BN_GAMMA || w->role == YP_ROLE_RUNNING_VAR ? 1.0f : 0.0f);
         return;
     }
-    int l = 0;
-    int64_t fan_in = n->op == YP_OP_CONV2D ? (int64_t)n->a.conv.c_in / n->a.conv.groups * n->a.conv.k * n->a.conv.k : 0;
-    if (n->op == YP_OP_DETECT) sscanf(strstr(w->name, ".m.") + 3, "%d", &l), fan_in = n->a.detect.c_in[l];
+    int l = w->level;
+    int64_t fan_in = n->op == YP_OP_CONV2D ? (int64_t)n->a.conv.c_in / n->a.conv.groups * n->a.conv.k * n->a.conv.k
+                                           : n->a.detect.c_in[l];
     double bound = 1.0 / sqrt((double)fan_in);
     for (int64_t i = 0; i < numel; i++) p[i] = (float)((2.0 * uniform(rng) - 1.0) * bound);
-    if (n->op != YP_OP_DETECT || !strstr(w->name, ".bias")) return;
+    if (n->op != YP_OP_DETECT || w->role != YP_ROLE_CONV_BIAS) return;
     const yp_graph *g = x->s->g;
     int no = n->a.detect.nc + 5;
     double cells = 640.0 / g->strides[l];
@@ -235,7 +215,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
     memset(x, 0, sizeof *x);
     x->plan = p, x->s = p->sched, x->be = be, x->ops = be->ops, x->guard = guard_bytes;
     x->hyp = yp_hyp_default(p->cand.optimizer);
-    x->images_t = yp_schedule_find(x->s, "input:images"), x->targets_t = yp_schedule_find(x->s, "loss:targets");
+    x->images_t = x->s->images_t, x->targets_t = x->s->targets_t;
     const char *missing = missing_op(x->ops);
     if (missing)
         return yp_err_set(err, "backend %s has no %s op yet, which a training step needs; use the cpu backend",

@@ -31,20 +31,18 @@ static int fail(const call *c, const char *what) {
         if ((expr) != 0) return fail(c, what); \
     } while (0)
 
-/* The scratch tensor a conv step was given: its "ws:" (per image) or "wt:" (fixed) output, or -1. */
-static int scratch_t(const call *c, const char *prefix) {
-    for (int k = 0; k < c->st->n_out; k++) {
-        const yp_tensor *t = T(c, c->out[k]);
-        if (t->kind == YP_KIND_WORKSPACE && !strncmp(t->name, prefix, 3)) return c->out[k];
-    }
+/* The scratch tensor of `role` (per image or fixed) a conv step was given, or -1. */
+static int scratch_t(const call *c, yp_role role) {
+    for (int k = 0; k < c->st->n_out; k++)
+        if (T(c, c->out[k])->role == role) return c->out[k];
     return -1;
 }
 
-static float *scratch(const call *c, const char *prefix) {
-    int t = scratch_t(c, prefix);
+static float *scratch(const call *c, yp_role role) {
+    int t = scratch_t(c, role);
     return t >= 0 ? F(c, t) : NULL;
 }
-#define WS(c) scratch(c, "ws:"), scratch(c, "wt:")
+#define WS(c) scratch(c, YP_ROLE_SCRATCH_IMAGE), scratch(c, YP_ROLE_SCRATCH_FIXED)
 
 /* Dims of graph value v (a node's output, or the image) from its forward tensor. */
 static yp_dims value_dims(const call *c, int v) {
@@ -310,10 +308,10 @@ int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targe
 static int check_scratch(const call *c, const yp_conv_desc *d, int bias, yp_conv_stage st) {
     int64_t per_image, fixed;
     if (c->x->ops->conv2d_scratch(d, bias, st, &per_image, &fixed)) return fail(c, "preparing the conv");
-    const char *pre[2] = {"ws:", "wt:"};
+    const yp_role role[2] = {YP_ROLE_SCRATCH_IMAGE, YP_ROLE_SCRATCH_FIXED};
     int64_t need[2] = {per_image * (int64_t)sizeof(float), fixed * (int64_t)sizeof(float)};
     for (int k = 0; k < 2; k++) {
-        int t = scratch_t(c, pre[k]);
+        int t = scratch_t(c, role[k]);
         int64_t have = t >= 0 ? T(c, t)->bytes : 0;
         if (have < need[k])
             return yp_err_set(c->err, "step %d (%s): the plan gives %lld bytes of %s scratch, the %s backend needs "

@@ -57,8 +57,8 @@ int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, in
 }
 
 /* YOLOv5's groups: conv (and Detect) weights decay; BN weights and all biases do not. */
-static int decays(const yp_exec *x, const yp_tensor *w) {
-    return x->s->g->nodes[w->node].op != YP_OP_BATCHNORM2D && strstr(w->name, ".weight") != NULL;
+static int decays(const yp_tensor *w) {
+    return w->role == YP_ROLE_CONV_WEIGHT;
 }
 
 static double grad_norm(const yp_exec *x, yp_err *err) {
@@ -87,7 +87,7 @@ static int step_param(yp_exec *x, int t, float scale, int fused, float d) {
         .momentum = (float)h->momentum,
         .beta2 = (float)h->beta2,
         .eps = (float)h->eps,
-        .weight_decay = decays(x, w) ? (float)h->weight_decay : 0.0f,
+        .weight_decay = decays(w) ? (float)h->weight_decay : 0.0f,
         .decoupled = x->s->opts.optimizer == YP_OPT_ADAMW,
         .step = x->updates + 1,
         .grad_scale = scale,

@@ -23,6 +23,14 @@ const char *yp_kind_name(yp_kind k) {
     return n[k];
 }
 
+const char *yp_role_name(yp_role r) {
+    static const char *const n[YP_ROLE_COUNT] = {
+        "conv_weight", "conv_bias", "bn_gamma", "bn_beta", "running_mean", "running_var", "grad", "momentum",
+        "adam_m", "adam_v", "ema", "lowp", "images", "targets", "value", "bn_stats", "pool_indices",
+        "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value"};
+    return (unsigned)r < YP_ROLE_COUNT ? n[r] : "?";
+}
+
 const char *yp_phase_name(yp_phase p) {
     static const char *const n[YP_PHASE_COUNT] = {"forward", "loss", "recompute", "backward", "optimizer"};
     return n[p];
@@ -91,8 +99,17 @@ static int *grow(int *p, int *cap, int need, int *oom) {
     return np;
 }
 
-static int new_tensor(bld *b, yp_kind kind, yp_scale scale, yp_dtype dt, yp_shape sh, int node, const char *fmt,
-                      const char *a, const char *c) {
+/* What a new tensor is; its bytes follow from shape and dtype, its param is -1 (derived() sets it). */
+typedef struct {
+    yp_role role;
+    yp_kind kind;
+    yp_scale scale;
+    yp_dtype dtype;
+    yp_shape shape;
+    int node, level;
+} tspec;
+
+static int new_tensor(bld *b, tspec sp, const char *fmt, const char *a, const char *c) {
     yp_schedule *s = b->s;
     if (s->n_tensors == s->cap_t) {
         int cap = s->cap_t ? s->cap_t * 2 : 256;
@@ -106,8 +123,10 @@ static int new_tensor(bld *b, yp_kind kind, yp_scale scale, yp_dtype dt, yp_shap
     yp_tensor *t = &s->tensors[s->n_tensors];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, fmt, a, c);
-    t->kind = kind, t->scale = scale, t->dtype = dt, t->shape = sh, t->node = node, t->producer = -1, t->grad = -1;
-    t->bytes = yp_shape_numel(sh) * (int64_t)yp_dtype_size(dt);
+    t->role = sp.role, t->level = sp.level, t->param = -1;
+    t->kind = sp.kind, t->scale = sp.scale, t->dtype = sp.dtype, t->shape = sp.shape, t->node = sp.node;
+    t->producer = -1, t->grad = -1;
+    t->bytes = yp_shape_numel(sp.shape) * (int64_t)yp_dtype_size(sp.dtype);
     return s->n_tensors++;
 }
 
@@ -153,8 +172,9 @@ static int emit(bld *b, yp_phase ph, int op, int node, const char *label, int64_
 
 /* ---------------------------------------------------------------- parameters */
 
-static void add_param(bld *b, int node, const char *name, const char *suffix, int64_t n) {
-    int t = new_tensor(b, YP_KIND_WEIGHT, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), node, "%s%s", name, suffix);
+static void add_param(bld *b, int node, int level, yp_role role, const char *name, const char *suffix, int64_t n) {
+    tspec sp = {role, YP_KIND_WEIGHT, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), node, level};
+    int t = new_tensor(b, sp, "%s%s", name, suffix);
     if (b->param_t[node] < 0) b->param_t[node] = t;
     b->n_param[node]++;
 }
@@ -165,26 +185,35 @@ static void make_params(bld *b, int i) {
     b->param_t[i] = -1;
     if (n->op == YP_OP_CONV2D) {
         const yp_conv_attrs *a = &n->a.conv;
-        add_param(b, i, n->name, ".weight", (int64_t)a->c_out * (a->c_in / a->groups) * a->k * a->k);
-        if (a->bias) add_param(b, i, n->name, ".bias", a->c_out);
+        add_param(b, i, 0, YP_ROLE_CONV_WEIGHT, n->name, ".weight", (int64_t)a->c_out * (a->c_in / a->groups) * a->k * a->k);
+        if (a->bias) add_param(b, i, 0, YP_ROLE_CONV_BIAS, n->name, ".bias", a->c_out);
     } else if (n->op == YP_OP_BATCHNORM2D) {
-        add_param(b, i, n->name, ".weight", n->a.bn.c);
-        add_param(b, i, n->name, ".bias", n->a.bn.c);
-        add_param(b, i, n->name, ".running_mean", n->a.bn.c);
-        add_param(b, i, n->name, ".running_var", n->a.bn.c);
+        add_param(b, i, 0, YP_ROLE_BN_GAMMA, n->name, ".weight", n->a.bn.c);
+        add_param(b, i, 0, YP_ROLE_BN_BETA, n->name, ".bias", n->a.bn.c);
+        add_param(b, i, 0, YP_ROLE_RUNNING_MEAN, n->name, ".running_mean", n->a.bn.c);
+        add_param(b, i, 0, YP_ROLE_RUNNING_VAR, n->name, ".running_var", n->a.bn.c);
     } else if (n->op == YP_OP_DETECT) {
         const yp_detect_attrs *d = &n->a.detect;
         int64_t no = (int64_t)d->na * (d->nc + 5);
         for (int l = 0; l < d->nl; l++) {
             char nm[YP_NAME_LEN + 16];
             snprintf(nm, sizeof nm, "%s.m.%d", n->name, l);
-            add_param(b, i, nm, ".weight", no * d->c_in[l]);
-            add_param(b, i, nm, ".bias", no);
+            add_param(b, i, l, YP_ROLE_CONV_WEIGHT, nm, ".weight", no * d->c_in[l]);
+            add_param(b, i, l, YP_ROLE_CONV_BIAS, nm, ".bias", no);
         }
     }
 }
 
-static int is_buffer(const yp_tensor *t) { return strstr(t->name, ".running_") != NULL; }
+static int is_buffer(const yp_tensor *t) { return t->role == YP_ROLE_RUNNING_MEAN || t->role == YP_ROLE_RUNNING_VAR; }
+
+/* A tensor derived from parameter w (index t): its gradient, optimizer state, EMA or copy. */
+static int derived(bld *b, yp_role role, yp_kind kind, yp_dtype dt, int t, const char *prefix) {
+    yp_tensor w = b->s->tensors[t];
+    tspec sp = {role, kind, YP_SCALE_CONST, dt, w.shape, w.node, w.level};
+    int d = new_tensor(b, sp, "%s%s", prefix, w.name);
+    if (!b->oom) b->s->tensors[d].param = t;
+    return d;
+}
 
 /* Gradient, optimizer state, EMA and low-precision copies of every parameter. */
 static void make_param_state(bld *b) {
@@ -200,18 +229,20 @@ static void make_param_state(bld *b) {
         yp_tensor w = b->s->tensors[t];
         b->grad_of[t] = b->lowp_of[t] = -1;
         if (w.kind != YP_KIND_WEIGHT) continue;
-        int64_t n = w.shape.w;
-        if (o->ema) new_tensor(b, YP_KIND_EMA, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "ema:%s%s", w.name, "");
+        if (o->ema) derived(b, YP_ROLE_EMA, YP_KIND_EMA, YP_DTYPE_F32, t, "ema:");
         if (is_buffer(&w) || !b->trainable[w.node]) continue;
-        b->grad_of[t] = new_tensor(b, YP_KIND_GRAD, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "grad:%s%s", w.name, "");
+        b->grad_of[t] = derived(b, YP_ROLE_GRAD, YP_KIND_GRAD, YP_DTYPE_F32, t, "grad:");
         if (!b->oom) b->s->tensors[t].grad = b->grad_of[t];
-        new_tensor(b, YP_KIND_OPTSTATE, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "%s%s",
-                   o->optimizer == YP_OPT_SGD ? "momentum:" : "adam.m:", w.name);
-        if (o->optimizer != YP_OPT_SGD)
-            new_tensor(b, YP_KIND_OPTSTATE, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "adam.v:%s%s", w.name, "");
+        if (o->optimizer == YP_OPT_SGD) {
+            derived(b, YP_ROLE_MOMENTUM, YP_KIND_OPTSTATE, YP_DTYPE_F32, t, "momentum:");
+        } else {
+            derived(b, YP_ROLE_ADAM_M, YP_KIND_OPTSTATE, YP_DTYPE_F32, t, "adam.m:");
+            derived(b, YP_ROLE_ADAM_V, YP_KIND_OPTSTATE, YP_DTYPE_F32, t, "adam.v:");
+        }
+        char pre[8];
+        snprintf(pre, sizeof pre, "%s:", yp_dtype_name(o->act_dtype));
         if (o->act_dtype != YP_DTYPE_F32 && !b->oom && yp_tensor_amp_copied(b->s, &b->s->tensors[t]))
-            b->lowp_of[t] = new_tensor(b, YP_KIND_LOWP, YP_SCALE_CONST, o->act_dtype, flat(n), w.node, "%s:%s",
-                                       yp_dtype_name(o->act_dtype), w.name);
+            b->lowp_of[t] = derived(b, YP_ROLE_LOWP, YP_KIND_LOWP, o->act_dtype, t, pre);
     }
 }
 
@@ -275,8 +306,10 @@ static void conv_workspace(bld *b, int i, const char *what) {
         cols = c > cols ? c : cols, wt = w > wt ? w : wt;
     }
     yp_dtype dt = b->s->opts.act_dtype;
-    if (cols) op_out(b, new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, dt, flat(cols), i, "ws:%s:%s", n->name, what));
-    if (wt) op_out(b, new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_CONST, YP_DTYPE_F32, flat(wt), i, "wt:%s:%s", n->name, what));
+    tspec ws = {YP_ROLE_SCRATCH_IMAGE, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, dt, flat(cols), i, 0};
+    tspec wf = {YP_ROLE_SCRATCH_FIXED, YP_KIND_WORKSPACE, YP_SCALE_CONST, YP_DTYPE_F32, flat(wt), i, 0};
+    if (cols) op_out(b, new_tensor(b, ws, "ws:%s:%s", n->name, what));
+    if (wt) op_out(b, new_tensor(b, wf, "wt:%s:%s", n->name, what));
 }
 
 static int value_fwd(bld *b, int id, int level) {
@@ -307,19 +340,21 @@ static void forward_node(bld *b, int i) {
     for (int l = 0; l < ni->n_out; l++) {
         char lv[16] = "";
         if (n->op == YP_OP_DETECT) snprintf(lv, sizeof lv, ".l%d", l);
-        int t = new_tensor(b, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, ni->out[l], i, "act:%s%s", n->name, lv);
+        tspec sp = {YP_ROLE_VALUE, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, ni->out[l], i, l};
+        int t = new_tensor(b, sp, "act:%s%s", n->name, lv);
         b->out_t[i * YP_MAX_LEVELS + l] = t;
         op_out(b, t);
     }
     if (n->op == YP_OP_BATCHNORM2D) {
-        b->stats_t[i] = new_tensor(b, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, flat(2 * (int64_t)n->a.bn.c), i, "stats:%s%s",
-                                   n->name, "");
+        tspec sp = {YP_ROLE_BN_STATS, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, flat(2 * (int64_t)n->a.bn.c), i, 0};
+        b->stats_t[i] = new_tensor(b, sp, "stats:%s%s", n->name, "");
         op_out(b, b->stats_t[i]);
         op_out(b, b->param_t[i] + 2); /* running mean and var are updated */
         op_out(b, b->param_t[i] + 3);
     }
     if (n->op == YP_OP_MAXPOOL2D && o->policy == YP_SAVE_PYTORCH && b->rg[i]) {
-        b->idx_t[i] = new_tensor(b, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, "idx:%s%s", n->name, "");
+        tspec sp = {YP_ROLE_POOL_INDICES, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, 0};
+        b->idx_t[i] = new_tensor(b, sp, "idx:%s%s", n->name, "");
         op_out(b, b->idx_t[i]);
     }
     conv_workspace(b, i, "fwd");
@@ -344,14 +379,18 @@ static void loss_step(bld *b) {
     for (int l = 0; l < g->nl; l++) op_in(b, b->out_t[det * YP_MAX_LEVELS + l]);
     op_in(b, b->targets_t);
     int64_t lab = loss_label_floats(b), obj = loss_objmap_floats(b);
-    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(lab), -1, "loss:assign%s%s", "", ""));
-    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_BATCH_PIXELS, YP_DTYPE_F32, flat(obj), -1, "loss:objmap%s%s", "", ""));
-    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_CONST, YP_DTYPE_F32, flat(4), -1, "loss:value%s%s", "", ""));
+    tspec as = {YP_ROLE_LOSS_ASSIGN, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(lab), -1, 0};
+    tspec om = {YP_ROLE_LOSS_OBJMAP, YP_KIND_LOSS, YP_SCALE_BATCH_PIXELS, YP_DTYPE_F32, flat(obj), -1, 0};
+    tspec va = {YP_ROLE_LOSS_VALUE, YP_KIND_LOSS, YP_SCALE_CONST, YP_DTYPE_F32, flat(4), -1, 0};
+    op_out(b, new_tensor(b, as, "loss:assign%s%s", "", ""));
+    op_out(b, new_tensor(b, om, "loss:objmap%s%s", "", ""));
+    op_out(b, new_tensor(b, va, "loss:value%s%s", "", ""));
     for (int l = 0; l < g->nl && b->rg[det]; l++) {
         char nm[16];
         snprintf(nm, sizeof nm, ".l%d", l);
-        int t = new_tensor(b, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[det].out[l], det,
-                           "dact:%s%s", g->nodes[det].name, nm);
+        tspec sp = {YP_ROLE_VALUE_GRAD, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[det].out[l],
+                    det, l};
+        int t = new_tensor(b, sp, "dact:%s%s", g->nodes[det].name, nm);
         b->grad_t[det * YP_MAX_LEVELS + l] = t;
         op_out(b, t);
     }
@@ -393,7 +432,8 @@ static int recompute(bld *b, int v) {
     if (n->op == YP_OP_BATCHNORM2D) op_in(b, b->stats_t[v]); /* BN-apply with the saved statistics */
     char tag[16];
     snprintf(tag, sizeof tag, "#%d", b->n_recompute++);
-    int t = new_tensor(b, YP_KIND_RECOMPUTE, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[0], v, "re:%s%s", n->name, tag);
+    tspec sp = {YP_ROLE_RECOMPUTED, YP_KIND_RECOMPUTE, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[0], v, 0};
+    int t = new_tensor(b, sp, "re:%s%s", n->name, tag);
     op_out(b, t);
     conv_workspace(b, v, "re");
     int64_t fl = node_flops(b, v);
@@ -441,8 +481,9 @@ static int act_grad(bld *b, int v, int level) {
         op_in(b, *slot); /* accumulate into the existing gradient */
         return *slot;
     }
-    *slot = new_tensor(b, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[level], v, "dact:%s%s",
-                       b->g->nodes[v].name, "");
+    tspec sp = {YP_ROLE_VALUE_GRAD, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[level], v,
+                level};
+    *slot = new_tensor(b, sp, "dact:%s%s", b->g->nodes[v].name, "");
     return *slot;
 }
 
@@ -591,8 +632,10 @@ static void build(bld *b) {
     mark_grads(b);
     mark_boundaries(b);
     yp_shape img = {o->batch, g->in_channels, o->h, o->w};
-    b->image_t = new_tensor(b, YP_KIND_INPUT, YP_SCALE_BATCH_PIXELS, o->act_dtype, img, -1, "input:images%s%s", "", "");
-    b->targets_t = new_tensor(b, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(6 * o->labels), -1, "loss:targets%s%s", "", "");
+    tspec im = {YP_ROLE_IMAGES, YP_KIND_INPUT, YP_SCALE_BATCH_PIXELS, o->act_dtype, img, -1, 0};
+    tspec tg = {YP_ROLE_TARGETS, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(6 * o->labels), -1, 0};
+    b->image_t = b->s->images_t = new_tensor(b, im, "input:images%s%s", "", "");
+    b->targets_t = b->s->targets_t = new_tensor(b, tg, "loss:targets%s%s", "", "");
     for (int i = 0; i < g->n_nodes; i++) make_params(b, i);
     make_param_state(b);
     if (b->oom) return;
@@ -643,8 +686,8 @@ void yp_schedule_free(yp_schedule *s) {
 }
 
 int yp_tensor_amp_copied(const yp_schedule *s, const yp_tensor *t) {
-    return t->kind == YP_KIND_WEIGHT && t->grad >= 0 && strstr(t->name, ".weight") &&
-           s->g->nodes[t->node].op != YP_OP_BATCHNORM2D;
+    (void)s;
+    return t->role == YP_ROLE_CONV_WEIGHT && t->grad >= 0;
 }
 
 int yp_schedule_find(const yp_schedule *s, const char *name) {

@@ -102,8 +102,48 @@ typedef enum {
     YP_SCALE_COUNT
 } yp_scale;
 
+/* What a tensor is, typed, so that no code parses names (names are for display and state-dict
+ * I/O only). Parameters of a node are in the order its steps read them; a tensor derived from a
+ * parameter (its gradient, optimizer state, EMA or low-precision copy) names that parameter in
+ * yp_tensor.param. */
+typedef enum {
+    YP_ROLE_CONV_WEIGHT,   /* conv / Detect-level weight (c_out, c_in/groups, k, k) */
+    YP_ROLE_CONV_BIAS,     /* conv / Detect-level bias */
+    YP_ROLE_BN_GAMMA,      /* BN weight */
+    YP_ROLE_BN_BETA,       /* BN bias */
+    YP_ROLE_RUNNING_MEAN,  /* BN running statistics: state, not trained */
+    YP_ROLE_RUNNING_VAR,
+    YP_ROLE_GRAD,          /* gradient of parameter `param` */
+    YP_ROLE_MOMENTUM,      /* SGD momentum buffer of `param` */
+    YP_ROLE_ADAM_M,        /* Adam first moment of `param` */
+    YP_ROLE_ADAM_V,        /* Adam second moment of `param` */
+    YP_ROLE_EMA,           /* EMA copy of `param` (a parameter or a running statistic) */
+    YP_ROLE_LOWP,          /* fp16/bf16 copy of `param` under AMP */
+    YP_ROLE_IMAGES,        /* the input batch */
+    YP_ROLE_TARGETS,       /* the batch's label rows (image, class, cx, cy, w, h) */
+    YP_ROLE_VALUE,         /* a node's forward output (at `level` for Detect) */
+    YP_ROLE_BN_STATS,      /* BN batch statistics {mean[c], invstd[c]} */
+    YP_ROLE_POOL_INDICES,  /* maxpool argmax (PyTorch's saving policy) */
+    YP_ROLE_RECOMPUTED,    /* a forward value recomputed in backward */
+    YP_ROLE_VALUE_GRAD,    /* gradient of a node's output (at `level` for Detect) */
+    YP_ROLE_SCRATCH_IMAGE, /* conv scratch growing with the image (YP_SCALE_PIXELS) */
+    YP_ROLE_SCRATCH_FIXED, /* conv scratch of a fixed size (YP_SCALE_CONST) */
+    YP_ROLE_LOSS_ASSIGN,   /* the loss's target-assignment rows */
+    YP_ROLE_LOSS_OBJMAP,   /* the loss's objectness targets */
+    YP_ROLE_LOSS_VALUE,    /* lbox, lobj, lcls, total */
+    YP_ROLE_COUNT
+} yp_role;
+
+const char *yp_role_name(yp_role r);
+
+/* Is role r a node parameter or BN running statistic (kind WEIGHT)? */
+static inline int yp_role_is_param(yp_role r) { return r <= YP_ROLE_RUNNING_VAR; }
+
 typedef struct {
-    char name[96];
+    char name[96];       /* for display and state-dict I/O only: code reads role, level, param */
+    yp_role role;
+    int level;           /* Detect level of a per-level tensor (its parameters, outputs, their gradients); else 0 */
+    int param;           /* the parameter a GRAD, MOMENTUM, ADAM_M, ADAM_V, EMA or LOWP tensor belongs to; else -1 */
     yp_kind kind;
     yp_scale scale;
     yp_dtype dtype;
@@ -129,6 +169,7 @@ typedef struct {
 typedef struct {
     const yp_graph *g;
     yp_sched_opts opts;
+    int images_t, targets_t; /* the input tensors: the image batch and the label rows */
     int n_tensors, n_steps, n_refs;
     yp_tensor *tensors;
     yp_step *steps;

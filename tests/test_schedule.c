@@ -7,6 +7,7 @@
 #include "yp_ir.h"
 #include "yp_schedule.h"
 #include "yp_test.h"
+#include "yp_test_models.h"
 
 static yp_graph *tiny(void) {
     yp_err err;
@@ -250,7 +251,62 @@ static void test_amp_and_adam(void) {
     yp_graph_free(g);
 }
 
+/* The typed roles agree with the names the state dict uses and with the kinds; every derived
+ * tensor points at its parameter (same node, level and element count); the inputs are exported. */
+static void check_roles(const yp_schedule *s) {
+    static const struct { yp_role role; const char *prefix; yp_kind kind; } derived[] = {
+        {YP_ROLE_GRAD, "grad:", YP_KIND_GRAD},          {YP_ROLE_MOMENTUM, "momentum:", YP_KIND_OPTSTATE},
+        {YP_ROLE_ADAM_M, "adam.m:", YP_KIND_OPTSTATE},  {YP_ROLE_ADAM_V, "adam.v:", YP_KIND_OPTSTATE},
+        {YP_ROLE_EMA, "ema:", YP_KIND_EMA},             {YP_ROLE_LOWP, "f16:", YP_KIND_LOWP},
+    };
+    CHECK(s->tensors[s->images_t].role == YP_ROLE_IMAGES && !strcmp(s->tensors[s->images_t].name, "input:images"));
+    CHECK(s->tensors[s->targets_t].role == YP_ROLE_TARGETS && !strcmp(s->tensors[s->targets_t].name, "loss:targets"));
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *x = &s->tensors[t];
+        CHECK(yp_role_is_param(x->role) == (x->kind == YP_KIND_WEIGHT));
+        const char *dot = strrchr(x->name, '.');
+        if (x->role == YP_ROLE_CONV_WEIGHT || x->role == YP_ROLE_BN_GAMMA) CHECK(dot && !strcmp(dot, ".weight"));
+        if (x->role == YP_ROLE_CONV_BIAS || x->role == YP_ROLE_BN_BETA) CHECK(dot && !strcmp(dot, ".bias"));
+        if (x->role == YP_ROLE_RUNNING_VAR) CHECK(dot && !strcmp(dot, ".running_var"));
+        if (x->role == YP_ROLE_SCRATCH_IMAGE) CHECK(!strncmp(x->name, "ws:", 3) && x->scale == YP_SCALE_PIXELS);
+        if (x->role == YP_ROLE_SCRATCH_FIXED) CHECK(!strncmp(x->name, "wt:", 3) && x->scale == YP_SCALE_CONST);
+        if (x->role == YP_ROLE_CONV_WEIGHT && s->g->nodes[x->node].op == YP_OP_DETECT) {
+            char want[96];
+            snprintf(want, sizeof want, "%s.m.%d.weight", s->g->nodes[x->node].name, x->level);
+            CHECK(!strcmp(x->name, want));
+        }
+        int is_derived = 0;
+        for (size_t k = 0; k < sizeof derived / sizeof *derived; k++) {
+            if (x->role != derived[k].role) continue;
+            is_derived = 1;
+            const yp_tensor *p = &s->tensors[x->param];
+            CHECK(x->param >= 0 && yp_role_is_param(p->role) && x->kind == derived[k].kind);
+            CHECK(x->node == p->node && x->level == p->level && x->shape.w == p->shape.w);
+            char want[160];
+            snprintf(want, sizeof want, "%s%s", derived[k].prefix, p->name);
+            CHECK(!strcmp(x->name, want));
+            if (x->role == YP_ROLE_GRAD) CHECK(p->grad == t);
+        }
+        if (!is_derived) CHECK(x->param == -1);
+    }
+}
+
+static void test_roles(void) {
+    yp_graph *g = yp_test_model("yolov5n"); /* three Detect levels */
+    REQUIRE(g != NULL);
+    for (int variant = 0; variant < 2; variant++) {
+        yp_sched_opts o = yp_sched_opts_default(2, 64, 64);
+        if (variant) o.act_dtype = YP_DTYPE_F16, o.optimizer = YP_OPT_ADAM, o.policy = YP_SAVE_PYTORCH;
+        yp_schedule *s = yp_schedule_build(g, &o, NULL);
+        REQUIRE(s != NULL);
+        check_roles(s);
+        yp_schedule_free(s);
+    }
+    yp_graph_free(g);
+}
+
 int main(void) {
+    YP_RUN(test_roles);
     YP_RUN(test_pytorch_lives);
     YP_RUN(test_yoloplan_recompute);
     YP_RUN(test_keepcat);
