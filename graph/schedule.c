@@ -82,6 +82,7 @@ typedef struct {
     int image_t, targets_t, n_recompute;
     int *tin, *tout; /* operands of the step being built */
     int n_in, n_out, cap_in, cap_out;
+    yp_operands cur; /* and their names */
     int rule_failed; /* the conv scratch rule failed: rule_err says why */
     yp_err rule_err;
 } bld;
@@ -142,6 +143,17 @@ static void op_out(bld *b, int t) {
     if (!b->oom) b->tout[b->n_out++] = t;
 }
 
+/* An operand with its name: the slot of b->cur it fills. */
+static void in_as(bld *b, int *slot, int t) { *slot = t, op_in(b, t); }
+static void out_as(bld *b, int *slot, int t) { *slot = t, op_out(b, t); }
+
+static yp_operands no_operands(void) {
+    yp_operands a;
+    int *p = (int *)&a;
+    for (size_t k = 0; k < sizeof a / sizeof(int); k++) p[k] = -1;
+    return a;
+}
+
 /* Appends a step with the operands collected by op_in/op_out; returns its index. */
 static int emit(bld *b, yp_phase ph, int op, int node, const char *label, int64_t flops) {
     yp_schedule *s = b->s;
@@ -158,7 +170,8 @@ static int emit(bld *b, yp_phase ph, int op, int node, const char *label, int64_
     if (b->oom) return 0;
     yp_step *st = &s->steps[s->n_steps];
     memset(st, 0, sizeof *st);
-    st->phase = ph, st->op = op, st->node = node, st->flops = flops;
+    st->phase = ph, st->op = op, st->node = node, st->flops = flops, st->a = b->cur;
+    b->cur = no_operands();
     snprintf(st->label, sizeof st->label, "%s", label);
     st->in_off = s->n_refs, st->n_in = b->n_in;
     memcpy(s->refs + s->n_refs, b->tin, (size_t)b->n_in * sizeof(int));
@@ -251,11 +264,23 @@ static int weight_for_math(const bld *b, int t) {
     return b->lowp_of[t] >= 0 ? b->lowp_of[t] : t;
 }
 
+/* The operand slot a parameter (or its gradient) fills. */
+static int *param_slot(yp_operands *a, const yp_tensor *p, int grad) {
+    switch (p->role) {
+    case YP_ROLE_CONV_WEIGHT: return grad ? &a->dw[p->level] : &a->w[p->level];
+    case YP_ROLE_CONV_BIAS: return grad ? &a->dbias[p->level] : &a->bias[p->level];
+    case YP_ROLE_BN_GAMMA: return grad ? &a->dgamma : &a->gamma;
+    case YP_ROLE_BN_BETA: return grad ? &a->dbeta : &a->beta;
+    case YP_ROLE_RUNNING_MEAN: return &a->running_mean;
+    default: return &a->running_var;
+    }
+}
+
 static void params_in(bld *b, int i, int trainable_only) {
     for (int k = 0; k < b->n_param[i]; k++) {
         int t = b->param_t[i] + k;
         if (trainable_only && is_buffer(&b->s->tensors[t])) continue;
-        op_in(b, weight_for_math(b, t));
+        in_as(b, param_slot(&b->cur, &b->s->tensors[t], 0), weight_for_math(b, t));
     }
 }
 
@@ -308,8 +333,8 @@ static void conv_workspace(bld *b, int i, const char *what) {
     yp_dtype dt = b->s->opts.act_dtype;
     tspec ws = {YP_ROLE_SCRATCH_IMAGE, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, dt, flat(cols), i, 0};
     tspec wf = {YP_ROLE_SCRATCH_FIXED, YP_KIND_WORKSPACE, YP_SCALE_CONST, YP_DTYPE_F32, flat(wt), i, 0};
-    if (cols) op_out(b, new_tensor(b, ws, "ws:%s:%s", n->name, what));
-    if (wt) op_out(b, new_tensor(b, wf, "wt:%s:%s", n->name, what));
+    if (cols) out_as(b, &b->cur.scratch_image, new_tensor(b, ws, "ws:%s:%s", n->name, what));
+    if (wt) out_as(b, &b->cur.scratch_fixed, new_tensor(b, wf, "wt:%s:%s", n->name, what));
 }
 
 static int value_fwd(bld *b, int id, int level) {
@@ -335,7 +360,7 @@ static void forward_node(bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
     const yp_sched_opts *o = &b->s->opts;
     const yp_node_info *ni = &b->info[i];
-    for (int k = 0; k < n->n_inputs; k++) op_in(b, value_fwd(b, n->inputs[k], 0));
+    for (int k = 0; k < n->n_inputs; k++) in_as(b, &b->cur.x[k], value_fwd(b, n->inputs[k], 0));
     params_in(b, i, 0);
     for (int l = 0; l < ni->n_out; l++) {
         char lv[16] = "";
@@ -343,19 +368,19 @@ static void forward_node(bld *b, int i) {
         tspec sp = {YP_ROLE_VALUE, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, ni->out[l], i, l};
         int t = new_tensor(b, sp, "act:%s%s", n->name, lv);
         b->out_t[i * YP_MAX_LEVELS + l] = t;
-        op_out(b, t);
+        out_as(b, &b->cur.y[l], t);
     }
     if (n->op == YP_OP_BATCHNORM2D) {
         tspec sp = {YP_ROLE_BN_STATS, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, flat(2 * (int64_t)n->a.bn.c), i, 0};
         b->stats_t[i] = new_tensor(b, sp, "stats:%s%s", n->name, "");
-        op_out(b, b->stats_t[i]);
-        op_out(b, b->param_t[i] + 2); /* running mean and var are updated */
-        op_out(b, b->param_t[i] + 3);
+        out_as(b, &b->cur.stats, b->stats_t[i]);
+        op_out(b, b->cur.running_mean); /* running mean and var are updated */
+        op_out(b, b->cur.running_var);
     }
     if (n->op == YP_OP_MAXPOOL2D && o->policy == YP_SAVE_PYTORCH && b->rg[i]) {
         tspec sp = {YP_ROLE_POOL_INDICES, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, 0};
         b->idx_t[i] = new_tensor(b, sp, "idx:%s%s", n->name, "");
-        op_out(b, b->idx_t[i]);
+        out_as(b, &b->cur.indices, b->idx_t[i]);
     }
     conv_workspace(b, i, "fwd");
     emit(b, YP_PHASE_FORWARD, n->op, i, "", node_flops(b, i));
@@ -376,15 +401,15 @@ static int64_t loss_objmap_floats(const bld *b) {
 static void loss_step(bld *b) {
     const yp_graph *g = b->g;
     int det = g->n_nodes - 1;
-    for (int l = 0; l < g->nl; l++) op_in(b, b->out_t[det * YP_MAX_LEVELS + l]);
-    op_in(b, b->targets_t);
+    for (int l = 0; l < g->nl; l++) in_as(b, &b->cur.x[l], b->out_t[det * YP_MAX_LEVELS + l]);
+    in_as(b, &b->cur.targets, b->targets_t);
     int64_t lab = loss_label_floats(b), obj = loss_objmap_floats(b);
     tspec as = {YP_ROLE_LOSS_ASSIGN, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(lab), -1, 0};
     tspec om = {YP_ROLE_LOSS_OBJMAP, YP_KIND_LOSS, YP_SCALE_BATCH_PIXELS, YP_DTYPE_F32, flat(obj), -1, 0};
     tspec va = {YP_ROLE_LOSS_VALUE, YP_KIND_LOSS, YP_SCALE_CONST, YP_DTYPE_F32, flat(4), -1, 0};
-    op_out(b, new_tensor(b, as, "loss:assign%s%s", "", ""));
-    op_out(b, new_tensor(b, om, "loss:objmap%s%s", "", ""));
-    op_out(b, new_tensor(b, va, "loss:value%s%s", "", ""));
+    out_as(b, &b->cur.loss_assign, new_tensor(b, as, "loss:assign%s%s", "", ""));
+    out_as(b, &b->cur.loss_objmap, new_tensor(b, om, "loss:objmap%s%s", "", ""));
+    out_as(b, &b->cur.loss_value, new_tensor(b, va, "loss:value%s%s", "", ""));
     for (int l = 0; l < g->nl && b->rg[det]; l++) {
         char nm[16];
         snprintf(nm, sizeof nm, ".l%d", l);
@@ -392,7 +417,7 @@ static void loss_step(bld *b) {
                     det, l};
         int t = new_tensor(b, sp, "dact:%s%s", g->nodes[det].name, nm);
         b->grad_t[det * YP_MAX_LEVELS + l] = t;
-        op_out(b, t);
+        out_as(b, &b->cur.dx[l], t);
     }
     b->s->loss_step = emit(b, YP_PHASE_LOSS, -1, -1, "loss", 20 * (lab + obj));
 }
@@ -427,14 +452,14 @@ static int recompute(bld *b, int v) {
     const yp_node *n = &b->g->nodes[v];
     int ins[YP_MAX_INPUTS];
     for (int k = 0; k < n->n_inputs; k++) ins[k] = need_value(b, n->inputs[k]);
-    for (int k = 0; k < n->n_inputs; k++) op_in(b, ins[k]);
+    for (int k = 0; k < n->n_inputs; k++) in_as(b, &b->cur.x[k], ins[k]);
     params_in(b, v, 1);
-    if (n->op == YP_OP_BATCHNORM2D) op_in(b, b->stats_t[v]); /* BN-apply with the saved statistics */
+    if (n->op == YP_OP_BATCHNORM2D) in_as(b, &b->cur.stats, b->stats_t[v]); /* BN-apply with the saved statistics */
     char tag[16];
     snprintf(tag, sizeof tag, "#%d", b->n_recompute++);
     tspec sp = {YP_ROLE_RECOMPUTED, YP_KIND_RECOMPUTE, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[0], v, 0};
     int t = new_tensor(b, sp, "re:%s%s", n->name, tag);
-    op_out(b, t);
+    out_as(b, &b->cur.y[0], t);
     conv_workspace(b, v, "re");
     int64_t fl = node_flops(b, v);
     emit(b, YP_PHASE_RECOMPUTE, n->op, v, "", fl);
@@ -450,29 +475,31 @@ static int need_value(bld *b, int v) {
     return recompute(b, v);
 }
 
-/* Tensors node i's backward reads besides its output gradients. */
-static void backward_needs(bld *b, int i, int *need, int *n_need) {
+/* The forward tensors node i's backward reads besides its output gradients (-1: not read). */
+typedef struct {
+    int x[YP_MAX_INPUTS], stats, indices;
+} bwd_needs;
+
+static bwd_needs backward_needs(bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
-    int pytorch = b->s->opts.policy == YP_SAVE_PYTORCH;
-    *n_need = 0;
+    bwd_needs nd = {{-1, -1, -1, -1}, -1, -1};
     switch (n->op) {
     case YP_OP_CONV2D:
-        if (b->trainable[i]) need[(*n_need)++] = need_value(b, n->inputs[0]);
-        break;
-    case YP_OP_DETECT:
-        for (int l = 0; l < n->n_inputs && b->trainable[i]; l++) need[(*n_need)++] = need_value(b, n->inputs[l]);
+    case YP_OP_DETECT: /* the input, for the weight gradient */
+        for (int l = 0; l < n->n_inputs && b->trainable[i]; l++) nd.x[l] = need_value(b, n->inputs[l]);
         break;
     case YP_OP_BATCHNORM2D:
-        need[(*n_need)++] = need_value(b, n->inputs[0]);
-        need[(*n_need)++] = b->stats_t[i];
+        nd.x[0] = need_value(b, n->inputs[0]);
+        nd.stats = b->stats_t[i];
         break;
-    case YP_OP_SILU: need[(*n_need)++] = need_value(b, n->inputs[0]); break;
+    case YP_OP_SILU: nd.x[0] = need_value(b, n->inputs[0]); break;
     case YP_OP_MAXPOOL2D:
-        need[(*n_need)++] = need_value(b, n->inputs[0]);
-        if (pytorch) need[(*n_need)++] = b->idx_t[i];
+        nd.x[0] = need_value(b, n->inputs[0]);
+        if (b->s->opts.policy == YP_SAVE_PYTORCH) nd.indices = b->idx_t[i];
         break;
     default: break; /* add, concat, upsample, space_to_depth need only the gradient */
     }
+    return nd;
 }
 
 static int act_grad(bld *b, int v, int level) {
@@ -489,22 +516,26 @@ static int act_grad(bld *b, int v, int level) {
 
 static void backward_node(bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
-    int need[YP_MAX_INPUTS + 2], n_need, has_grad = 0;
+    yp_operands *a = &b->cur;
+    int has_grad = 0;
     for (int l = 0; l < b->info[i].n_out; l++) has_grad |= b->grad_t[i * YP_MAX_LEVELS + l] >= 0;
     if (!has_grad) return; /* output unused by anything that needs gradients */
     if (b->stamp != n->layer) b->stamp = n->layer; /* recomputed values live within one layer's backward */
-    backward_needs(b, i, need, &n_need);
+    bwd_needs nd = backward_needs(b, i); /* first: it may emit recompute steps */
     for (int l = 0; l < b->info[i].n_out; l++)
-        if (b->grad_t[i * YP_MAX_LEVELS + l] >= 0) op_in(b, b->grad_t[i * YP_MAX_LEVELS + l]);
-    for (int k = 0; k < n_need; k++) op_in(b, need[k]);
+        if (b->grad_t[i * YP_MAX_LEVELS + l] >= 0) in_as(b, &a->dy[l], b->grad_t[i * YP_MAX_LEVELS + l]);
+    for (int k = 0; k < YP_MAX_INPUTS; k++)
+        if (nd.x[k] >= 0) in_as(b, &a->x[k], nd.x[k]);
+    if (nd.stats >= 0) in_as(b, &a->stats, nd.stats);
+    if (nd.indices >= 0) in_as(b, &a->indices, nd.indices);
     if (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT || n->op == YP_OP_BATCHNORM2D) params_in(b, i, 1);
     for (int k = 0; k < n->n_inputs; k++) {
         int v = n->inputs[k];
-        if (v != YP_INPUT_IMAGE && b->rg[v]) op_out(b, act_grad(b, v, 0));
+        if (v != YP_INPUT_IMAGE && b->rg[v]) out_as(b, &a->dx[k], act_grad(b, v, 0));
     }
     for (int k = 0; k < b->n_param[i] && b->trainable[i]; k++) {
-        int gt = b->grad_of[b->param_t[i] + k];
-        if (gt >= 0) op_in(b, gt), op_out(b, gt);
+        int p = b->param_t[i] + k, gt = b->grad_of[p];
+        if (gt >= 0) *param_slot(a, &b->s->tensors[p], 1) = gt, op_in(b, gt), op_out(b, gt);
     }
     conv_workspace(b, i, "bwd");
     int64_t fl = node_flops(b, i) * (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT ? (b->trainable[i] ? 2 : 1) : 2);
@@ -659,7 +690,7 @@ yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_
         yp_err_set(err, "out of memory building the schedule");
         goto fail;
     }
-    s->g = g, s->opts = *opts, b.s = s, b.g = g;
+    s->g = g, s->opts = *opts, b.s = s, b.g = g, b.cur = no_operands();
     if (yp_graph_infer(g, opts->batch, opts->h, opts->w, b.info, err)) goto fail;
     build(&b);
     if (b.oom) {

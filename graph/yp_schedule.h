@@ -156,6 +156,34 @@ typedef struct {
     int cons_off, n_cons; /* consumer steps: sched->refs[cons_off .. cons_off + n_cons) */
 } yp_tensor;
 
+/* The operands of a step by name: which tensor of the step's input and output lists plays which
+ * part. The planner reads only the lists (yp_step_inputs/outputs); the executor reads these.
+ * Absent operands are -1. Per phase (the lists hold exactly the tensors named here, in the order
+ * forward inputs, parameters, outputs / gradients, needs, parameters, input gradients,
+ * parameter gradients; scratch last):
+ *   forward    x[k]: the node's input values; w, bias (per Detect level; the low-precision copy
+ *              under AMP); BN: gamma, beta, running_mean, running_var (read and updated), stats
+ *              (written); y[l]: the outputs; maxpool under the PyTorch policy: indices (written)
+ *   recompute  x[k], w, bias, gamma, beta, BN: stats (the saved ones, read); y[0]: the value
+ *   loss       x[l]: Detect's outputs; targets; loss_assign, loss_objmap, loss_value (written);
+ *              dx[l]: the gradients of Detect's outputs (written; absent when nothing trains)
+ *   backward   dy[l]: the gradients of the outputs; x[k]: the forward values backward reads (conv
+ *              and Detect inputs when the node trains, the BN/SiLU/maxpool input), stats, indices;
+ *              w, bias, gamma, beta; dx[k]: input k's gradient (absent when input k needs none;
+ *              also an input when the step adds to it, yp_tensor.producer says which); dw, dbias,
+ *              dgamma, dbeta (read and accumulated; absent when the node is frozen)
+ *   all conv and Detect steps: scratch_image, scratch_fixed (written, when the rule asks for them)
+ *   optimizer and EMA steps have no named operands (they read every parameter's state by role). */
+typedef struct {
+    int x[YP_MAX_INPUTS], y[YP_MAX_LEVELS];
+    int w[YP_MAX_LEVELS], bias[YP_MAX_LEVELS];
+    int gamma, beta, running_mean, running_var, stats, indices;
+    int dy[YP_MAX_LEVELS], dx[YP_MAX_INPUTS];
+    int dw[YP_MAX_LEVELS], dbias[YP_MAX_LEVELS], dgamma, dbeta;
+    int scratch_image, scratch_fixed;
+    int targets, loss_assign, loss_objmap, loss_value;
+} yp_operands;
+
 typedef struct {
     yp_phase phase;
     int op;              /* yp_op, or -1 for loss, optimizer and EMA steps */
@@ -164,6 +192,7 @@ typedef struct {
     int in_off, n_in;    /* tensors read:    sched->refs[in_off ..] */
     int out_off, n_out;  /* tensors written: sched->refs[out_off ..] (accumulation: in both lists) */
     int64_t flops;
+    yp_operands a;       /* the same operands by name */
 } yp_step;
 
 typedef struct {

@@ -291,15 +291,43 @@ static void check_roles(const yp_schedule *s) {
     }
 }
 
+static int listed(const int *list, int n, int t) {
+    for (int k = 0; k < n; k++)
+        if (list[k] == t) return 1;
+    return 0;
+}
+
+/* Every step's named operands are exactly the tensors of its lists, each in the list its phase
+ * says (yp_schedule.h): written ones among the outputs, read ones among the inputs. */
+static void check_operands(const yp_schedule *s) {
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *st = &s->steps[i];
+        if (st->phase == YP_PHASE_OPTIMIZER) continue; /* no named operands */
+        const int *slots = (const int *)&st->a, n_slots = (int)(sizeof st->a / sizeof(int));
+        const int *in = yp_step_inputs(s, st), *out = yp_step_outputs(s, st);
+        for (int k = 0; k < n_slots; k++)
+            if (slots[k] >= 0) CHECK(listed(in, st->n_in, slots[k]) || listed(out, st->n_out, slots[k]));
+        for (int k = 0; k < st->n_in; k++) CHECK(listed(slots, n_slots, in[k]));
+        for (int k = 0; k < st->n_out; k++) CHECK(listed(slots, n_slots, out[k]));
+        int fwd = st->phase == YP_PHASE_FORWARD || st->phase == YP_PHASE_RECOMPUTE;
+        if (fwd) CHECK(st->a.y[0] >= 0 && listed(out, st->n_out, st->a.y[0]));
+        if (st->phase == YP_PHASE_BACKWARD) CHECK(st->a.dy[0] >= 0 || st->op == YP_OP_DETECT);
+        if (st->op == YP_OP_CONV2D) CHECK(st->a.w[0] >= 0 && (st->a.x[0] >= 0 || !fwd));
+        if (st->phase == YP_PHASE_LOSS) CHECK(st->a.targets == s->targets_t && st->a.loss_value >= 0);
+    }
+}
+
 static void test_roles(void) {
     yp_graph *g = yp_test_model("yolov5n"); /* three Detect levels */
     REQUIRE(g != NULL);
     for (int variant = 0; variant < 2; variant++) {
         yp_sched_opts o = yp_sched_opts_default(2, 64, 64);
         if (variant) o.act_dtype = YP_DTYPE_F16, o.optimizer = YP_OPT_ADAM, o.policy = YP_SAVE_PYTORCH;
+        else o.ckpt_layers = 0x5a, o.freeze = 2; /* recompute steps, frozen layers */
         yp_schedule *s = yp_schedule_build(g, &o, NULL);
         REQUIRE(s != NULL);
         check_roles(s);
+        check_operands(s);
         yp_schedule_free(s);
     }
     yp_graph_free(g);
