@@ -37,13 +37,22 @@ const char *yp_phase_name(yp_phase p) {
     return n[p];
 }
 
-static const char *const policy_names[YP_SAVE_COUNT] = {"yoloplan", "pytorch", "yoloplan+cat"};
+/* yoloplan keeps conv outputs (pre-BN) and BN statistics and recomputes BN, SiLU and the cheap
+ * ops; yoloplan+cat keeps concat outputs too (no concat, nor the branches it joins, is rebuilt);
+ * PyTorch's autograd keeps what each op's backward reads, maxpool's indices included. */
+const yp_retention yp_retention_table[YP_SAVE_COUNT] = {
+    [YP_SAVE_YOLOPLAN] = {"yoloplan", 0, 1u << YP_OP_CONV2D, 0},
+    [YP_SAVE_PYTORCH] = {"pytorch", 1, 0, 1},
+    [YP_SAVE_CONCAT] = {"yoloplan+cat", 0, 1u << YP_OP_CONV2D | 1u << YP_OP_CONCAT, 0},
+};
 
-const char *yp_save_policy_name(yp_save_policy p) { return (unsigned)p < YP_SAVE_COUNT ? policy_names[p] : "?"; }
+const char *yp_save_policy_name(yp_save_policy p) {
+    return (unsigned)p < YP_SAVE_COUNT ? yp_retention_table[p].name : "?";
+}
 
 int yp_save_policy_parse(const char *s) {
     for (int i = 0; s && i < YP_SAVE_COUNT; i++)
-        if (!strcmp(s, policy_names[i])) return i;
+        if (!strcmp(s, yp_retention_table[i].name)) return i;
     return -1;
 }
 
@@ -72,8 +81,8 @@ static void mark_grads(bld *b) {
 }
 
 static int alloc_builder(bld *b, int n) {
-    int **arrays[] = {&b->rg,     &b->trainable, &b->stats_t,   &b->idx_t,   &b->param_t,
-                       &b->n_param, &b->rec_t,     &b->rec_stamp, &b->boundary};
+    int **arrays[] = {&b->rg,    &b->trainable, &b->stats_t,   &b->idx_t,    &b->param_t,
+                       &b->n_param, &b->rec_t, &b->rec_stamp, &b->boundary, &b->pending};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         if (!(*arrays[k] = calloc((size_t)n, sizeof(int)))) return -1;
     b->out_t = malloc((size_t)n * YP_MAX_LEVELS * sizeof(int));
@@ -87,7 +96,7 @@ static int alloc_builder(bld *b, int n) {
 
 static void free_builder(bld *b) {
     free(b->rg), free(b->trainable), free(b->stats_t), free(b->idx_t), free(b->param_t), free(b->n_param);
-    free(b->rec_t), free(b->rec_stamp), free(b->boundary), free(b->grad_of), free(b->lowp_of), free(b->out_t), free(b->grad_t), free(b->info), free(b->tin), free(b->tout);
+    free(b->rec_t), free(b->rec_stamp), free(b->boundary), free(b->pending), free(b->grad_of), free(b->lowp_of), free(b->out_t), free(b->grad_t), free(b->info), free(b->tin), free(b->tout);
 }
 
 static void build(bld *b) {
@@ -117,6 +126,10 @@ yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_
         yp_err_set(err, "labels %lld: must not be negative", (long long)opts->labels);
         return NULL;
     }
+    if (!opts->retention && (unsigned)opts->policy >= YP_SAVE_COUNT) {
+        yp_err_set(err, "saving policy %d: unknown (yoloplan, pytorch or yoloplan+cat)", (int)opts->policy);
+        return NULL;
+    }
     yp_schedule *s = calloc(1, sizeof *s);
     bld b = {0};
     if (!s || alloc_builder(&b, g->n_nodes)) {
@@ -124,6 +137,7 @@ yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_
         goto fail;
     }
     s->g = g, s->opts = *opts, b.s = s, b.g = g, b.cur = sb_no_operands();
+    b.rules = opts->retention ? opts->retention : &yp_retention_table[opts->policy];
     if (yp_graph_infer(g, opts->batch, opts->h, opts->w, b.info, err)) goto fail;
     build(&b);
     if (b.oom) {

@@ -5,18 +5,16 @@
 
 #include "schedule_build.h"
 
-/* Is node v's output kept from the forward pass (rather than recomputed)? Under the yoloplan
- * policy only conv outputs are; a checkpointed layer drops all but its boundary conv, so its
+/* Is node v's output kept from the forward pass (rather than recomputed)? The retention row
+ * says which ops' outputs are; a checkpointed layer drops all but its boundary conv, so its
  * output stays cheap to rebuild for the layers that read it and the cost of checkpointing one
- * layer does not depend on the others (what makes the checkpoint front a simple DP). yoloplan+cat
- * keeps concat outputs too, except in checkpointed layers. */
+ * layer does not depend on the others (what makes the checkpoint front a simple DP). */
 static int kept(const bld *b, int v) {
-    const yp_sched_opts *o = &b->s->opts;
-    if (o->policy == YP_SAVE_PYTORCH || !b->rg[v]) return 1;
+    const yp_retention *r = b->rules;
+    if (r->keep_all || !b->rg[v]) return 1;
     const yp_node *n = &b->g->nodes[v];
-    int ckpt = (o->ckpt_layers >> n->layer) & 1;
-    if (n->op == YP_OP_CONCAT) return o->policy == YP_SAVE_CONCAT && !ckpt;
-    return n->op == YP_OP_CONV2D && (!ckpt || b->boundary[v]);
+    if (yp_ckpt_has(b->s->opts.ckpt_layers, n->layer)) return n->op == YP_OP_CONV2D && b->boundary[v];
+    return (r->keep_ops >> n->op & 1u) != 0;
 }
 
 void sb_mark_boundaries(bld *b) {
@@ -26,14 +24,17 @@ void sb_mark_boundaries(bld *b) {
     }
 }
 
-static int need_value(bld *b, int v);
+/* The tensor holding node v's forward output now, or -1 when it must be recomputed first. */
+static int available(const bld *b, int v) {
+    if (v == YP_INPUT_IMAGE || kept(b, v)) return sb_value_fwd((bld *)b, v, 0);
+    return b->rec_stamp[v] == b->stamp ? b->rec_t[v] : -1;
+}
 
-/* Emits a recompute step for node v's output; returns the new tensor. */
+/* Emits a recompute step for node v's output, whose inputs are all available; returns the new
+ * tensor. */
 static int recompute(bld *b, int v) {
     const yp_node *n = &b->g->nodes[v];
-    int ins[YP_MAX_INPUTS];
-    for (int k = 0; k < n->n_inputs; k++) ins[k] = need_value(b, n->inputs[k]);
-    for (int k = 0; k < n->n_inputs; k++) sb_in_as(b, &b->cur.x[k], ins[k]);
+    for (int k = 0; k < n->n_inputs; k++) sb_in_as(b, &b->cur.x[k], available(b, n->inputs[k]));
     sb_params_in(b, v, 1);
     if (n->op == YP_OP_BATCHNORM2D) sb_in_as(b, &b->cur.stats, b->stats_t[v]); /* BN-apply with the saved statistics */
     char tag[16];
@@ -49,11 +50,22 @@ static int recompute(bld *b, int v) {
     return t;
 }
 
-/* The tensor holding node v's forward output for a backward step (image for YP_INPUT_IMAGE). */
+/* The tensor holding node v's forward output for a backward step (image for YP_INPUT_IMAGE),
+ * recomputing what is missing depth first, inputs in order, with an explicit stack (a chain of
+ * dropped values is as long as a checkpointed layer, and an IR may have 10^5 nodes). */
 static int need_value(bld *b, int v) {
-    if (v == YP_INPUT_IMAGE || kept(b, v)) return sb_value_fwd(b, v, 0);
-    if (b->rec_stamp[v] == b->stamp) return b->rec_t[v];
-    return recompute(b, v);
+    int t = available(b, v), top = 0;
+    if (t >= 0) return t;
+    b->pending[top++] = v;
+    while (top > 0 && !b->oom) {
+        const yp_node *n = &b->g->nodes[b->pending[top - 1]];
+        int missing = -1;
+        for (int k = 0; k < n->n_inputs && missing < 0; k++)
+            if (available(b, n->inputs[k]) < 0) missing = n->inputs[k];
+        if (missing >= 0) b->pending[top++] = missing; /* a DAG: each node is on the stack once */
+        else t = recompute(b, b->pending[--top]);
+    }
+    return t;
 }
 
 /* The forward tensors node i's backward reads besides its output gradients (-1: not read). */
@@ -76,7 +88,7 @@ static bwd_needs backward_needs(bld *b, int i) {
     case YP_OP_SILU: nd.x[0] = need_value(b, n->inputs[0]); break;
     case YP_OP_MAXPOOL2D:
         nd.x[0] = need_value(b, n->inputs[0]);
-        if (b->s->opts.policy == YP_SAVE_PYTORCH) nd.indices = b->idx_t[i];
+        if (b->rules->pool_indices) nd.indices = b->idx_t[i];
         break;
     default: break; /* add, concat, upsample, space_to_depth need only the gradient */
     }

@@ -15,7 +15,9 @@ typedef struct {
     int *out_t;     /* forward tensor per node and level: [node * YP_MAX_LEVELS + level] */
     int *grad_t;    /* activation gradient per node and level, -1 until created */
     int *stats_t;   /* BN batch statistics (mean, inverse std) */
-    int *idx_t;     /* maxpool indices (pytorch policy) */
+    int *idx_t;     /* maxpool indices (a retention row with pool_indices) */
+    const yp_retention *rules; /* what the forward pass keeps */
+    int *pending;   /* values waiting for their inputs' recomputation (need_value's stack) */
     int *param_t;   /* first parameter tensor of the node, -1 if none */
     int *n_param;   /* parameter tensors of the node (trainable first, then BN running stats) */
     int *rec_t;     /* recomputed value per node, valid while rec_stamp == stamp */

@@ -95,7 +95,7 @@ void sb_forward_node(bld *b, int i) {
         sb_op_out(b, b->cur.running_mean); /* running mean and var are updated */
         sb_op_out(b, b->cur.running_var);
     }
-    if (n->op == YP_OP_MAXPOOL2D && o->policy == YP_SAVE_PYTORCH && b->rg[i]) {
+    if (n->op == YP_OP_MAXPOOL2D && b->rules->pool_indices && b->rg[i]) {
         tspec sp = {YP_ROLE_POOL_INDICES, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, 0};
         b->idx_t[i] = sb_new_tensor(b, sp, "idx:%s%s", n->name, "");
         sb_out_as(b, &b->cur.indices, b->idx_t[i]);

@@ -49,6 +49,22 @@ typedef enum {
     YP_SAVE_COUNT
 } yp_save_policy;
 
+/* The retention rules of a saving policy: which forward values the step keeps for backward (the
+ * rest is recomputed in backward), one row per runtime over the same step structure. Outside a
+ * keep_all row, a checkpointed layer keeps only its boundary conv (yp_layer_boundary_conv). */
+typedef struct {
+    const char *name;  /* "yoloplan", "pytorch", "yoloplan+cat" */
+    int keep_all;      /* every value backward reads is kept (PyTorch eager autograd) */
+    unsigned keep_ops; /* bit (1u << op): outputs of these ops are kept outside checkpointed layers */
+    int pool_indices;  /* maxpool writes its argmax for backward (else backward finds it again from x) */
+} yp_retention;
+
+/* The row of policy p (yp_retention_table[p]). */
+extern const yp_retention yp_retention_table[YP_SAVE_COUNT];
+
+/* Is layer l in the checkpoint set (bit l of a 64-bit mask; layers past 63 are never checkpointed). */
+static inline int yp_ckpt_has(uint64_t layers, int l) { return l >= 0 && l < 64 && (layers >> l & 1); }
+
 /* "yoloplan", "pytorch", "yoloplan+cat"; parse returns -1 for an unknown name. */
 const char *yp_save_policy_name(yp_save_policy p);
 int yp_save_policy_parse(const char *s);
@@ -78,7 +94,8 @@ int yp_conv_scratch_im2col(void *ctx, const yp_conv_query *q, int64_t *per_image
 typedef struct {
     int64_t batch, h, w;
     yp_dtype act_dtype;    /* activations and their gradients: F32, or F16/BF16 under AMP */
-    yp_save_policy policy;
+    yp_save_policy policy; /* the row of yp_retention_table the step follows, unless `retention` is set */
+    const yp_retention *retention; /* NULL: yp_retention_table[policy] */
     uint64_t ckpt_layers;  /* bit L: layer L is checkpointed (its conv outputs are recomputed too) */
     int freeze;            /* layers 0..freeze-1 get no gradients and save nothing */
     int64_t labels;        /* labels in the whole batch (target assignment buffers grow with it) */

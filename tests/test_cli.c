@@ -1,5 +1,6 @@
 /* test_cli.c - the yoloplan binary end to end: exit codes (0 ok, 2 bad input), one-line errors
  * on stderr, `info` text and JSON, `import`. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,10 +11,23 @@
 
 static char out[1 << 17], errtxt[1 << 14];
 
-/* Runs the binary with args (a shell-quoted string); fills out/errtxt; returns the exit code. */
-static int run(const char *args) {
-    char cmd[1024];
-    const char *errfile = "/tmp/yp_test_cli.err";
+/* This process's scratch folder (mkdtemp): tests running side by side never share a file. */
+static char dir[64] = "/tmp/yp_test_cli.XXXXXX";
+
+/* Runs the binary with args (a printf format giving a shell-quoted string); fills out/errtxt;
+ * returns the exit code. */
+static int run(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static int run(const char *fmt, ...) {
+    char cmd[2048], args[1536], errfile[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(errfile, sizeof errfile, "%s/stderr", dir);
     snprintf(cmd, sizeof cmd, "'%s' %s 2>%s", YP_BINARY, args, errfile);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
@@ -61,11 +75,13 @@ static void test_nc_override(void) {
 }
 
 static void test_import(void) {
-    CHECK_EQ_I64(run("import '" YP_MODELS_DIR "/yolov5s.yaml' -o /tmp/yp_test_cli_s.json --nc 3"), 0);
-    CHECK_EQ_I64(run("info --model /tmp/yp_test_cli_s.json"), 0);
+    CHECK_EQ_I64(run("import '" YP_MODELS_DIR "/yolov5s.yaml' -o %s/s.json --nc 3", dir), 0);
+    CHECK_EQ_I64(run("info --model %s/s.json", dir), 0);
     /* nc 3: detect = (896)*24 + 3*24 = 21576 */
     CHECK_STR_HAS(out, "7027720 parameters");
-    unlink("/tmp/yp_test_cli_s.json");
+    char path[128];
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    unlink(path);
 }
 
 static void test_bad_input_exit_2(void) {
@@ -77,16 +93,19 @@ static void test_bad_input_exit_2(void) {
     CHECK_EQ_I64(run("info --model yolov5s --img abc"), 2);
     CHECK_EQ_I64(run("info --model yolov5s --frobnicate"), 2);
     CHECK_EQ_I64(run("frobnicate"), 2);
-    FILE *f = fopen("/tmp/yp_test_cli_bad.json", "w");
+    char bad[128], where[160];
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    snprintf(where, sizeof where, "%s:3:", bad);
+    FILE *f = fopen(bad, "w");
     if (f) {
         fputs("{\"format\": \"yoloplan-ir\",\n \"version\": 1\n \"name\": 3}\n", f);
         fclose(f);
     }
-    CHECK_EQ_I64(run("info --model /tmp/yp_test_cli_bad.json"), 2);
-    CHECK_STR_HAS(errtxt, "/tmp/yp_test_cli_bad.json:3:");
+    CHECK_EQ_I64(run("info --model %s", bad), 2);
+    CHECK_STR_HAS(errtxt, where);
     CHECK_EQ_I64(count_lines(errtxt), 1);
-    unlink("/tmp/yp_test_cli_bad.json");
-    CHECK_EQ_I64(run("import /nonexistent.yaml -o /tmp/x.json"), 2);
+    unlink(bad);
+    CHECK_EQ_I64(run("import /nonexistent.yaml -o %s/x.json", dir), 2);
     CHECK_STR_HAS(errtxt, "/nonexistent.yaml");
 }
 
@@ -193,14 +212,20 @@ static void test_plan_with_dataset(void) {
 }
 
 static void test_save_and_load_plan(void) {
-    CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 320 --save-plan /tmp/yp_test_cli_plan.json"), 0);
-    CHECK_EQ_I64(run("--load-plan /tmp/yp_test_cli_plan.json"), 0);
+    CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 320 --save-plan %s/plan.json", dir), 0);
+    CHECK_EQ_I64(run("--load-plan %s/plan.json", dir), 0);
     CHECK_STR_HAS(out, "verified");
-    CHECK_EQ_I64(run("--load-plan /tmp/yp_test_cli_plan.json --gpu 8GB"), 2);
-    unlink("/tmp/yp_test_cli_plan.json");
+    CHECK_EQ_I64(run("--load-plan %s/plan.json --gpu 8GB", dir), 2);
+    char plan[128];
+    snprintf(plan, sizeof plan, "%s/plan.json", dir);
+    unlink(plan);
 }
 
 int main(void) {
+    if (!mkdtemp(dir)) {
+        perror("test_cli: mkdtemp");
+        return 1;
+    }
     YP_RUN(test_info_text);
     YP_RUN(test_info_json);
     YP_RUN(test_nc_override);
@@ -214,5 +239,6 @@ int main(void) {
     YP_RUN(test_whatif);
     YP_RUN(test_plan_with_dataset);
     YP_RUN(test_save_and_load_plan);
+    rmdir(dir);
     return yp_test_summary();
 }
