@@ -1,4 +1,6 @@
-/* executor.c - the arena, tensor binding, guard canaries, weight initialisation. */
+/* executor.c - the arena, tensor binding, guard canaries, weight initialisation. Every access to
+ * the arena goes through the backend's memory entries (host values are staged and copied), so the
+ * same code binds a host arena and a device one. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,26 +57,45 @@ static int layout(yp_exec *x, yp_err *err) {
     return 0;
 }
 
-void yp_exec_guard_arm(yp_exec *x, int step) {
+int yp_exec_guard_arm(yp_exec *x, int step, yp_err *err) {
+    const yp_backend *be = x->be;
     for (int t = 0; t < x->s->n_tensors && x->guard; t++) {
         const yp_tensor *tt = &x->s->tensors[t];
         if (tt->first != step) continue;
-        memset(x->arena + x->offset[t] - x->guard, YP_GUARD_BYTE, (size_t)x->guard);
-        memset(x->arena + x->offset[t] + tt->bytes, YP_GUARD_BYTE, (size_t)x->guard);
+        if (be->mem_set(x->arena + x->offset[t] - x->guard, YP_GUARD_BYTE, (size_t)x->guard) ||
+            be->mem_set(x->arena + x->offset[t] + tt->bytes, YP_GUARD_BYTE, (size_t)x->guard))
+            return yp_err_set(err, "writing the guards of %s: %s", tt->name, be->last_error());
     }
+    return 0;
+}
+
+/* The guard bytes before (side 0) or after (1) tensor t are intact; -1 when they cannot be read. */
+static int guard_intact(const yp_exec *x, int t, int side, unsigned char *host) {
+    const unsigned char *at = x->arena + x->offset[t] + (side ? x->s->tensors[t].bytes : -x->guard);
+    if (x->be->mem_copy(host, at, (size_t)x->guard, YP_COPY_DEVICE_TO_HOST)) return -1;
+    for (int64_t k = 0; k < x->guard; k++)
+        if (host[k] != YP_GUARD_BYTE) return 0;
+    return 1;
 }
 
 int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err) {
-    for (int t = 0; t < x->s->n_tensors && x->guard; t++) {
+    if (!x->guard) return 0;
+    unsigned char *host = malloc((size_t)x->guard);
+    if (!host) return yp_err_set(err, "out of memory checking guards");
+    int rc = 0;
+    for (int t = 0; t < x->s->n_tensors && !rc; t++) {
         const yp_tensor *tt = &x->s->tensors[t];
         if (step < tt->first || step > tt->last) continue;
-        const unsigned char *lo = x->arena + x->offset[t] - x->guard, *hi = x->arena + x->offset[t] + tt->bytes;
-        for (int64_t k = 0; k < x->guard; k++)
-            if (lo[k] != YP_GUARD_BYTE || hi[k] != YP_GUARD_BYTE)
-                return yp_err_set(err, "guard bytes of %s %s after step %d: an op wrote outside its tensor", tt->name,
-                                  lo[k] != YP_GUARD_BYTE ? "(before)" : "(after)", step);
+        for (int side = 0; side < 2 && !rc; side++) {
+            int ok = guard_intact(x, t, side, host);
+            if (ok < 0) rc = yp_err_set(err, "reading the guards of %s: %s", tt->name, x->be->last_error());
+            else if (!ok)
+                rc = yp_err_set(err, "guard bytes of %s %s after step %d: an op wrote outside its tensor", tt->name,
+                                side ? "(after)" : "(before)", step);
+        }
     }
-    return 0;
+    free(host);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- parameter state */
@@ -120,11 +141,10 @@ static void fill(float *w, int64_t n, float v) {
 
 /* PyTorch's defaults: conv weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform with
  * a = sqrt(5)), BN weight 1, bias 0, running mean 0, var 1; then YOLOv5's Detect bias priors:
- * objectness += log(8 / (640 / stride)^2), classes += log(0.6 / (nc - 0.99999)). */
-static void init_param(yp_exec *x, int t, uint64_t *rng) {
+ * objectness += log(8 / (640 / stride)^2), classes += log(0.6 / (nc - 0.99999)). Into host p. */
+static void init_param(const yp_exec *x, int t, uint64_t *rng, float *p) {
     const yp_tensor *w = &x->s->tensors[t];
     const yp_node *n = &x->s->g->nodes[w->node];
-    float *p = yp_exec_tensor(x, t);
     int64_t numel = w->shape.w;
     if (n->op == YP_OP_BATCHNORM2D) {
         fill(p, numel, w->role == YP_ROLE_BN_GAMMA || w->role == YP_ROLE_RUNNING_VAR ? 1.0f : 0.0f);
@@ -152,10 +172,36 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
         if (x->s->tensors[t].shape.w != params[i].numel)
             return yp_err_set(err, "parameter %s: %lld values given, the model's tensor has %lld", params[i].name,
                               (long long)params[i].numel, (long long)x->s->tensors[t].shape.w);
-        memcpy(yp_exec_tensor(x, t), params[i].data, (size_t)params[i].numel * sizeof(float));
-        if (x->ema[t] >= 0) memcpy(yp_exec_tensor(x, x->ema[t]), params[i].data, (size_t)params[i].numel * sizeof(float));
+        size_t bytes = (size_t)params[i].numel * sizeof(float);
+        if (x->be->mem_copy(yp_exec_tensor(x, t), params[i].data, bytes, YP_COPY_HOST_TO_DEVICE) ||
+            (x->ema[t] >= 0 && x->be->mem_copy(yp_exec_tensor(x, x->ema[t]), params[i].data, bytes, YP_COPY_HOST_TO_DEVICE)))
+            return yp_err_set(err, "parameter %s: %s", params[i].name, x->be->last_error());
     }
     return 0;
+}
+
+/* Zeroes the arena, then initialises every parameter on the host and copies it (and its EMA). */
+static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
+    const yp_backend *be = x->be;
+    if (be->mem_set(x->arena, 0, (size_t)x->arena_bytes))
+        return yp_err_set(err, "zeroing the arena: %s", be->last_error());
+    int64_t most = 0;
+    for (int t = 0; t < x->s->n_tensors; t++)
+        if (x->s->tensors[t].kind == YP_KIND_WEIGHT && x->s->tensors[t].bytes > most) most = x->s->tensors[t].bytes;
+    float *host = malloc((size_t)most + 1);
+    if (!host) return yp_err_set(err, "out of memory staging the weights");
+    uint64_t rng = seed;
+    int rc = 0;
+    for (int t = 0; t < x->s->n_tensors && !rc; t++) {
+        const yp_tensor *w = &x->s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT) continue;
+        init_param(x, t, &rng, host);
+        if (be->mem_copy(yp_exec_tensor(x, t), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE) ||
+            (x->ema[t] >= 0 && be->mem_copy(yp_exec_tensor(x, x->ema[t]), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE)))
+            rc = yp_err_set(err, "initialising %s: %s", w->name, be->last_error());
+    }
+    free(host);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- init / free */
@@ -223,6 +269,12 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
     if (x->s->opts.act_dtype != YP_DTYPE_F32)
         return yp_err_set(err, "the %s backend runs fp32 plans; re-plan with --precision fp32", be->name);
     if (guard_bytes % YP_ALIGN) return yp_err_set(err, "guard bytes must be a multiple of %d", YP_ALIGN);
+    if (!be->alignment || YP_ALIGN % be->alignment)
+        return yp_err_set(err, "the plan aligns tensors to %d bytes; the %s backend needs %zu", YP_ALIGN, be->name,
+                          be->alignment);
+    if (!be->host_memory) /* the loss reads predictions and targets in place */
+        return yp_err_set(err, "backend %s: the loss runs on the host over the arena and %s memory is not host "
+                          "memory; use the cpu backend", be->name, be->name);
     int n_nodes = x->s->g->n_nodes;
     x->fwd_t = calloc((size_t)n_nodes, sizeof(int));
     if (!x->fwd_t || layout(x, err) || link_state(x, err)) {
@@ -242,15 +294,10 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
         return -1;
     }
     loss_config(x);
-    memset(x->arena, 0, (size_t)x->arena_bytes);
-    uint64_t rng = seed;
-    for (int t = 0; t < x->s->n_tensors; t++) {
-        const yp_tensor *w = &x->s->tensors[t];
-        if (w->kind != YP_KIND_WEIGHT) continue;
-        init_param(x, t, &rng);
-        if (x->ema[t] >= 0) memcpy(yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t), (size_t)w->bytes);
+    if (init_weights(x, seed, err) || yp_exec_guard_arm(x, 0, err)) {
+        yp_exec_free(x);
+        return -1;
     }
-    yp_exec_guard_arm(x, 0);
     return 0;
 }
 
