@@ -6,72 +6,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir_json.h"
+#include "ops_internal.h"
 #include "yp_ir.h"
 
 /* ---------------------------------------------------------------- attrs per op */
 
 static int load_attrs(yp_jctx *c, const cJSON *attrs, const char *path, yp_node *n) {
-    static const char *const k_conv[] = {"c_in", "c_out", "k", "s", "p", "groups", "bias", NULL};
-    static const char *const k_bn[] = {"c", "eps", "momentum", NULL};
-    static const char *const k_cat[] = {"axis", NULL};
-    static const char *const k_up[] = {"scale", NULL};
-    static const char *const k_pool[] = {"k", "s", "p", NULL};
-    static const char *const k_det[] = {"nc", "na", "nl", "c_in", NULL};
-    static const char *const k_none[] = {NULL};
-    int rc = 0, nl = 0;
-    switch (n->op) {
-    case YP_OP_CONV2D: {
-        yp_conv_attrs *a = &n->a.conv;
-        rc = yp_jkeys(c, attrs, path, k_conv) || yp_jint(c, attrs, path, "c_in", 1, YP_LIM_CHANNELS, &a->c_in) ||
-             yp_jint(c, attrs, path, "c_out", 1, YP_LIM_CHANNELS, &a->c_out) ||
-             yp_jint(c, attrs, path, "k", 1, YP_LIM_KERNEL, &a->k) ||
-             yp_jint(c, attrs, path, "s", 1, YP_LIM_KERNEL, &a->s) ||
-             yp_jint(c, attrs, path, "p", 0, YP_LIM_KERNEL, &a->p) ||
-             yp_jint(c, attrs, path, "groups", 1, YP_LIM_CHANNELS, &a->groups) ||
-             yp_jbool(c, attrs, path, "bias", &a->bias);
-        break;
+    yp_attrs_in in = {c, attrs, path};
+    return yp_op_get(n->op)->load_attrs(&in, n);
+}
+
+/* "conv2d, batchnorm2d, ...": every op's IR spelling, in table order, for the unknown-op message. */
+static void op_names(char *buf, size_t n) {
+    buf[0] = '\0';
+    for (int i = 0; i < YP_OP_COUNT; i++) {
+        if (i) strncat(buf, ", ", n - strlen(buf) - 1);
+        strncat(buf, yp_op_get((yp_op)i)->name, n - strlen(buf) - 1);
     }
-    case YP_OP_BATCHNORM2D:
-        rc = yp_jkeys(c, attrs, path, k_bn) || yp_jint(c, attrs, path, "c", 1, YP_LIM_CHANNELS, &n->a.bn.c) ||
-             yp_jnum(c, attrs, path, "eps", 1e-12, 1.0, &n->a.bn.eps) ||
-             yp_jnum(c, attrs, path, "momentum", 0.0, 1.0, &n->a.bn.momentum);
-        break;
-    case YP_OP_CONCAT:
-        rc = yp_jkeys(c, attrs, path, k_cat) || yp_jint(c, attrs, path, "axis", 0, 3, &n->a.concat.axis);
-        break;
-    case YP_OP_UPSAMPLE_NEAREST:
-        rc = yp_jkeys(c, attrs, path, k_up) || yp_jint(c, attrs, path, "scale", 2, 8, &n->a.up.scale);
-        break;
-    case YP_OP_MAXPOOL2D:
-        rc = yp_jkeys(c, attrs, path, k_pool) || yp_jint(c, attrs, path, "k", 1, YP_LIM_KERNEL, &n->a.pool.k) ||
-             yp_jint(c, attrs, path, "s", 1, YP_LIM_KERNEL, &n->a.pool.s) ||
-             yp_jint(c, attrs, path, "p", 0, YP_LIM_KERNEL, &n->a.pool.p);
-        if (!rc && 2 * n->a.pool.p > n->a.pool.k)
-            rc = yp_err_set(c->err, "%s: %s.p: padding %d exceeds half the kernel %d; use p <= k/2", c->file,
-                            path, n->a.pool.p, n->a.pool.k);
-        break;
-    case YP_OP_DETECT: {
-        yp_detect_attrs *d = &n->a.detect;
-        rc = yp_jkeys(c, attrs, path, k_det) || yp_jint(c, attrs, path, "nc", 1, 100000, &d->nc) ||
-             yp_jint(c, attrs, path, "na", 1, YP_MAX_ANCHORS, &d->na) ||
-             yp_jint(c, attrs, path, "nl", 1, YP_MAX_LEVELS, &d->nl) ||
-             yp_jints(c, attrs, path, "c_in", YP_MAX_LEVELS, 1, YP_LIM_CHANNELS, d->c_in, &nl);
-        if (!rc && nl != d->nl)
-            rc = yp_err_set(c->err, "%s: %s.c_in: %d entries for nl %d levels; give one per level", c->file, path,
-                            nl, d->nl);
-        break;
-    }
-    default: rc = yp_jkeys(c, attrs, path, k_none); break;
-    }
-    return rc ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- nodes and layers */
 
 static int load_node(yp_jctx *c, const cJSON *jn, int i, yp_node *n) {
     static const char *const keys[] = {"id", "op", "name", "layer", "inputs", "attrs", NULL};
-    char path[64], opname[32], shown[64];
+    char path[64], opname[32], shown[64], names[256];
     snprintf(path, sizeof path, "nodes[%d]", i);
     if (!cJSON_IsObject(jn))
         return yp_err_set(c->err, "%s: %s: expected an object, got %s", c->file, path, yp_jtype(jn));
@@ -82,8 +40,8 @@ static int load_node(yp_jctx *c, const cJSON *jn, int i, yp_node *n) {
     int op = yp_op_from_name(opname);
     if (op < 0) {
         yp_jshow(cJSON_GetObjectItemCaseSensitive(jn, "op"), shown, sizeof shown);
-        return yp_err_set(c->err, "%s: %s.op: unknown op %s; use one of conv2d, batchnorm2d, silu, add, concat, "
-                          "upsample_nearest, maxpool2d, detect, space_to_depth", c->file, path, shown);
+        op_names(names, sizeof names);
+        return yp_err_set(c->err, "%s: %s.op: unknown op %s; use one of %s", c->file, path, shown, names);
     }
     n->op = (yp_op)op;
     if (yp_jints(c, jn, path, "inputs", YP_MAX_INPUTS, -1, 1 << 24, n->inputs, &n->n_inputs)) return -1;
