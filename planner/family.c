@@ -70,8 +70,7 @@ static int live_steps(const yp_schedule *s, int skip_whole, yp_lin **out, int *n
 /* A tensor's bytes as a step moves them: a conv's weight is read as the AMP copy when there is one. */
 static yp_lin operand_lin(const yp_schedule *s, const yp_step *st, const yp_tensor *t) {
     yp_lin l = tensor_lin(t);
-    int math = st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT;
-    if (math && st->phase != YP_PHASE_OPTIMIZER && yp_tensor_amp_copied(s, t))
+    if (yp_cost_matrix_math(st->op) && st->phase != YP_PHASE_OPTIMIZER && yp_tensor_amp_copied(s, t))
         l.act[YP_SCALE_CONST] = l.fixed[YP_SCALE_CONST], l.fixed[YP_SCALE_CONST] = 0;
     return l;
 }
