@@ -75,23 +75,12 @@ typedef struct {
 
 static bwd_needs backward_needs(bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
+    unsigned reads = yp_op_get(n->op)->bwd_reads;
     bwd_needs nd = {{-1, -1, -1, -1}, -1, -1};
-    switch (n->op) {
-    case YP_OP_CONV2D:
-    case YP_OP_DETECT: /* the input, for the weight gradient */
-        for (int l = 0; l < n->n_inputs && b->trainable[i]; l++) nd.x[l] = need_value(b, n->inputs[l]);
-        break;
-    case YP_OP_BATCHNORM2D:
-        nd.x[0] = need_value(b, n->inputs[0]);
-        nd.stats = b->stats_t[i];
-        break;
-    case YP_OP_SILU: nd.x[0] = need_value(b, n->inputs[0]); break;
-    case YP_OP_MAXPOOL2D:
-        nd.x[0] = need_value(b, n->inputs[0]);
-        if (b->rules->pool_indices) nd.indices = b->idx_t[i];
-        break;
-    default: break; /* add, concat, upsample, space_to_depth need only the gradient */
-    }
+    if (reads & YP_BWD_INPUT || (reads & YP_BWD_INPUT_IF_TRAINS && b->trainable[i]))
+        for (int k = 0; k < n->n_inputs; k++) nd.x[k] = need_value(b, n->inputs[k]);
+    if (reads & YP_BWD_STATS) nd.stats = b->stats_t[i];
+    if (reads & YP_BWD_INDICES && b->rules->pool_indices) nd.indices = b->idx_t[i];
     return nd;
 }
 

@@ -59,19 +59,9 @@ int sb_value_fwd(bld *b, int id, int level) {
     return id == YP_INPUT_IMAGE ? b->image_t : b->out_t[id * YP_MAX_LEVELS + level];
 }
 
-static int64_t elementwise_flops(const yp_node *n, yp_shape out) {
-    int64_t numel = yp_shape_numel(out);
-    switch (n->op) {
-    case YP_OP_BATCHNORM2D: return 6 * numel; /* statistics + normalise + affine */
-    case YP_OP_SILU: return 5 * numel;
-    case YP_OP_MAXPOOL2D: return (int64_t)n->a.pool.k * n->a.pool.k * numel;
-    default: return numel;
-    }
-}
-
 int64_t sb_node_flops(const bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
-    return b->info[i].flops ? b->info[i].flops : elementwise_flops(n, b->info[i].out[0]);
+    return b->info[i].flops ? b->info[i].flops : yp_op_get(n->op)->eltwise_flops(n, b->info[i].out[0]);
 }
 
 void sb_forward_node(bld *b, int i) {

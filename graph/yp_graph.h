@@ -137,6 +137,14 @@ typedef struct yp_infer_ctx yp_infer_ctx; /* the graph being inferred, its shape
 typedef struct yp_attrs_in yp_attrs_in;   /* a node's JSON attrs object being read */
 typedef struct yp_attrs_out yp_attrs_out; /* a node's JSON attrs object being written */
 
+/* What an op's backward reads besides its output gradients (yp_op_info.bwd_reads). */
+enum {
+    YP_BWD_INPUT = 1,            /* its inputs' forward values (BN, SiLU, maxpool) */
+    YP_BWD_INPUT_IF_TRAINS = 2,  /* its inputs' values when its weights get gradients (conv, Detect) */
+    YP_BWD_STATS = 4,            /* its batch statistics (BN) */
+    YP_BWD_INDICES = 8,          /* its argmax, where the saving policy keeps one (maxpool) */
+};
+
 typedef struct {
     yp_op op;
     const char *name;      /* IR spelling */
@@ -144,6 +152,7 @@ typedef struct {
     int matrix_math;       /* tensor-core bound (conv2d, detect); other ops are elementwise, bandwidth-bound */
     int fwd_launches;      /* kernel launches of its forward (and recompute) step */
     int bwd_launches;      /* ... of its backward step (conv: data and weight gradients) */
+    unsigned bwd_reads;    /* YP_BWD_* flags: what its backward step reads */
     /* Checks node n's attrs against its inputs' channels (the input count and ids are checked
      * already) and sets *c_out to its output channels, -1 when it has no single output. 0, or -1
      * with the error set. */

@@ -68,6 +68,18 @@ static char *read_all(const char *path, size_t *len) {
 }
 
 /* The loader's hint for an unknown op names every row, in table order. */
+/* What each backward reads: the schedule keeps (or recomputes) exactly these for it. */
+static void test_bwd_reads(void) {
+    CHECK(yp_op_get(YP_OP_CONV2D)->bwd_reads == YP_BWD_INPUT_IF_TRAINS);
+    CHECK(yp_op_get(YP_OP_DETECT)->bwd_reads == YP_BWD_INPUT_IF_TRAINS);
+    CHECK(yp_op_get(YP_OP_BATCHNORM2D)->bwd_reads == (YP_BWD_INPUT | YP_BWD_STATS));
+    CHECK(yp_op_get(YP_OP_SILU)->bwd_reads == YP_BWD_INPUT);
+    CHECK(yp_op_get(YP_OP_MAXPOOL2D)->bwd_reads == (YP_BWD_INPUT | YP_BWD_INDICES));
+    const yp_op gradient_only[] = {YP_OP_ADD, YP_OP_CONCAT, YP_OP_UPSAMPLE_NEAREST, YP_OP_SPACE_TO_DEPTH};
+    for (size_t k = 0; k < sizeof gradient_only / sizeof *gradient_only; k++)
+        CHECK(yp_op_get(gradient_only[k])->bwd_reads == 0);
+}
+
 static void test_unknown_op_lists_rows(void) {
     size_t len = 0;
     char *buf = read_all(YP_TEST_DATA "/ir/tiny.json", &len);
@@ -90,6 +102,7 @@ int main(void) {
     YP_RUN(test_rows_complete);
     YP_RUN(test_matrix_math);
     YP_RUN(test_eltwise_flops);
+    YP_RUN(test_bwd_reads);
     YP_RUN(test_unknown_op_lists_rows);
     return yp_test_summary();
 }
