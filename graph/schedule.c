@@ -28,7 +28,7 @@ const char *yp_role_name(yp_role r) {
     static const char *const n[YP_ROLE_COUNT] = {
         "conv_weight", "conv_bias", "bn_gamma", "bn_beta", "running_mean", "running_var", "grad", "momentum",
         "adam_m", "adam_v", "ema", "lowp", "images", "targets", "value", "bn_stats", "pool_indices",
-        "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value"};
+        "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value", "decoded"};
     return (unsigned)r < YP_ROLE_COUNT ? n[r] : "?";
 }
 
@@ -73,7 +73,7 @@ static void mark_grads(bld *b) {
     const yp_graph *g = b->g;
     for (int i = 0; i < g->n_nodes; i++) {
         const yp_node *n = &g->nodes[i];
-        b->trainable[i] = b->info[i].params > 0 && n->layer >= b->s->opts.freeze;
+        b->trainable[i] = b->info[i].params > 0 && n->layer >= b->s->opts.freeze && !b->s->opts.eval;
         b->rg[i] = b->trainable[i];
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] != YP_INPUT_IMAGE && b->rg[n->inputs[k]]) b->rg[i] = 1;
@@ -114,10 +114,14 @@ static void build(bld *b) {
     if (b->oom) return;
     for (int i = 0; i < g->n_nodes && !b->oom; i++) sb_forward_node(b, i);
     sb_loss_step(b);
-    b->stamp = -1;
-    for (int i = g->n_nodes - 1; i >= 0 && !b->oom; i--)
-        if (b->rg[i]) sb_backward_node(b, i);
-    sb_optimizer_steps(b);
+    if (o->eval) {
+        sb_decode_step(b);
+    } else {
+        b->stamp = -1;
+        for (int i = g->n_nodes - 1; i >= 0 && !b->oom; i--)
+            if (b->rg[i]) sb_backward_node(b, i);
+        sb_optimizer_steps(b);
+    }
     if (!b->oom) sb_compute_lives(b);
 }
 

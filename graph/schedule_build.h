@@ -74,6 +74,7 @@ int sb_value_fwd(bld *b, int id, int level);
 int64_t sb_node_flops(const bld *b, int i);
 void sb_forward_node(bld *b, int i);
 void sb_loss_step(bld *b);
+void sb_decode_step(bld *b); /* evaluation only */
 
 /* ---- retention and backward (schedule_backward.c) */
 void sb_mark_boundaries(bld *b);

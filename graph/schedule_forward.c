@@ -78,7 +78,7 @@ void sb_forward_node(bld *b, int i) {
         b->out_t[i * YP_MAX_LEVELS + l] = t;
         sb_out_as(b, &b->cur.y[l], t);
     }
-    if (n->op == YP_OP_BATCHNORM2D) {
+    if (n->op == YP_OP_BATCHNORM2D && !o->eval) { /* eval: normalises with the running statistics */
         tspec sp = {YP_ROLE_BN_STATS, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(2 * (int64_t)n->a.bn.c), i, 0};
         b->stats_t[i] = sb_new_tensor(b, sp, "stats:%s%s", n->name, "");
         sb_out_as(b, &b->cur.stats, b->stats_t[i]);
@@ -128,4 +128,22 @@ void sb_loss_step(bld *b) {
         sb_out_as(b, &b->cur.dx[l], t);
     }
     b->s->loss_step = sb_emit(b, YP_PHASE_LOSS, -1, -1, "loss", 20 * (lab + obj));
+}
+
+/* Evaluation: Detect's outputs decoded (sigmoid, grid and anchor offsets) into one list of
+ * (batch, na*sum(H*W), nc+5) boxes, what YOLOv5's Detect returns in eval mode beside its raw
+ * outputs and NMS reads. */
+void sb_decode_step(bld *b) {
+    const yp_graph *g = b->g;
+    int det = g->n_nodes - 1;
+    int64_t cells = 0;
+    for (int l = 0; l < g->nl; l++) {
+        const yp_shape *y = &b->info[det].out[l];
+        cells += y->h * y->w;
+        sb_in_as(b, &b->cur.x[l], b->out_t[det * YP_MAX_LEVELS + l]);
+    }
+    yp_shape out = {b->s->opts.batch, 1, g->na * cells, g->nc + 5};
+    tspec sp = {YP_ROLE_DECODED, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_F32, out, det, 0};
+    sb_out_as(b, &b->cur.decoded, sb_new_tensor(b, sp, "decoded:%s%s", g->nodes[det].name, ""));
+    sb_emit(b, YP_PHASE_FORWARD, -1, -1, "decode", 8 * yp_shape_numel(out));
 }

@@ -101,11 +101,14 @@ typedef struct {
     int64_t labels;        /* labels in the whole batch (target assignment buffers grow with it) */
     yp_optimizer optimizer;
     int ema;               /* keep an EMA copy */
+    int eval;              /* the evaluation pass (validation): BN in eval mode (running statistics
+                            * read, nothing updated), every layer frozen, the loss without gradients,
+                            * then a decode step writing the boxes NMS reads; no backward or optimizer */
     yp_conv_scratch_fn conv_scratch; /* NULL: yp_conv_scratch_im2col */
     void *conv_scratch_ctx;
 } yp_sched_opts;
 
-/* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image. */
+/* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image, training. */
 yp_sched_opts yp_sched_opts_default(int64_t batch, int64_t h, int64_t w);
 
 /* How a tensor's bytes grow with the candidate: every tensor is exactly one of these, so bytes at
@@ -148,6 +151,7 @@ typedef enum {
     YP_ROLE_LOSS_ASSIGN,   /* the loss's target-assignment rows */
     YP_ROLE_LOSS_OBJMAP,   /* the loss's objectness targets */
     YP_ROLE_LOSS_VALUE,    /* lbox, lobj, lcls, total */
+    YP_ROLE_DECODED,       /* evaluation: Detect's outputs decoded to boxes (batch, na*sum(H*W), nc+5) */
     YP_ROLE_COUNT
 } yp_role;
 
@@ -199,6 +203,7 @@ typedef struct {
     int dw[YP_MAX_LEVELS], dbias[YP_MAX_LEVELS], dgamma, dbeta;
     int scratch_image, scratch_fixed;
     int targets, loss_assign, loss_objmap, loss_value;
+    int decoded;         /* the decode step (evaluation): x[l] Detect's outputs in, the boxes out */
 } yp_operands;
 
 typedef struct {

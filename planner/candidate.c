@@ -72,6 +72,7 @@ yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int n_layers) {
     yp_sched_opts o = yp_sched_opts_default(2 * c->batch, c->img_h, c->img_w);
     o.act_dtype = yp_precision_dtype(c->precision);
     o.freeze = n_layers;
+    o.eval = 1;
     o.labels = (int64_t)ceil(2.0 * (double)c->batch * c->labels_per_image);
     o.optimizer = c->optimizer;
     o.ema = 0;

@@ -310,7 +310,7 @@ static void check_operands(const yp_schedule *s) {
         for (int k = 0; k < st->n_in; k++) CHECK(listed(slots, n_slots, in[k]));
         for (int k = 0; k < st->n_out; k++) CHECK(listed(slots, n_slots, out[k]));
         int fwd = st->phase == YP_PHASE_FORWARD || st->phase == YP_PHASE_RECOMPUTE;
-        if (fwd) CHECK(st->a.y[0] >= 0 && listed(out, st->n_out, st->a.y[0]));
+        if (fwd && st->node >= 0) CHECK(st->a.y[0] >= 0 && listed(out, st->n_out, st->a.y[0]));
         if (st->phase == YP_PHASE_BACKWARD) CHECK(st->a.dy[0] >= 0 || st->op == YP_OP_DETECT);
         if (st->op == YP_OP_CONV2D) CHECK(st->a.w[0] >= 0 && (st->a.x[0] >= 0 || !fwd));
         if (st->phase == YP_PHASE_LOSS) CHECK(st->a.targets == s->targets_t && st->a.loss_value >= 0);
@@ -333,8 +333,38 @@ static void test_roles(void) {
     yp_graph_free(g);
 }
 
+/* The evaluation pass: forward with BN in eval mode, the loss without gradients, the decoded
+ * boxes; nothing trains, nothing is updated. */
+static void test_eval(void) {
+    yp_graph *g = yp_test_model("yolov5n");
+    REQUIRE(g != NULL);
+    yp_sched_opts o = yp_sched_opts_default(2, 64, 64);
+    o.eval = 1, o.ema = 0;
+    yp_schedule *s = yp_schedule_build(g, &o, NULL);
+    REQUIRE(s != NULL);
+    int decoded = -1;
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *st = &s->steps[i];
+        CHECK(st->phase == YP_PHASE_FORWARD || st->phase == YP_PHASE_LOSS);
+        if (st->phase == YP_PHASE_LOSS) CHECK(st->a.dx[0] < 0);
+        if (st->op == YP_OP_BATCHNORM2D) CHECK(st->a.stats < 0 && st->a.running_mean >= 0 && st->n_out == 1);
+        if (st->a.decoded >= 0) {
+            decoded = st->a.decoded;
+            CHECK(i == s->n_steps - 1 && !strcmp(st->label, "decode"));
+        }
+    }
+    for (int t = 0; t < s->n_tensors; t++) CHECK(s->tensors[t].kind != YP_KIND_GRAD && s->tensors[t].role != YP_ROLE_BN_STATS);
+    REQUIRE(decoded >= 0);
+    /* 64x64: grids 8x8, 4x4, 2x2 -> 84 cells, 3 anchors, 80 classes + 5 */
+    CHECK_EQ_I64(s->tensors[decoded].bytes, 2 * 3 * 84 * 85 * 4);
+    check_operands(s);
+    yp_schedule_free(s);
+    yp_graph_free(g);
+}
+
 int main(void) {
     YP_RUN(test_roles);
+    YP_RUN(test_eval);
     YP_RUN(test_pytorch_lives);
     YP_RUN(test_yoloplan_recompute);
     YP_RUN(test_keepcat);
