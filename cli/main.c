@@ -28,6 +28,8 @@ static void usage(FILE *f) {
           "  --reserve SIZE     device memory to keep free besides the plan (e.g. 512MiB)\n"
           "  --images N         training images, to size a RAM image cache in the host estimate\n"
           "  --top K --row K --json --save-plan FILE --timeline DIR --format svg|png\n"
+          "  --scratch MODEL    conv scratch model the plans are sized by: im2col (default; backend-neutral)\n"
+          "                     or onednn:T (the CPU executor's oneDNN convs on T threads; fp32 plans only)\n"
           "  --load-plan FILE   verify a saved plan.json (re-planned, compared tensor by tensor) and show it\n"
           "\n"
           "commands:\n"

@@ -221,6 +221,38 @@ static void test_save_and_load_plan(void) {
     unlink(plan);
 }
 
+/* --scratch names the conv scratch model: it is written to plan.json and read back by
+ * --load-plan; unknown, unavailable or malformed names are refused in one line naming the model
+ * and the known ones. */
+static void test_scratch_option(void) {
+    char plan[128];
+    snprintf(plan, sizeof plan, "%s/s1.json", dir);
+    CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 64 --batch 1 --scratch onednn:1 --save-plan %s", plan), 0);
+    FILE *f = fopen(plan, "rb");
+    static char text[1 << 22];
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    CHECK_STR_HAS(text, "\"conv_scratch\":\"onednn:1\"");
+    CHECK_STR_HAS(text, "\"precision\":\"fp32\"");
+    CHECK_EQ_I64(run("--load-plan %s", plan), 0);
+    CHECK_STR_HAS(out, "verified");
+    CHECK_EQ_I64(run("--load-plan %s --scratch im2col", plan), 2);
+    unlink(plan);
+    static const char *bad[][2] = {
+        {"--gpu 8GB --scratch cudnn:auto:0", "\"cudnn:auto:0\": not available"},
+        {"--gpu 8GB --scratch winograd", "\"winograd\": unknown; known: im2col, onednn:T"},
+        {"--gpu 8GB --scratch onednn:0", "1..1024"},
+        {"--gpu 8GB --scratch onednn:2x", "1..1024"},
+        {"--gpu 8GB --scratch onednn:2 --precision amp-fp16", "fp32 only"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK_EQ_I64(run(bad[i][0]), 2);
+        CHECK_STR_HAS(errtxt, bad[i][1]);
+        CHECK_EQ_I64(count_lines(errtxt), 1);
+    }
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("test_cli: mkdtemp");
@@ -239,6 +271,7 @@ int main(void) {
     YP_RUN(test_whatif);
     YP_RUN(test_plan_with_dataset);
     YP_RUN(test_save_and_load_plan);
+    YP_RUN(test_scratch_option);
     rmdir(dir);
     return yp_test_summary();
 }
