@@ -1,6 +1,6 @@
 /* cmd_bench_step.c - `yoloplan bench-step`: N training steps on the CPU executor (the loop is
- * executor/yp_bench.h's) of a plan built here for the host; prints ms/step, images/s and the
- * process's peak RSS. */
+ * executor/yp_bench.h's) of a plan built here for the host or loaded from plan.json; prints
+ * ms/step, images/s and the process's peak RSS. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -9,17 +9,20 @@
 
 #include "cli.h"
 #include "yp_bench.h"
+#include "yp_plan_io.h"
 
 typedef struct {
-    const char *model;
+    const char *model, *load_plan;
     int64_t w, h;
     long batch, steps, threads, warmup;
     int json, no_ema, profile;
     yp_save_policy policy;
+    /* given on the command line: options a loaded plan decides itself */
+    int model_given, batch_given, img_given, policy_given, threads_given;
 } bench_opts;
 
-#define USAGE "usage: yoloplan bench-step [--model M] [--batch B] [--img S] [--steps N] [--warmup N] [--threads T] " \
-              "[--policy yoloplan|yoloplan+cat|pytorch] [--no-ema] [--profile] [--json]"
+#define USAGE "usage: yoloplan bench-step [--model M] [--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] " \
+              "[--no-ema] | --load-plan FILE, then [--steps N] [--warmup N] [--threads T] [--profile] [--json]"
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     memset(o, 0, sizeof *o);
@@ -34,20 +37,31 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
             continue;
         }
         if (!v) return yp_err_set(err, "bench-step: option %s needs a value", a);
-        if (!strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err);
-        else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 1, 4096, &o->batch, err);
+        if (!strcmp(a, "--model")) o->model = v, o->model_given = 1;
+        else if (!strcmp(a, "--load-plan")) o->load_plan = v;
+        else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err), o->img_given = 1;
+        else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 1, 4096, &o->batch, err), o->batch_given = 1;
         else if (!strcmp(a, "--steps")) rc = cli_parse_int(a, v, 1, 100000, &o->steps, err);
         else if (!strcmp(a, "--warmup")) rc = cli_parse_int(a, v, 0, 1000, &o->warmup, err);
-        else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err);
+        else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err), o->threads_given = 1;
         else if (!strcmp(a, "--policy") && yp_save_policy_parse(v) >= 0)
-            o->policy = (yp_save_policy)yp_save_policy_parse(v);
+            o->policy = (yp_save_policy)yp_save_policy_parse(v), o->policy_given = 1;
         else
             return yp_err_set(err, "bench-step: unknown option %s; " USAGE, a);
         if (rc) return -1;
         i++;
     }
     for (int i = 1; i < argc; i++) o->json |= !strcmp(argv[i], "--json");
+    if (o->load_plan) {
+        char list[96] = "";
+        const int given[] = {o->model_given, o->batch_given, o->img_given, o->policy_given, o->no_ema};
+        static const char *const names[] = {"--model", "--batch", "--img", "--policy", "--no-ema"};
+        for (int k = 0; k < 5; k++)
+            if (given[k]) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", names[k]);
+        if (list[0])
+            return yp_err_set(err, "bench-step --load-plan runs the saved plan as it is (model, batch, img, policy, "
+                              "EMA and the rest come from the file): drop %s", list);
+    }
     return 0;
 }
 
@@ -96,6 +110,31 @@ static int build_plan(const bench_opts *o, int64_t avail, yp_plan *p, yp_graph *
     return 0;
 }
 
+/* --load-plan: the saved plan verbatim, if the CPU executor can run it here: fp32, an arena the
+ * host's available memory holds, and the thread count its scratch model was planned for. */
+static int load_plan(bench_opts *o, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
+    if (yp_plan_load_with(o->load_plan, yp_exec_scratch_resolver(), p, g, err)) return -1;
+    const yp_candidate *c = &p->cand;
+    if (c->precision != YP_PREC_FP32)
+        return yp_err_set(err, "bench-step: %s is an %s plan; the CPU executor runs fp32 plans: save one with "
+                          "--precision fp32", o->load_plan, yp_precision_name(c->precision));
+    const char *model = yp_candidate_scratch_name(c);
+    long t = 0;
+    if (sscanf(model, "onednn:%ld", &t) == 1) {
+        if (o->threads_given && o->threads != t)
+            return yp_err_set(err, "bench-step: --threads %ld, but %s was planned for %s (the conv scratch oneDNN asks "
+                              "for on %ld threads); drop --threads or save the plan with --scratch onednn:%ld",
+                              o->threads, o->load_plan, model, t, o->threads);
+        o->threads = t;
+    }
+    if (p->arena_bytes > avail) /* refused before anything is allocated */
+        return yp_err_set(err, "bench-step: %s needs %.2f GiB of arena, the host has %.2f GiB available; save a plan "
+                          "with a smaller --batch or --img", o->load_plan, (double)p->arena_bytes / 1073741824.0,
+                          (double)avail / 1073741824.0);
+    yp_cpu_set_threads((int)o->threads);
+    return 0;
+}
+
 static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_result *r, FILE *f) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -133,7 +172,7 @@ static int run(bench_opts *o, yp_err *err) {
     yp_plan p;
     yp_graph *g = NULL;
     memset(&p, 0, sizeof p);
-    if (build_plan(o, avail, &p, &g, err)) {
+    if (o->load_plan ? load_plan(o, avail, &p, &g, err) : build_plan(o, avail, &p, &g, err)) {
         yp_plan_free(&p);
         yp_graph_free(g);
         return -1;

@@ -41,6 +41,9 @@ static void usage(FILE *f) {
           "             [--policy P] [--no-ema] [--profile] [--json]\n"
           "                                                       time training steps on the CPU executor\n"
           "                                                       (--profile: the time of each kind of step)\n"
+          "  bench-step --load-plan FILE [--steps N] [--warmup N] [--threads T] [--profile] [--json]\n"
+          "                                                       the same for a saved plan, run as it is (an fp32\n"
+          "                                                       plan saved with --scratch onednn:T, run on T threads)\n"
           "  version                                              build information\n"
           "\n"
           "\n",
