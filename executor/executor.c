@@ -221,22 +221,6 @@ static void loss_config(yp_exec *x) {
                         x->s->opts.w, x->s->opts.h);
 }
 
-int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
-    const yp_backend *be = ctx;
-    yp_conv_desc d = {{q->in.n, q->in.h, q->in.w, q->in.c}, {q->out.n, q->out.h, q->out.w, q->out.c},
-                      q->k, q->s, q->p, q->groups};
-    if (!be->ops || !be->ops->conv2d_scratch)
-        return yp_err_set(err, "backend %s has no conv ops", be->name);
-    if (be->ops->conv2d_scratch(&d, q->bias, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image, fixed))
-        return yp_err_set(err, "%s", be->last_error());
-    return 0;
-}
-
-void yp_exec_candidate_for(yp_candidate *c, const yp_backend *be) {
-    c->conv_scratch = yp_exec_conv_scratch;
-    c->conv_scratch_ctx = (void *)(uintptr_t)be; /* read-only through the rule */
-}
-
 /* The first op entry a training step needs that the table lacks, or NULL (the fused entries
  * bn_silu_*, conv2d_backward and sgd_ema_step are optional: the step runs the separate ones). */
 #define NEED_OP(f)            \

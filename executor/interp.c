@@ -313,11 +313,15 @@ static int check_scratch(const call *c, const yp_conv_desc *d, int bias, yp_conv
     for (int k = 0; k < 2; k++) {
         int t = given[k];
         int64_t have = t >= 0 ? T(c, t)->bytes : 0;
-        if (have < need[k])
+        if (have < need[k]) {
+            char model[YP_SCRATCH_NAME_MAX];
+            yp_exec_scratch_model(c->x->be, model, sizeof model);
             return yp_err_set(c->err, "step %d (%s): the plan gives %lld bytes of %s scratch, the %s backend needs "
-                              "%lld; plan with the backend's conv rule (yp_exec_candidate_for) and its thread count",
-                              (int)(c->st - c->x->s->steps), c->x->s->g->nodes[c->st->node].name, (long long)have,
-                              k ? "fixed" : "per-image", c->x->be->name, (long long)need[k]);
+                              "%lld: the plan's conv scratch model is %s, this backend needs %s; plan with "
+                              "--scratch %s", (int)(c->st - c->x->s->steps), c->x->s->g->nodes[c->st->node].name,
+                              (long long)have, k ? "fixed" : "per-image", c->x->be->name, (long long)need[k],
+                              yp_candidate_scratch_name(&c->x->plan->cand), model, model);
+        }
     }
     return 0;
 }

@@ -55,12 +55,30 @@ typedef struct {
     int64_t *prof_n;         /* and calls */
 } yp_exec;
 
-/* The conv scratch rule of backend `ctx` (a const yp_backend *) for yp_sched_opts: what its
- * conv2d_scratch asks for. A plan the executor runs must be built with it: */
+/* ---- conv scratch models (planner/yp_scratch.h) of the backends; scratch_model.c ----
+ * A plan the executor runs must give every conv step at least the scratch the backend asks for
+ * (yp_exec_init checks it), so it is planned with the backend's scratch model:
+ *   "onednn:T"  the CPU backend (oneDNN) on T threads; its scratch depends on the thread count,
+ *               so a plan made for T runs with T threads (yp_cpu_set_threads(T)).
+ * Only the CPU backend has a named model so far. */
+
+/* The resolver of the backends' models, for yp_candidate_set_scratch and yp_plan_load_with:
+ * resolves "onednn:T" (T in 1..1024). Its rule asks the CPU backend with T threads and leaves the
+ * calling thread's thread count as it was. Static; never free it. */
+const yp_scratch_resolver *yp_exec_scratch_resolver(void);
+
+/* The model backend be needs now into buf ("onednn:T" for the CPU with the calling thread's
+ * thread count; otherwise the backend's name, which no resolver knows yet). */
+void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n);
+
+/* The conv scratch rule of backend `ctx` (a const yp_backend *) for yp_sched_opts, as it stands
+ * now: what its conv2d_scratch asks for. */
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
 
-/* Makes candidate c plan for backend be: its conv scratch is then exactly what be's convs use
- * (call after yp_cpu_set_threads: the CPU's scratch depends on the thread count). */
+/* Makes candidate c plan for backend be as it stands now: the model yp_exec_scratch_model names
+ * (for the CPU, "onednn:T" with the current thread count: call after yp_cpu_set_threads). A
+ * backend without a named model gets its live rule under the backend's name: such a plan runs,
+ * but a saved copy cannot be loaded. */
 void yp_exec_candidate_for(yp_candidate *c, const yp_backend *be);
 
 /* Prepares p for backend be (only fp32 plans run on the CPU): allocates and binds the arena,

@@ -139,6 +139,7 @@ static void totals(const yp_schedule *s, yp_family *f) {
 
 int yp_family_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, yp_family *out, yp_err *err) {
     memset(out, 0, sizeof *out);
+    if (yp_candidate_check_scratch(c, err)) return -1;
     out->gpu = *gpu;
     int stride = yp_graph_max_stride(g);
     yp_candidate u = *c;
