@@ -251,7 +251,8 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, const yp_backend *be, int64_t gua
         return yp_err_set(err, "backend %s has no %s op yet, which a training step needs; use the cpu backend",
                           be->name, missing);
     if (x->s->opts.eval) /* the planner sizes validation with it; running it comes with validation */
-        return yp_err_set(err, "the executor runs training schedules; an evaluation schedule has no step loop here yet");
+        return yp_err_set(err, "the executor runs training schedules; an evaluation schedule (the planner's sizing "
+                          "of validation) is not something it steps through");
     if (x->s->opts.act_dtype != YP_DTYPE_F32)
         return yp_err_set(err, "the %s backend runs fp32 plans; re-plan with --precision fp32", be->name);
     if (guard_bytes % YP_ALIGN) return yp_err_set(err, "guard bytes must be a multiple of %d", YP_ALIGN);

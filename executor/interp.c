@@ -181,19 +181,16 @@ static float beta_of(const call *c, int t) {
     return t < 0 || T(c, t)->producer == (int)(c->st - c->x->s->steps) ? 0.0f : 1.0f;
 }
 
-/* Do node n's parameters get gradients? The schedule decided. */
-static int trains(const call *c, const yp_node *n) { return c->x->s->node_trainable[n->id]; }
-
 static int backward_detect(const call *c, const yp_node *n) {
     const yp_ops *o = c->x->ops;
     const yp_operands *a = &c->st->a;
-    int tr = trains(c, n);
-    for (int l = 0; l < n->n_inputs; l++) {
+    for (int l = 0; l < n->n_inputs; l++) { /* dw absent: a frozen head */
         yp_conv_desc d = detect_desc(c, n, l, a->dy[l]);
         if (a->dx[l] >= 0)
             OK(o->conv2d_backward_data(&d, F(c, a->dy[l]), F(c, a->w[l]), F(c, a->dx[l]), beta_of(c, a->dx[l]), WS(c)),
                "detect backward data");
-        if (tr) OK(o->conv2d_backward_weights(&d, F(c, a->x[l]), F(c, a->dy[l]), F(c, a->dw[l]), F(c, a->dbias[l]), 1.0f,
+        if (a->dw[l] >= 0)
+            OK(o->conv2d_backward_weights(&d, F(c, a->x[l]), F(c, a->dy[l]), F(c, a->dw[l]), F(c, a->dbias[l]), 1.0f,
                                               WS(c)),
                    "detect backward weights");
     }
@@ -203,7 +200,7 @@ static int backward_detect(const call *c, const yp_node *n) {
 static int backward_conv(const call *c, const yp_node *n) {
     const yp_ops *o = c->x->ops;
     const yp_operands *a = &c->st->a;
-    int tr = trains(c, n), dx = a->dx[0];
+    int tr = a->dw[0] >= 0, dx = a->dx[0]; /* dw absent: a frozen conv */
     yp_conv_desc d = conv_desc(c, n, a->dy[0]);
     if (dx >= 0 && tr && o->conv2d_backward) {
         OK(o->conv2d_backward(&d, F(c, a->x[0]), F(c, a->dy[0]), F(c, a->w[0]), F(c, dx), beta_of(c, dx), F(c, a->dw[0]),
@@ -253,14 +250,14 @@ static int backward(const call *c) {
     const yp_ops *o = c->x->ops;
     const yp_node *n = &c->x->s->g->nodes[c->st->node];
     const yp_operands *a = &c->st->a;
-    int tr = trains(c, n), dx = a->dx[0];
+    int dx = a->dx[0];
     switch (n->op) {
     case YP_OP_CONV2D: return backward_conv(c, n);
     case YP_OP_BATCHNORM2D: {
         yp_bn_desc d = bn_desc(c, n, a->x[0]);
         const double *sums = c->x->fuse[c->st - c->x->s->steps] == FUSE_BN_BWD_SUMS ? c->x->bn_sums : NULL;
         OK(o->bn_backward(&d, F(c, a->x[0]), F(c, a->stats), F(c, a->gamma), F(c, a->dy[0]), sums, OPT(c, dx),
-                          beta_of(c, dx), tr ? F(c, a->dgamma) : NULL, tr ? F(c, a->dbeta) : NULL, 1.0f),
+                          beta_of(c, dx), OPT(c, a->dgamma), OPT(c, a->dbeta), 1.0f),
            "bn backward");
         return 0;
     }

@@ -152,8 +152,6 @@ yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_
         yp_err_set(err, "conv scratch: %s", b.rule_err.msg);
         goto fail;
     }
-    s->node_trainable = b.trainable, s->node_requires_grad = b.rg; /* the schedule owns them now */
-    b.trainable = b.rg = NULL;
     free_builder(&b);
     return s;
 fail:
@@ -164,7 +162,7 @@ fail:
 
 void yp_schedule_free(yp_schedule *s) {
     if (!s) return;
-    free(s->tensors), free(s->steps), free(s->refs), free(s->node_trainable), free(s->node_requires_grad), free(s);
+    free(s->tensors), free(s->steps), free(s->refs), free(s);
 }
 
 int yp_tensor_amp_copied(const yp_schedule *s, const yp_tensor *t) {

@@ -5,11 +5,11 @@
 
 #include "schedule_build.h"
 
-int *sb_grow(int *p, int *cap, int need, int *oom) {
+void *sb_grow(void *p, int *cap, int need, size_t size, int *oom) {
     if (need <= *cap) return p;
     int c = *cap ? *cap : 64;
     while (c < need) c *= 2;
-    int *np = realloc(p, (size_t)c * sizeof *np);
+    void *np = realloc(p, (size_t)c * size);
     if (!np) {
         *oom = 1;
         return p;
@@ -21,15 +21,8 @@ int *sb_grow(int *p, int *cap, int need, int *oom) {
 
 int sb_new_tensor(bld *b, tspec sp, const char *fmt, const char *a, const char *c) {
     yp_schedule *s = b->s;
-    if (s->n_tensors == s->cap_t) {
-        int cap = s->cap_t ? s->cap_t * 2 : 256;
-        yp_tensor *nt = realloc(s->tensors, (size_t)cap * sizeof *nt);
-        if (!nt) {
-            b->oom = 1;
-            return 0;
-        }
-        s->tensors = nt, s->cap_t = cap;
-    }
+    s->tensors = sb_grow(s->tensors, &s->cap_t, s->n_tensors + 1, sizeof *s->tensors, &b->oom);
+    if (b->oom) return 0;
     yp_tensor *t = &s->tensors[s->n_tensors];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, fmt, a, c);
@@ -43,12 +36,12 @@ int sb_new_tensor(bld *b, tspec sp, const char *fmt, const char *a, const char *
 yp_shape sb_flat(int64_t n) { return (yp_shape){1, 1, 1, n}; }
 
 void sb_op_in(bld *b, int t) {
-    b->tin = sb_grow(b->tin, &b->cap_in, b->n_in + 1, &b->oom);
+    b->tin = sb_grow(b->tin, &b->cap_in, b->n_in + 1, sizeof *b->tin, &b->oom);
     if (!b->oom) b->tin[b->n_in++] = t;
 }
 
 void sb_op_out(bld *b, int t) {
-    b->tout = sb_grow(b->tout, &b->cap_out, b->n_out + 1, &b->oom);
+    b->tout = sb_grow(b->tout, &b->cap_out, b->n_out + 1, sizeof *b->tout, &b->oom);
     if (!b->oom) b->tout[b->n_out++] = t;
 }
 
@@ -66,16 +59,8 @@ yp_operands sb_no_operands(void) {
 /* Appends a step with the operands collected by op_in/op_out; returns its index. */
 int sb_emit(bld *b, yp_phase ph, int op, int node, const char *label, int64_t flops) {
     yp_schedule *s = b->s;
-    if (s->n_steps == s->cap_s) {
-        int cap = s->cap_s ? s->cap_s * 2 : 256;
-        yp_step *ns = realloc(s->steps, (size_t)cap * sizeof *ns);
-        if (!ns) {
-            b->oom = 1;
-            return 0;
-        }
-        s->steps = ns, s->cap_s = cap;
-    }
-    s->refs = sb_grow(s->refs, &s->cap_r, s->n_refs + b->n_in + b->n_out, &b->oom);
+    s->steps = sb_grow(s->steps, &s->cap_s, s->n_steps + 1, sizeof *s->steps, &b->oom);
+    s->refs = sb_grow(s->refs, &s->cap_r, s->n_refs + b->n_in + b->n_out, sizeof *s->refs, &b->oom);
     if (b->oom) return 0;
     yp_step *st = &s->steps[s->n_steps];
     memset(st, 0, sizeof *st);

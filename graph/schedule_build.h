@@ -46,8 +46,9 @@ typedef struct {
 } tspec;
 
 /* ---- plumbing (schedule_build.c) */
-/* p grown to hold `need` ints (capacity doubling); on failure p unchanged and *oom set. */
-int *sb_grow(int *p, int *cap, int need, int *oom);
+/* Array p (elements of `size` bytes) grown to hold `need` (capacity doubling); on failure p is
+ * returned unchanged and *oom set. */
+void *sb_grow(void *p, int *cap, int need, size_t size, int *oom);
 /* Appends a tensor named by fmt with a and c; returns its index (0 with b->oom set on failure). */
 int sb_new_tensor(bld *b, tspec sp, const char *fmt, const char *a, const char *c);
 yp_shape sb_flat(int64_t n);

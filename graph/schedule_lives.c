@@ -36,7 +36,7 @@ void sb_compute_lives(bld *b) {
     int total = 0;
     for (int t = 0; t < s->n_tensors; t++) total += count[t];
     int *cons = malloc(((size_t)total + 1) * sizeof *cons), off = 0;
-    s->refs = sb_grow(s->refs, &s->cap_r, s->n_refs + total, &b->oom);
+    s->refs = sb_grow(s->refs, &s->cap_r, s->n_refs + total, sizeof *s->refs, &b->oom);
     if (!cons || b->oom) {
         free(cons), free(count);
         b->oom = 1;

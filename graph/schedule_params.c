@@ -72,10 +72,10 @@ void sb_make_param_state(bld *b) {
             derived(b, YP_ROLE_ADAM_M, YP_KIND_OPTSTATE, YP_DTYPE_F32, t, "adam.m:");
             derived(b, YP_ROLE_ADAM_V, YP_KIND_OPTSTATE, YP_DTYPE_F32, t, "adam.v:");
         }
-        char pre[8];
+        if (o->act_dtype == YP_DTYPE_F32 || b->oom || !yp_tensor_amp_copied(b->s, &b->s->tensors[t])) continue;
+        char pre[8]; /* "f16:", "bf16:" */
         snprintf(pre, sizeof pre, "%s:", yp_dtype_name(o->act_dtype));
-        if (o->act_dtype != YP_DTYPE_F32 && !b->oom && yp_tensor_amp_copied(b->s, &b->s->tensors[t]))
-            b->lowp_of[t] = derived(b, YP_ROLE_LOWP, YP_KIND_LOWP, o->act_dtype, t, pre);
+        b->lowp_of[t] = derived(b, YP_ROLE_LOWP, YP_KIND_LOWP, o->act_dtype, t, pre);
     }
 }
 

@@ -226,8 +226,6 @@ typedef struct {
     yp_step *steps;
     int *refs;
     int loss_step;       /* index of the loss step: forward before, backward after */
-    int *node_trainable; /* per graph node: 1 if its parameters get gradients (not frozen) */
-    int *node_requires_grad; /* per graph node: 1 if backward reaches it (trainable, or fed by one) */
     int64_t recompute_flops;
     int cap_t, cap_s, cap_r; /* internal capacities */
 } yp_schedule;

@@ -21,9 +21,6 @@ int yp_scratch_resolve(const char *name, const yp_scratch_resolver *r, yp_scratc
     int rc = r && r->resolve ? r->resolve(name, rule, &why) : 1;
     if (rc == 0) return 0;
     if (rc < 0) return yp_err_set(err, "conv scratch model \"%s\": %s; known: %s", name, why.msg, known);
-    if (!strncmp(name, "cudnn:", 6))
-        return yp_err_set(err, "conv scratch model \"%s\": not available (the cuDNN models are not implemented yet); "
-                          "known: %s", name, known);
     return yp_err_set(err, "conv scratch model \"%s\": unknown%s; known: %s", name,
                       r ? "" : " to this program (the backends' models need the executor's resolver)", known);
 }

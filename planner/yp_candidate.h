@@ -1,4 +1,4 @@
-/* yp_candidate.h - the knobs of one training configuration (docs/DESIGN.md §7) and how they map to
+/* yp_candidate.h - the knobs of one training configuration (docs/architecture.md §7) and how they map to
  * the schedule options of its training step and of its validation pass. */
 #ifndef YP_CANDIDATE_H
 #define YP_CANDIDATE_H

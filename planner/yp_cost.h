@@ -1,4 +1,4 @@
-/* yp_cost.h - the step-time model (docs/DESIGN.md §7): a roofline per step of the schedule.
+/* yp_cost.h - the step-time model (docs/architecture.md §7): a roofline per step of the schedule.
  *
  * A step takes max(FLOPs / (rate x compute efficiency), bytes / (bandwidth x memory efficiency))
  * plus a launch overhead. Convolutions (conv2d, detect: the ops whose op-table row has

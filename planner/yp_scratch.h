@@ -10,10 +10,10 @@
  *                            exactly what its conv2d_scratch asks for with T threads, which is
  *                            what the CPU executor checks at init. Resolved by the executor
  *                            library (yp_exec_scratch_resolver in executor/yp_executor.h).
- *   "cudnn:<policy>:<limit>" reserved for the CUDA backend's cuDNN convolutions (not implemented:
- *                            refused as unknown).
+ * A backend with its own convolutions (the CUDA backend's cuDNN ones) adds its names to the
+ * executor's resolver; until then they are refused as unknown like any other.
  *
- * Why a resolver: the planner does not link the kernels (docs/DESIGN.md §3), so it cannot turn a
+ * Why a resolver: the planner does not link the kernels (docs/architecture.md §3), so it cannot turn a
  * backend's name into that backend's rule. The caller passes a yp_scratch_resolver, a small
  * table of one function, that knows its backends' names; the planner asks it for every name
  * other than "im2col". A caller that passes none (NULL) can only plan and load im2col plans;

@@ -240,7 +240,7 @@ static void test_scratch_option(void) {
     CHECK_EQ_I64(run("--load-plan %s --scratch im2col", plan), 2);
     unlink(plan);
     static const char *bad[][2] = {
-        {"--gpu 8GB --scratch cudnn:auto:0", "\"cudnn:auto:0\": not available"},
+        {"--gpu 8GB --scratch cudnn:auto:0", "\"cudnn:auto:0\": unknown"},
         {"--gpu 8GB --scratch winograd", "\"winograd\": unknown; known: im2col, onednn:T"},
         {"--gpu 8GB --scratch onednn:0", "1..1024"},
         {"--gpu 8GB --scratch onednn:2x", "1..1024"},
