@@ -1,32 +1,33 @@
-/* cmd_bench_step.c - `yoloplan bench-step`: N training steps of a plan on random images and
- * targets on the CPU executor; prints ms/step, images/s and the process's peak RSS. */
+/* cmd_bench_step.c - `yoloplan bench-step`: N training steps on the CPU executor (the loop is
+ * executor/yp_bench.h's) of a plan built here for the host or loaded from plan.json; prints
+ * ms/step, images/s and the process's peak RSS. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli.h"
-#include "yp_executor.h"
+#include "yp_bench.h"
+#include "yp_plan_io.h"
 
 typedef struct {
-    const char *model;
+    const char *model, *load_plan;
     int64_t w, h;
     long batch, steps, threads, warmup;
     int json, no_ema, profile;
     yp_save_policy policy;
-    uint64_t ckpt;
+    /* given on the command line: options a loaded plan decides itself */
+    int model_given, batch_given, img_given, policy_given, threads_given;
 } bench_opts;
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#define USAGE "usage: yoloplan bench-step [--model M] [--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] " \
+              "[--no-ema] | --load-plan FILE, then [--steps N] [--warmup N] [--threads T] [--profile] [--json]"
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
-    *o = (bench_opts){"yolov5s", 320, 320, 8, 20, 2, 2, 0, 0, 0, YP_SAVE_YOLOPLAN, 0};
+    memset(o, 0, sizeof *o);
+    o->model = "yolov5s", o->w = o->h = 320, o->batch = 8, o->steps = 20, o->threads = 2, o->warmup = 2;
+    o->policy = YP_SAVE_YOLOPLAN;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
@@ -36,51 +37,32 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
             continue;
         }
         if (!v) return yp_err_set(err, "bench-step: option %s needs a value", a);
-        if (!strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err);
-        else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 1, 4096, &o->batch, err);
+        if (!strcmp(a, "--model")) o->model = v, o->model_given = 1;
+        else if (!strcmp(a, "--load-plan")) o->load_plan = v;
+        else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err), o->img_given = 1;
+        else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 1, 4096, &o->batch, err), o->batch_given = 1;
         else if (!strcmp(a, "--steps")) rc = cli_parse_int(a, v, 1, 100000, &o->steps, err);
         else if (!strcmp(a, "--warmup")) rc = cli_parse_int(a, v, 0, 1000, &o->warmup, err);
-        else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err);
+        else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err), o->threads_given = 1;
         else if (!strcmp(a, "--policy") && yp_save_policy_parse(v) >= 0)
-            o->policy = (yp_save_policy)yp_save_policy_parse(v);
+            o->policy = (yp_save_policy)yp_save_policy_parse(v), o->policy_given = 1;
         else
-            return yp_err_set(err, "bench-step: unknown option %s; usage: yoloplan bench-step [--model M] [--batch B] "
-                              "[--img S] [--steps N] [--warmup N] [--threads T] [--policy yoloplan|yoloplan+cat|pytorch] [--no-ema] [--profile] [--json]", a);
+            return yp_err_set(err, "bench-step: unknown option %s; " USAGE, a);
         if (rc) return -1;
         i++;
     }
     for (int i = 1; i < argc; i++) o->json |= !strcmp(argv[i], "--json");
-    return 0;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Random images in [0, 1] and 8 boxes per image, seeded. */
-/* splitmix64's output function: a counter-based generator, so the image fill splits across the
- * OpenMP threads (as torch.rand does on the reference side) and stays the same for any count. */
-static inline uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static void random_batch(float *img, int64_t n_img, float *tg, int64_t n_tg, int64_t batch, int nc, uint64_t *s) {
-    const uint64_t base = *s;
-    *s = mix64(*s ^ 0x5851f42d4c957f2dull);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n_img; i++) img[i] = (float)(mix64(base + (uint64_t)i) >> 40) / 16777216.0f;
-    for (int64_t k = 0; k < n_tg; k++) {
-        float *r = tg + 6 * k;
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        double u = (double)(*s >> 11) / 9007199254740992.0;
-        r[0] = (float)(k % batch), r[1] = (float)(k % nc);
-        r[2] = (float)(0.2 + 0.6 * u), r[3] = (float)(0.8 - 0.6 * u), r[4] = (float)(0.05 + 0.3 * u), r[5] = (float)(0.35 - 0.3 * u);
+    if (o->load_plan) {
+        char list[96] = "";
+        const int given[] = {o->model_given, o->batch_given, o->img_given, o->policy_given, o->no_ema};
+        static const char *const names[] = {"--model", "--batch", "--img", "--policy", "--no-ema"};
+        for (int k = 0; k < 5; k++)
+            if (given[k]) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", names[k]);
+        if (list[0])
+            return yp_err_set(err, "bench-step --load-plan runs the saved plan as it is (model, batch, img, policy, "
+                              "EMA and the rest come from the file): drop %s", list);
     }
+    return 0;
 }
 
 /* The timed steps' wall time by kind of step (--profile), largest first. */
@@ -108,108 +90,114 @@ static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f)
             100.0 * total / ms_step);
 }
 
-static int run(const bench_opts *o, yp_err *err) {
-    yp_graph *g = cli_load_model(o->model, 0, err);
-    if (!g) return -1;
-    int64_t avail = cli_host_available_bytes();
-    if (avail <= 0) {
-        yp_graph_free(g);
-        return yp_err_set(err, "bench-step: cannot read the host's available memory (/proc/meminfo)");
-    }
+/* The plan of the options for the host: YOLOv5's defaults with mosaic off and room for 8 labels
+ * per image, and the conv scratch of instance be (its thread count decides it). The graph is the
+ * caller's to free, with the plan. */
+static int build_plan(const bench_opts *o, yp_backend *be, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
+    *g = cli_load_model(o->model, 0, err);
+    if (!*g) return -1;
     yp_gpu host; /* the CPU backend's arena lives in host memory: plan for what is available */
     yp_gpu_host(avail, &host);
     yp_candidate c = yp_candidate_default();
     c.batch = o->batch, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
     c.ema = !o->no_ema; /* YOLOv5 updates its EMA every optimizer step; --no-ema measures the step without */
-    /* the instance first: the CPU's conv scratch, and so the plan, depends on its thread count */
-    char why[256];
-    const yp_cpu_config cfg = {(int)o->threads};
-    yp_backend *be = yp_backend_cpu_new(&cfg, why, sizeof why);
-    if (!be) {
-        yp_graph_free(g);
-        return yp_err_set(err, "bench-step: %s", why);
-    }
-    be->thread_init(be); /* the batch generator's OpenMP loops run with the same threads */
     yp_exec_candidate_for(&c, be);
-    yp_plan p;
-    yp_exec x;
-    if (yp_plan_build(g, &c, &host, 0, 0, &p, err)) {
-        yp_backend_free(be);
-        yp_graph_free(g);
-        return -1;
+    if (yp_plan_build(*g, &c, &host, 0, 0, p, err)) return -1;
+    if (!p->fits) /* refused before anything is allocated */
+        return yp_err_set(err, "bench-step: the plan needs %.2f GiB of arena, the host has %.2f GiB available; lower "
+                          "--batch or --img", (double)p->device_bytes / 1073741824.0, (double)avail / 1073741824.0);
+    return 0;
+}
+
+/* --load-plan: the saved plan verbatim, if the CPU executor can run it here: fp32, an arena the
+ * host's available memory holds, and the thread count its scratch model was planned for. */
+static int load_plan(bench_opts *o, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
+    if (yp_plan_load_with(o->load_plan, yp_exec_scratch_resolver(), p, g, err)) return -1;
+    const yp_candidate *c = &p->cand;
+    if (c->precision != YP_PREC_FP32)
+        return yp_err_set(err, "bench-step: %s is an %s plan; the CPU executor runs fp32 plans: save one with "
+                          "--precision fp32", o->load_plan, yp_precision_name(c->precision));
+    const char *model = yp_candidate_scratch_name(c);
+    long t = 0;
+    if (sscanf(model, "onednn:%ld", &t) == 1) {
+        if (o->threads_given && o->threads != t)
+            return yp_err_set(err, "bench-step: --threads %ld, but %s was planned for %s (the conv scratch oneDNN asks "
+                              "for on %ld threads); drop --threads or save the plan with --scratch onednn:%ld",
+                              o->threads, o->load_plan, model, t, o->threads);
+        o->threads = t;
     }
-    if (!p.fits) { /* refused before anything is allocated */
-        yp_err_set(err, "bench-step: the plan needs %.2f GiB of arena, the host has %.2f GiB available; lower --batch or --img",
-                   (double)p.device_bytes / 1073741824.0, (double)avail / 1073741824.0);
-        yp_plan_free(&p);
-        yp_backend_free(be);
-        yp_graph_free(g);
-        return -1;
-    }
-    if (yp_exec_init(&x, &p, be, 0, 1, err)) {
-        yp_plan_free(&p);
-        yp_backend_free(be);
-        yp_graph_free(g);
-        return -1;
-    }
-    int rc = 0;
-    int64_t n_img = o->batch * o->h * o->w * 3, n_tg = o->batch * 8;
-    float *img = malloc((size_t)n_img * sizeof *img), *tg = malloc((size_t)n_tg * 6 * sizeof *tg);
-    uint64_t seed = 1;
-    double loss[4], t0 = 0, *step_ms = calloc((size_t)o->steps, sizeof *step_ms);
-    for (long i = 0; img && tg && step_ms && !rc && i < o->warmup + o->steps; i++) {
-        double ts = now_s();
-        if (i == o->warmup) {
-            t0 = ts;
-            if (o->profile && yp_exec_profile(&x, 1)) {
-                rc = yp_err_set(err, "bench-step: out of memory for the profile");
-                break;
-            }
-        }
-        random_batch(img, n_img, tg, n_tg, o->batch, g->nc, &seed);
-        rc = yp_exec_micro_step(&x, img, tg, n_tg, loss, err) || yp_exec_update(&x, err);
-        if (i >= o->warmup) step_ms[i - o->warmup] = (now_s() - ts) * 1e3;
-    }
-    if (!img || !tg || !step_ms) rc = yp_err_set(err, "bench-step: out of memory for the batch");
-    double ms = (now_s() - t0) * 1e3 / (double)o->steps, med = 0, fastest = 0;
-    if (!rc) {
-        qsort(step_ms, (size_t)o->steps, sizeof *step_ms, cmp_double);
-        med = o->steps % 2 ? step_ms[o->steps / 2] : 0.5 * (step_ms[o->steps / 2 - 1] + step_ms[o->steps / 2]);
-        fastest = step_ms[0];
-    }
+    if (p->arena_bytes > avail) /* refused before anything is allocated */
+        return yp_err_set(err, "bench-step: %s needs %.2f GiB of arena, the host has %.2f GiB available; save a plan "
+                          "with a smaller --batch or --img", o->load_plan, (double)p->arena_bytes / 1073741824.0,
+                          (double)avail / 1073741824.0);
+    return 0;
+}
+
+static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_result *r, FILE *f) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     int64_t rss = (int64_t)ru.ru_maxrss * 1024;
-    if (!rc && o->json) {
+    double ms = r->ms_per_step;
+    if (o->json) {
         cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "model", g->name);
-        cJSON_AddNumberToObject(j, "batch", (double)o->batch);
-        cJSON_AddNumberToObject(j, "img", (double)o->w);
+        cJSON_AddStringToObject(j, "model", p->g->name);
+        cJSON_AddNumberToObject(j, "batch", (double)r->batch);
+        cJSON_AddNumberToObject(j, "img", (double)r->w);
         cJSON_AddNumberToObject(j, "threads", (double)o->threads);
         cJSON_AddNumberToObject(j, "ms_per_step", ms);
-        cJSON_AddNumberToObject(j, "images_per_s", (double)o->batch * 1e3 / ms);
-        cJSON_AddNumberToObject(j, "ms_per_step_median", med);
-        cJSON_AddNumberToObject(j, "ms_per_step_min", fastest);
+        cJSON_AddNumberToObject(j, "images_per_s", (double)r->batch * 1e3 / ms);
+        cJSON_AddNumberToObject(j, "ms_per_step_median", r->ms_median);
+        cJSON_AddNumberToObject(j, "ms_per_step_min", r->ms_min);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)rss);
-        cJSON_AddNumberToObject(j, "arena_bytes", (double)p.arena_bytes);
-        cJSON_AddNumberToObject(j, "last_loss", loss[3]);
+        cJSON_AddNumberToObject(j, "arena_bytes", (double)p->arena_bytes);
+        cJSON_AddNumberToObject(j, "last_loss", r->last_loss[3]);
         char *s = cJSON_Print(j);
-        puts(s ? s : "{}");
+        fputs(s ? s : "{}", f), fputc('\n', f);
         free(s);
         cJSON_Delete(j);
-    } else if (!rc) {
-        printf("%s batch %ld img %lldx%lld, %ld threads, %ld steps (+%ld warm-up): %.1f ms/step (median %.1f, fastest "
-               "%.1f), %.2f images/s, peak RSS %.1f MiB (arena %.1f MiB), last loss %.4f\n", g->name, o->batch,
-               (long long)o->w, (long long)o->h, o->threads, o->steps, o->warmup, ms, med, fastest,
-               (double)o->batch * 1e3 / ms, (double)rss / 1048576.0, (double)p.arena_bytes / 1048576.0, loss[3]);
+        return;
     }
-    if (!rc && o->profile) print_profile(&x, o->steps, ms, o->json ? stderr : stdout);
-    free(img), free(tg), free(step_ms);
+    fprintf(f, "%s batch %lld img %lldx%lld, %ld threads, %ld steps (+%ld warm-up): %.1f ms/step (median %.1f, "
+            "fastest %.1f), %.2f images/s, peak RSS %.1f MiB (arena %.1f MiB), last loss %.4f\n", p->g->name,
+            (long long)r->batch, (long long)r->w, (long long)r->h, o->threads, o->steps, o->warmup, ms, r->ms_median,
+            r->ms_min, (double)r->batch * 1e3 / ms, (double)rss / 1048576.0, (double)p->arena_bytes / 1048576.0,
+            r->last_loss[3]);
+}
+
+static int run(bench_opts *o, yp_err *err) {
+    int64_t avail = cli_host_available_bytes();
+    if (avail <= 0) return yp_err_set(err, "bench-step: cannot read the host's available memory (/proc/meminfo)");
+    yp_plan p;
+    yp_graph *g = NULL;
+    yp_backend *be = NULL;
+    yp_exec x;
+    memset(&p, 0, sizeof p);
+    memset(&x, 0, sizeof x);
+    /* a loaded plan names the thread count it was planned for, so the instance comes after it;
+     * a new plan is planned with the instance that will run it */
+    int rc = o->load_plan ? load_plan(o, avail, &p, &g, err) : 0;
+    char why[256];
+    const yp_cpu_config cpu = {(int)o->threads};
+    if (!rc && !(be = yp_backend_cpu_new(&cpu, why, sizeof why))) rc = yp_err_set(err, "bench-step: %s", why);
+    if (!rc && !o->load_plan) rc = build_plan(o, be, avail, &p, &g, err);
+    if (!rc) rc = yp_exec_init(&x, &p, be, 0, 1, err);
+    if (rc) {
+        yp_plan_free(&p);
+        yp_backend_free(be);
+        yp_graph_free(g);
+        return -1;
+    }
+    yp_bench_cfg cfg = yp_bench_cfg_default();
+    cfg.steps = o->steps, cfg.warmup = o->warmup, cfg.profile = o->profile;
+    yp_bench_result r;
+    rc = yp_bench_run(&x, &cfg, &r, err);
+    if (!rc) print_result(o, &p, &r, stdout);
+    if (!rc && o->profile) print_profile(&x, o->steps, r.ms_per_step, o->json ? stderr : stdout);
     yp_exec_free(&x);
     yp_backend_free(be);
     yp_plan_free(&p);
     yp_graph_free(g);
-    return rc ? -1 : 0;
+    return rc;
 }
 
 int cmd_bench_step(int argc, char **argv) {

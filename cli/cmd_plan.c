@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "plan_args.h"
+#include "yp_executor.h"
 #include "yp_models.h"
 #include "yp_plan_io.h"
 #include "yp_report.h"
@@ -134,7 +135,7 @@ static int run_loaded(plan_args *a) {
     yp_err err;
     yp_plan p;
     yp_graph *g;
-    if (yp_plan_load(a->load_plan, &p, &g, &err)) return cli_fail(&err);
+    if (yp_plan_load_with(a->load_plan, yp_exec_scratch_resolver(), &p, &g, &err)) return cli_fail(&err);
     if (a->json) print_json(yp_report_plan_json(&p));
     else {
         printf("%s: verified (%d tensors, %d steps, arena %lld bytes)\n", a->load_plan, p.sched->n_tensors,

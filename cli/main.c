@@ -28,6 +28,8 @@ static void usage(FILE *f) {
           "  --reserve SIZE     device memory to keep free besides the plan (e.g. 512MiB)\n"
           "  --images N         training images, to size a RAM image cache in the host estimate\n"
           "  --top K --row K --json --save-plan FILE --timeline DIR --format svg|png\n"
+          "  --scratch MODEL    conv scratch model the plans are sized by: im2col (default; backend-neutral)\n"
+          "                     or onednn:T (the CPU executor's oneDNN convs on T threads; fp32 plans only)\n"
           "  --load-plan FILE   verify a saved plan.json (re-planned, compared tensor by tensor) and show it\n"
           "\n"
           "commands:\n"
@@ -39,6 +41,9 @@ static void usage(FILE *f) {
           "             [--policy P] [--no-ema] [--profile] [--json]\n"
           "                                                       time training steps on the CPU executor\n"
           "                                                       (--profile: the time of each kind of step)\n"
+          "  bench-step --load-plan FILE [--steps N] [--warmup N] [--threads T] [--profile] [--json]\n"
+          "                                                       the same for a saved plan, run as it is (an fp32\n"
+          "                                                       plan saved with --scratch onednn:T, run on T threads)\n"
           "  version                                              build information\n"
           "\n"
           "\n",

@@ -8,6 +8,7 @@
 #include "plan_args.h"
 #include "yp_backend.h"
 #include "yp_dataset.h"
+#include "yp_executor.h"
 #include "yp_models.h"
 
 
@@ -114,7 +115,7 @@ static int scan_data(plan_args *pa, const char *path, yp_err *err) {
 }
 
 typedef struct {
-    const char *gpu, *model, *img, *precision, *ckpt, *mosaic, *data;
+    const char *gpu, *model, *img, *precision, *ckpt, *mosaic, *data, *scratch;
     long batch, freeze;
     int policy_given, ckpt_given;
 } raw_opts;
@@ -130,6 +131,7 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
     else if (!strcmp(a, "--precision")) r->precision = v;
     else if (!strcmp(a, "--ckpt")) r->ckpt = v, r->ckpt_given = 1;
     else if (!strcmp(a, "--data")) r->data = v;
+    else if (!strcmp(a, "--scratch")) r->scratch = v;
     else if (!strcmp(a, "--mosaic")) {
         if (one_of(a, v, mosaic_names, 3, err) < 0) return -1;
         r->mosaic = v;
@@ -180,11 +182,26 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
     return 1;
 }
 
+/* --scratch MODEL: the conv scratch rule every plan of the search is made with (planner/yp_scratch.h;
+ * the backends' models resolved by the executor's resolver). The CPU's oneDNN model plans for the
+ * CPU executor, which trains in fp32 only: the search keeps to fp32. */
+static int scratch_model(plan_args *pa, const raw_opts *r, yp_err *err) {
+    yp_err why;
+    if (yp_candidate_set_scratch(&pa->search.base, r->scratch, yp_exec_scratch_resolver(), &why))
+        return yp_err_set(err, "--scratch: %s", why.msg);
+    if (strncmp(r->scratch, "onednn:", 7)) return 0;
+    if (r->precision && strcmp(r->precision, "fp32"))
+        return yp_err_set(err, "--scratch %s plans for the CPU executor, which trains in fp32 only; drop --precision %s",
+                          r->scratch, r->precision);
+    pa->search.prec_mask = 1u << YP_PREC_FP32;
+    return 0;
+}
+
 static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
     yp_search_opts *o = &pa->search;
-    if (pa->load_plan && (r->gpu || r->model || r->img || r->batch || r->precision || r->ckpt))
+    if (pa->load_plan && (r->gpu || r->model || r->img || r->batch || r->precision || r->ckpt || r->scratch))
         return yp_err_set(err, "--load-plan replays a saved plan as it is; drop --gpu, --model, --img, --batch, "
-                          "--precision and --ckpt");
+                          "--precision, --ckpt and --scratch");
     if (pa->load_plan) return 0;
     if (r->data && scan_data(pa, r->data, err)) return -1;
     if (!r->gpu)
@@ -214,6 +231,7 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
             return yp_err_set(err, "--precision amp-bf16: %s has no bf16 support; use amp-fp16", pa->gpu.desc);
         o->prec_mask = 1u << p;
     }
+    if (r->scratch && scratch_model(pa, r, err)) return -1;
     o->mosaic_mask = !r->mosaic || !strcmp(r->mosaic, "both") ? 3 : !strcmp(r->mosaic, "on") ? 2 : 1;
     if (r->ckpt_given && r->policy_given && o->base.policy == YP_SAVE_PYTORCH && strcmp(r->ckpt, "none"))
         return yp_err_set(err, "--ckpt %s with --policy pytorch: checkpoint sets need the yoloplan saving policy; drop "

@@ -1,4 +1,6 @@
-/* executor.c - the arena, tensor binding, guard canaries, weight initialisation. */
+/* executor.c - the arena, tensor binding, guard canaries, weight initialisation. Every access to
+ * the arena goes through the backend's memory entries (host values are staged and copied), so the
+ * same code binds a host arena and a device one. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,64 +57,64 @@ static int layout(yp_exec *x, yp_err *err) {
     return 0;
 }
 
-void yp_exec_guard_arm(yp_exec *x, int step) {
+int yp_exec_guard_arm(yp_exec *x, int step, yp_err *err) {
+    yp_backend *be = x->be;
     for (int t = 0; t < x->s->n_tensors && x->guard; t++) {
         const yp_tensor *tt = &x->s->tensors[t];
         if (tt->first != step) continue;
-        memset(x->arena + x->offset[t] - x->guard, YP_GUARD_BYTE, (size_t)x->guard);
-        memset(x->arena + x->offset[t] + tt->bytes, YP_GUARD_BYTE, (size_t)x->guard);
-    }
-}
-
-int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err) {
-    for (int t = 0; t < x->s->n_tensors && x->guard; t++) {
-        const yp_tensor *tt = &x->s->tensors[t];
-        if (step < tt->first || step > tt->last) continue;
-        const unsigned char *lo = x->arena + x->offset[t] - x->guard, *hi = x->arena + x->offset[t] + tt->bytes;
-        for (int64_t k = 0; k < x->guard; k++)
-            if (lo[k] != YP_GUARD_BYTE || hi[k] != YP_GUARD_BYTE)
-                return yp_err_set(err, "guard bytes of %s %s after step %d: an op wrote outside its tensor", tt->name,
-                                  lo[k] != YP_GUARD_BYTE ? "(before)" : "(after)", step);
+        if (be->mem_set(be, x->arena + x->offset[t] - x->guard, YP_GUARD_BYTE, (size_t)x->guard) ||
+            be->mem_set(be, x->arena + x->offset[t] + tt->bytes, YP_GUARD_BYTE, (size_t)x->guard))
+            return yp_err_set(err, "writing the guards of %s: %s", tt->name, be->last_error(be));
     }
     return 0;
 }
 
-/* ---------------------------------------------------------------- names -> tensors */
+/* The guard bytes before (side 0) or after (1) tensor t are intact; -1 when they cannot be read. */
+static int guard_intact(const yp_exec *x, int t, int side, unsigned char *host) {
+    const unsigned char *at = x->arena + x->offset[t] + (side ? x->s->tensors[t].bytes : -x->guard);
+    if (x->be->mem_copy(x->be, host, at, (size_t)x->guard, YP_COPY_DEVICE_TO_HOST)) return -1;
+    for (int64_t k = 0; k < x->guard; k++)
+        if (host[k] != YP_GUARD_BYTE) return 0;
+    return 1;
+}
 
-typedef struct {
-    const char *name;
-    int t;
-} name_ix;
+int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err) {
+    if (!x->guard) return 0;
+    unsigned char *host = malloc((size_t)x->guard);
+    if (!host) return yp_err_set(err, "out of memory checking guards");
+    int rc = 0;
+    for (int t = 0; t < x->s->n_tensors && !rc; t++) {
+        const yp_tensor *tt = &x->s->tensors[t];
+        if (step < tt->first || step > tt->last) continue;
+        for (int side = 0; side < 2 && !rc; side++) {
+            int ok = guard_intact(x, t, side, host);
+            if (ok < 0) rc = yp_err_set(err, "reading the guards of %s: %s", tt->name, x->be->last_error(x->be));
+            else if (!ok)
+                rc = yp_err_set(err, "guard bytes of %s %s after step %d: an op wrote outside its tensor", tt->name,
+                                side ? "(after)" : "(before)", step);
+        }
+    }
+    free(host);
+    return rc;
+}
 
-static int by_name(const void *a, const void *b) { return strcmp(((const name_ix *)a)->name, ((const name_ix *)b)->name); }
+/* ---------------------------------------------------------------- parameter state */
 
-/* Links every weight to its optimizer states and EMA copy by the schedule's names. */
+/* Links every parameter to its optimizer states and EMA copy through the schedule's roles. */
 static int link_state(yp_exec *x, yp_err *err) {
     const yp_schedule *s = x->s;
     int n = s->n_tensors;
-    name_ix *ix = malloc((size_t)n * sizeof *ix);
     x->opt_m = malloc((size_t)n * sizeof(int)), x->opt_v = malloc((size_t)n * sizeof(int));
     x->ema = malloc((size_t)n * sizeof(int));
-    if (!ix || !x->opt_m || !x->opt_v || !x->ema) {
-        free(ix);
-        return yp_err_set(err, "out of memory binding the arena");
-    }
-    for (int t = 0; t < n; t++) ix[t] = (name_ix){s->tensors[t].name, t}, x->opt_m[t] = x->opt_v[t] = x->ema[t] = -1;
-    qsort(ix, (size_t)n, sizeof *ix, by_name);
+    if (!x->opt_m || !x->opt_v || !x->ema) return yp_err_set(err, "out of memory binding the arena");
+    for (int t = 0; t < n; t++) x->opt_m[t] = x->opt_v[t] = x->ema[t] = -1;
     for (int t = 0; t < n; t++) {
-        const yp_tensor *w = &s->tensors[t];
-        if (w->kind != YP_KIND_WEIGHT) continue;
-        static const char *const prefix[3] = {"ema:", NULL, "adam.v:"};
-        const char *mp = s->opts.optimizer == YP_OPT_SGD ? "momentum:" : "adam.m:";
-        int *slot[3] = {&x->ema[t], &x->opt_m[t], &x->opt_v[t]};
-        for (int k = 0; k < 3; k++) {
-            char nm[160];
-            snprintf(nm, sizeof nm, "%s%s", k == 1 ? mp : prefix[k], w->name);
-            name_ix key = {nm, 0}, *hit = bsearch(&key, ix, (size_t)n, sizeof *ix, by_name);
-            *slot[k] = hit ? hit->t : -1;
-        }
+        const yp_tensor *d = &s->tensors[t];
+        if (d->param < 0) continue;
+        if (d->role == YP_ROLE_EMA) x->ema[d->param] = t;
+        if (d->role == YP_ROLE_MOMENTUM || d->role == YP_ROLE_ADAM_M) x->opt_m[d->param] = t;
+        if (d->role == YP_ROLE_ADAM_V) x->opt_v[d->param] = t;
     }
-    free(ix);
     return 0;
 }
 
@@ -139,23 +141,21 @@ static void fill(float *w, int64_t n, float v) {
 
 /* PyTorch's defaults: conv weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform with
  * a = sqrt(5)), BN weight 1, bias 0, running mean 0, var 1; then YOLOv5's Detect bias priors:
- * objectness += log(8 / (640 / stride)^2), classes += log(0.6 / (nc - 0.99999)). */
-static void init_param(yp_exec *x, int t, uint64_t *rng) {
+ * objectness += log(8 / (640 / stride)^2), classes += log(0.6 / (nc - 0.99999)). Into host p. */
+static void init_param(const yp_exec *x, int t, uint64_t *rng, float *p) {
     const yp_tensor *w = &x->s->tensors[t];
     const yp_node *n = &x->s->g->nodes[w->node];
-    float *p = yp_exec_tensor(x, t);
     int64_t numel = w->shape.w;
     if (n->op == YP_OP_BATCHNORM2D) {
-        int one = strstr(w->name, ".weight") || strstr(w->name, ".running_var");
-        fill(p, numel, one ? 1.0f : 0.0f);
+        fill(p, numel, w->role == YP_ROLE_BN_GAMMA || w->role == YP_ROLE_RUNNING_VAR ? 1.0f : 0.0f);
         return;
     }
-    int l = 0;
-    int64_t fan_in = n->op == YP_OP_CONV2D ? (int64_t)n->a.conv.c_in / n->a.conv.groups * n->a.conv.k * n->a.conv.k : 0;
-    if (n->op == YP_OP_DETECT) sscanf(strstr(w->name, ".m.") + 3, "%d", &l), fan_in = n->a.detect.c_in[l];
+    int l = w->level;
+    int64_t fan_in = n->op == YP_OP_CONV2D ? (int64_t)n->a.conv.c_in / n->a.conv.groups * n->a.conv.k * n->a.conv.k
+                                           : n->a.detect.c_in[l];
     double bound = 1.0 / sqrt((double)fan_in);
     for (int64_t i = 0; i < numel; i++) p[i] = (float)((2.0 * uniform(rng) - 1.0) * bound);
-    if (n->op != YP_OP_DETECT || !strstr(w->name, ".bias")) return;
+    if (n->op != YP_OP_DETECT || w->role != YP_ROLE_CONV_BIAS) return;
     const yp_graph *g = x->s->g;
     int no = n->a.detect.nc + 5;
     double cells = 640.0 / g->strides[l];
@@ -172,10 +172,36 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
         if (x->s->tensors[t].shape.w != params[i].numel)
             return yp_err_set(err, "parameter %s: %lld values given, the model's tensor has %lld", params[i].name,
                               (long long)params[i].numel, (long long)x->s->tensors[t].shape.w);
-        memcpy(yp_exec_tensor(x, t), params[i].data, (size_t)params[i].numel * sizeof(float));
-        if (x->ema[t] >= 0) memcpy(yp_exec_tensor(x, x->ema[t]), params[i].data, (size_t)params[i].numel * sizeof(float));
+        size_t bytes = (size_t)params[i].numel * sizeof(float);
+        if (x->be->mem_copy(x->be, yp_exec_tensor(x, t), params[i].data, bytes, YP_COPY_HOST_TO_DEVICE) ||
+            (x->ema[t] >= 0 && x->be->mem_copy(x->be, yp_exec_tensor(x, x->ema[t]), params[i].data, bytes, YP_COPY_HOST_TO_DEVICE)))
+            return yp_err_set(err, "parameter %s: %s", params[i].name, x->be->last_error(x->be));
     }
     return 0;
+}
+
+/* Zeroes the arena, then initialises every parameter on the host and copies it (and its EMA). */
+static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
+    yp_backend *be = x->be;
+    if (be->mem_set(be, x->arena, 0, (size_t)x->arena_bytes))
+        return yp_err_set(err, "zeroing the arena: %s", be->last_error(be));
+    int64_t most = 0;
+    for (int t = 0; t < x->s->n_tensors; t++)
+        if (x->s->tensors[t].kind == YP_KIND_WEIGHT && x->s->tensors[t].bytes > most) most = x->s->tensors[t].bytes;
+    float *host = malloc((size_t)most + 1);
+    if (!host) return yp_err_set(err, "out of memory staging the weights");
+    uint64_t rng = seed;
+    int rc = 0;
+    for (int t = 0; t < x->s->n_tensors && !rc; t++) {
+        const yp_tensor *w = &x->s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT) continue;
+        init_param(x, t, &rng, host);
+        if (be->mem_copy(be, yp_exec_tensor(x, t), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE) ||
+            (x->ema[t] >= 0 && be->mem_copy(be, yp_exec_tensor(x, x->ema[t]), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE)))
+            rc = yp_err_set(err, "initialising %s: %s", w->name, be->last_error(be));
+    }
+    free(host);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- init / free */
@@ -206,22 +232,6 @@ yp_elem yp_exec_elem(yp_dtype d) {
     }
 }
 
-int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
-    yp_backend *be = ctx;
-    yp_conv_desc d = {{q->in.n, q->in.h, q->in.w, q->in.c}, {q->out.n, q->out.h, q->out.w, q->out.c},
-                      q->k, q->s, q->p, q->groups, yp_exec_elem(q->dtype)};
-    if (!be->ops || !be->ops->conv2d_scratch)
-        return yp_err_set(err, "backend %s has no conv ops", be->name);
-    if (be->ops->conv2d_scratch(be, &d, q->bias, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image, fixed))
-        return yp_err_set(err, "%s", be->last_error(be));
-    return 0;
-}
-
-void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
-    c->conv_scratch = yp_exec_conv_scratch;
-    c->conv_scratch_ctx = be; /* the rule only queries: conv2d_scratch builds nothing */
-}
-
 /* The first op entry a training step needs that the table lacks, or NULL (the fused entries
  * bn_silu_*, conv2d_backward and sgd_ema_step are optional: the step runs the separate ones). */
 #define NEED_OP(f)            \
@@ -246,14 +256,23 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
     memset(x, 0, sizeof *x);
     x->plan = p, x->s = p->sched, x->be = be, x->ops = be->ops, x->guard = guard_bytes;
     x->hyp = yp_hyp_default(p->cand.optimizer);
-    x->images_t = yp_schedule_find(x->s, "input:images"), x->targets_t = yp_schedule_find(x->s, "loss:targets");
+    x->images_t = x->s->images_t, x->targets_t = x->s->targets_t;
     const char *missing = missing_op(x->ops);
     if (missing)
         return yp_err_set(err, "backend %s has no %s op yet, which a training step needs; use the cpu backend",
                           be->name, missing);
+    if (x->s->opts.eval) /* the planner sizes validation with it; running it comes with validation */
+        return yp_err_set(err, "the executor runs training schedules; an evaluation schedule (the planner's sizing "
+                          "of validation) is not something it steps through");
     if (x->s->opts.act_dtype != YP_DTYPE_F32)
         return yp_err_set(err, "the %s backend runs fp32 plans; re-plan with --precision fp32", be->name);
     if (guard_bytes % YP_ALIGN) return yp_err_set(err, "guard bytes must be a multiple of %d", YP_ALIGN);
+    if (!be->alignment || YP_ALIGN % be->alignment)
+        return yp_err_set(err, "the plan aligns tensors to %d bytes; the %s backend needs %zu", YP_ALIGN, be->name,
+                          be->alignment);
+    if (!be->host_memory) /* the loss reads predictions and targets in place */
+        return yp_err_set(err, "backend %s: the loss runs on the host over the arena and %s memory is not host "
+                          "memory; use the cpu backend", be->name, be->name);
     int n_nodes = x->s->g->n_nodes;
     x->fwd_t = calloc((size_t)n_nodes, sizeof(int));
     if (!x->fwd_t || layout(x, err) || link_state(x, err)) {
@@ -273,15 +292,10 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
         return -1;
     }
     loss_config(x);
-    memset(x->arena, 0, (size_t)x->arena_bytes);
-    uint64_t rng = seed;
-    for (int t = 0; t < x->s->n_tensors; t++) {
-        const yp_tensor *w = &x->s->tensors[t];
-        if (w->kind != YP_KIND_WEIGHT) continue;
-        init_param(x, t, &rng);
-        if (x->ema[t] >= 0) memcpy(yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t), (size_t)w->bytes);
+    if (init_weights(x, seed, err) || yp_exec_guard_arm(x, 0, err)) {
+        yp_exec_free(x);
+        return -1;
     }
-    yp_exec_guard_arm(x, 0);
     return 0;
 }
 

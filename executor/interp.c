@@ -1,5 +1,5 @@
-/* interp.c - the step interpreter: each step of the schedule, with its operands in the order
- * graph/schedule.c emits them (yp_schedule.h documents that order), through the backend's ops. */
+/* interp.c - the step interpreter: each step of the schedule, with its operands by name
+ * (yp_operands, documented in yp_schedule.h), through the backend's ops. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,18 +8,17 @@
 typedef struct {
     yp_exec *x;
     const yp_step *st;
-    const int *in, *out;
     yp_err *err;
 } call;
 
 static float *F(const call *c, int t) { return yp_exec_tensor(c->x, t); }
 static const yp_tensor *T(const call *c, int t) { return &c->x->s->tensors[t]; }
+/* The element type of tensor t as the backend's ops take it. */
+static yp_elem E(const call *c, int t) { return yp_exec_elem(T(c, t)->dtype); }
 static yp_dims dims(const call *c, int t) {
     yp_shape s = T(c, t)->shape;
     return (yp_dims){s.n, s.h, s.w, s.c};
 }
-/* The element type of tensor t as the backend's ops take it. */
-static yp_elem E(const call *c, int t) { return yp_exec_elem(T(c, t)->dtype); }
 
 static int fail(const call *c, const char *what) {
     const yp_step *st = c->st;
@@ -33,20 +32,8 @@ static int fail(const call *c, const char *what) {
         if ((expr) != 0) return fail(c, what); \
     } while (0)
 
-/* The scratch tensor a conv step was given: its "ws:" (per image) or "wt:" (fixed) output, or -1. */
-static int scratch_t(const call *c, const char *prefix) {
-    for (int k = 0; k < c->st->n_out; k++) {
-        const yp_tensor *t = T(c, c->out[k]);
-        if (t->kind == YP_KIND_WORKSPACE && !strncmp(t->name, prefix, 3)) return c->out[k];
-    }
-    return -1;
-}
-
-static float *scratch(const call *c, const char *prefix) {
-    int t = scratch_t(c, prefix);
-    return t >= 0 ? F(c, t) : NULL;
-}
-#define WS(c) scratch(c, "ws:"), scratch(c, "wt:")
+/* The scratch a conv step was given (yp_operands.scratch_image / scratch_fixed), or NULL. */
+#define WS(c) OPT(c, (c)->st->a.scratch_image), OPT(c, (c)->st->a.scratch_fixed)
 
 /* Dims of graph value v (a node's output, or the image) from its forward tensor. */
 static yp_dims value_dims(const call *c, int v) {
@@ -76,6 +63,9 @@ static yp_bn_desc bn_desc(const call *c, const yp_node *n, int x) {
 
 static int64_t numel(const call *c, int t) { return yp_shape_numel(T(c, t)->shape); }
 
+/* An optional operand: NULL when the step has none (a conv without bias, an unwanted gradient). */
+static float *OPT(const call *c, int t) { return t >= 0 ? F(c, t) : NULL; }
+
 /* Fusions of a BN step with the SiLU steps that read its output (yp_exec_prepare_convs decides):
  * when only SiLU steps (forward, recompute or backward) read the BN output and the BN input and
  * statistics are still live at the last of them, the BN step computes only what must outlive it
@@ -99,13 +89,11 @@ typedef struct {
 static fused_bn fused_partner(const call *c) {
     const yp_schedule *s = c->x->s;
     const yp_step *b = &s->steps[c->x->fuse_bn[c->st - s->steps]];
-    const int *bin = yp_step_inputs(s, b), *bout = yp_step_outputs(s, b);
     const yp_node *n = &s->g->nodes[b->node];
     fused_bn f;
-    f.d = (yp_bn_desc){dims(c, bin[0]), (float)n->a.bn.eps, (float)n->a.bn.momentum, E(c, bin[0])};
-    f.x = F(c, bin[0]), f.gamma = F(c, bin[1]), f.beta = F(c, bin[2]);
-    /* forward: the statistics are the BN step's second output; recompute: its fourth input */
-    f.stats = F(c, b->phase == YP_PHASE_FORWARD ? bout[1] : bin[3]);
+    f.d = (yp_bn_desc){dims(c, b->a.x[0]), (float)n->a.bn.eps, (float)n->a.bn.momentum, E(c, b->a.x[0])};
+    f.x = F(c, b->a.x[0]), f.gamma = F(c, b->a.gamma), f.beta = F(c, b->a.beta);
+    f.stats = F(c, b->a.stats); /* forward: the batch statistics it writes; recompute: the saved ones */
     return f;
 }
 
@@ -113,60 +101,56 @@ static fused_bn fused_partner(const call *c) {
 static int forward_like(const call *c, int recompute) {
     const yp_ops *o = c->x->ops;
     const yp_node *n = &c->x->s->g->nodes[c->st->node];
-    const int *in = c->in, *out = c->out;
+    const yp_operands *a = &c->st->a;
     int k = n->n_inputs, fuse = c->x->fuse[c->st - c->x->s->steps];
     if (fuse == FUSE_BN_SKIP) return 0;
     if (fuse == FUSE_SILU_FWD) {
         fused_bn f = fused_partner(c);
-        OK(o->bn_silu_apply(c->x->be, &f.d, f.x, f.gamma, f.beta, f.stats, F(c, out[0])), "bn + silu");
+        OK(o->bn_silu_apply(c->x->be, &f.d, f.x, f.gamma, f.beta, f.stats, F(c, a->y[0])), "bn + silu");
         return 0;
     }
     switch (n->op) {
     case YP_OP_CONV2D: {
-        yp_conv_desc d = conv_desc(c, n, out[0]);
-        OK(o->conv2d_forward(c->x->be, &d, F(c, in[0]), F(c, in[1]), n->a.conv.bias ? F(c, in[2]) : NULL, F(c, out[0]),
-                             WS(c)), "conv2d");
+        yp_conv_desc d = conv_desc(c, n, a->y[0]);
+        OK(o->conv2d_forward(c->x->be, &d, F(c, a->x[0]), F(c, a->w[0]), OPT(c, a->bias[0]), F(c, a->y[0]), WS(c)), "conv2d");
         return 0;
     }
     case YP_OP_BATCHNORM2D: {
-        yp_bn_desc d = bn_desc(c, n, in[0]);
+        yp_bn_desc d = bn_desc(c, n, a->x[0]);
         if (recompute) {
-            OK(o->bn_apply(c->x->be, &d, F(c, in[0]), F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, out[0])), "bn apply");
+            OK(o->bn_apply(c->x->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta), F(c, a->stats), F(c, a->y[0])), "bn apply");
         } else {
-            OK(o->bn_forward_train(c->x->be, &d, F(c, in[0]), F(c, in[1]), F(c, in[2]),
-                                   fuse == FUSE_BN_STATS ? NULL : F(c, out[0]),
-                                   F(c, out[1]), F(c, in[3]), F(c, in[4])), "batchnorm");
+            OK(o->bn_forward_train(c->x->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta),
+                                   fuse == FUSE_BN_STATS ? NULL : F(c, a->y[0]), F(c, a->stats), F(c, a->running_mean),
+                                   F(c, a->running_var)),
+               "batchnorm");
         }
         return 0;
     }
-    case YP_OP_SILU: OK(c->x->ops->silu_forward(c->x->be, E(c, out[0]), F(c, in[0]), F(c, out[0]), numel(c, out[0])),
-                        "silu"); return 0;
-    case YP_OP_ADD: OK(o->add_forward(c->x->be, E(c, out[0]), F(c, in[0]), F(c, in[1]), F(c, out[0]), numel(c, out[0])),
-                       "add"); return 0;
+    case YP_OP_SILU: OK(o->silu_forward(c->x->be, E(c, a->y[0]), F(c, a->x[0]), F(c, a->y[0]), numel(c, a->y[0])), "silu"); return 0;
+    case YP_OP_ADD: OK(o->add_forward(c->x->be, E(c, a->y[0]), F(c, a->x[0]), F(c, a->x[1]), F(c, a->y[0]), numel(c, a->y[0])), "add"); return 0;
     case YP_OP_CONCAT: {
         const float *xs[YP_MAX_INPUTS];
         int64_t cs[YP_MAX_INPUTS];
-        for (int i = 0; i < k; i++) xs[i] = F(c, in[i]), cs[i] = T(c, in[i])->shape.c;
-        OK(o->concat_forward(c->x->be, E(c, out[0]), k, xs, cs, dims(c, out[0]), F(c, out[0])), "concat");
+        for (int i = 0; i < k; i++) xs[i] = F(c, a->x[i]), cs[i] = T(c, a->x[i])->shape.c;
+        OK(o->concat_forward(c->x->be, E(c, a->y[0]), k, xs, cs, dims(c, a->y[0]), F(c, a->y[0])), "concat");
         return 0;
     }
     case YP_OP_UPSAMPLE_NEAREST:
-        OK(o->upsample_forward(c->x->be, E(c, out[0]), dims(c, in[0]), n->a.up.scale, F(c, in[0]), F(c, out[0])),
-           "upsample");
+        OK(o->upsample_forward(c->x->be, E(c, a->y[0]), dims(c, a->x[0]), n->a.up.scale, F(c, a->x[0]), F(c, a->y[0])), "upsample");
         return 0;
     case YP_OP_MAXPOOL2D: {
-        yp_pool_desc d = pool_desc(c, n, in[0], out[0]);
-        OK(o->maxpool_forward(c->x->be, &d, F(c, in[0]), F(c, out[0])), "maxpool");
+        yp_pool_desc d = pool_desc(c, n, a->x[0], a->y[0]);
+        OK(o->maxpool_forward(c->x->be, &d, F(c, a->x[0]), F(c, a->y[0])), "maxpool");
         return 0;
     }
     case YP_OP_SPACE_TO_DEPTH:
-        OK(o->space_to_depth_forward(c->x->be, E(c, out[0]), dims(c, in[0]), F(c, in[0]), F(c, out[0])), "s2d");
+        OK(o->space_to_depth_forward(c->x->be, E(c, a->y[0]), dims(c, a->x[0]), F(c, a->x[0]), F(c, a->y[0])), "s2d");
         return 0;
     case YP_OP_DETECT:
         for (int l = 0; l < k; l++) {
-            yp_conv_desc d = detect_desc(c, n, l, out[l]);
-            OK(o->conv2d_forward(c->x->be, &d, F(c, in[l]), F(c, in[k + 2 * l]), F(c, in[k + 2 * l + 1]), F(c, out[l]),
-                                 WS(c)),
+            yp_conv_desc d = detect_desc(c, n, l, a->y[l]);
+            OK(o->conv2d_forward(c->x->be, &d, F(c, a->x[l]), F(c, a->w[l]), F(c, a->bias[l]), F(c, a->y[l]), WS(c)),
                "detect conv");
         }
         return 0;
@@ -177,134 +161,129 @@ static int forward_like(const call *c, int recompute) {
 /* The loss: predictions in, gradients of the predictions out. */
 static int loss_step(const call *c, const float *targets, int64_t n_targets, double out4[4]) {
     yp_exec *x = c->x;
-    const yp_graph *g = x->s->g;
+    const yp_operands *a = &c->st->a;
     const float *preds[YP_MAX_LEVELS];
     float *dpreds[YP_MAX_LEVELS];
     int64_t gh[YP_MAX_LEVELS], gw[YP_MAX_LEVELS];
-    int nl = g->nl, has_grad = c->st->n_out >= 3 + nl;
+    int nl = x->s->g->nl, has_grad = a->dx[0] >= 0;
     for (int l = 0; l < nl; l++) {
-        preds[l] = F(c, c->in[l]), gh[l] = T(c, c->in[l])->shape.h, gw[l] = T(c, c->in[l])->shape.w;
-        dpreds[l] = has_grad ? F(c, c->out[3 + l]) : NULL;
+        preds[l] = F(c, a->x[l]), gh[l] = T(c, a->x[l])->shape.h, gw[l] = T(c, a->x[l])->shape.w;
+        dpreds[l] = has_grad ? F(c, a->dx[l]) : NULL;
     }
-    int assign = c->out[0], objmap = c->out[1];
     char msg[256];
     if (yp_loss_compute(&x->loss, x->s->opts.batch, preds, gh, gw, targets, n_targets, has_grad ? dpreds : NULL, out4,
-                        F(c, assign), T(c, assign)->bytes, F(c, objmap), T(c, objmap)->bytes, msg, sizeof msg))
+                        F(c, a->loss_assign), T(c, a->loss_assign)->bytes, F(c, a->loss_objmap),
+                        T(c, a->loss_objmap)->bytes, msg, sizeof msg))
         return yp_err_set(c->err, "loss: %s", msg);
     return 0;
 }
 
 /* beta for an activation gradient this step writes: 0 when the step creates it, 1 to add. */
-static float beta_of(const call *c, int t) { return T(c, t)->producer == (int)(c->st - c->x->s->steps) ? 0.0f : 1.0f; }
-
-/* Does backward reach node v (not the input image)? Do node n's parameters get gradients? The
- * schedule decided both. */
-static int wants_grad(const call *c, int v) { return v != YP_INPUT_IMAGE && c->x->s->node_requires_grad[v]; }
-static int trains(const call *c, const yp_node *n) { return c->x->s->node_trainable[n->id]; }
+static float beta_of(const call *c, int t) {
+    return t < 0 || T(c, t)->producer == (int)(c->st - c->x->s->steps) ? 0.0f : 1.0f;
+}
 
 static int backward_detect(const call *c, const yp_node *n) {
     const yp_ops *o = c->x->ops;
-    int k = n->n_inputs, tr = trains(c, n), at = k + (tr ? k : 0), j = 0, pg = 0;
-    for (int l = 0; l < k; l++) j += wants_grad(c, n->inputs[l]);
-    pg = j; /* parameter gradients follow the activation gradients in the outputs */
-    j = 0;
-    for (int l = 0; l < k; l++) {
-        const float *dy = F(c, c->in[l]), *w = F(c, c->in[at + 2 * l]);
-        int v = n->inputs[l];
-        yp_conv_desc d = detect_desc(c, n, l, c->in[l]);
-        if (wants_grad(c, v)) {
-            int dx = c->out[j++];
-            OK(o->conv2d_backward_data(c->x->be, &d, dy, w, F(c, dx), beta_of(c, dx), WS(c)), "detect backward data");
-        }
-        if (tr) OK(o->conv2d_backward_weights(c->x->be, &d, F(c, c->in[k + l]), dy, F(c, c->out[pg + 2 * l]),
-                                              F(c, c->out[pg + 2 * l + 1]), 1.0f, WS(c)),
-               "detect backward weights");
+    const yp_operands *a = &c->st->a;
+    for (int l = 0; l < n->n_inputs; l++) { /* dw absent: a frozen head */
+        yp_conv_desc d = detect_desc(c, n, l, a->dy[l]);
+        if (a->dx[l] >= 0)
+            OK(o->conv2d_backward_data(c->x->be, &d, F(c, a->dy[l]), F(c, a->w[l]), F(c, a->dx[l]), beta_of(c, a->dx[l]), WS(c)),
+               "detect backward data");
+        if (a->dw[l] >= 0)
+            OK(o->conv2d_backward_weights(c->x->be, &d, F(c, a->x[l]), F(c, a->dy[l]), F(c, a->dw[l]), F(c, a->dbias[l]), 1.0f,
+                                              WS(c)),
+                   "detect backward weights");
     }
+    return 0;
+}
+
+static int backward_conv(const call *c, const yp_node *n) {
+    const yp_ops *o = c->x->ops;
+    const yp_operands *a = &c->st->a;
+    int tr = a->dw[0] >= 0, dx = a->dx[0]; /* dw absent: a frozen conv */
+    yp_conv_desc d = conv_desc(c, n, a->dy[0]);
+    if (dx >= 0 && tr && o->conv2d_backward) {
+        OK(o->conv2d_backward(c->x->be, &d, F(c, a->x[0]), F(c, a->dy[0]), F(c, a->w[0]), F(c, dx), F(c, a->dw[0]),
+                              OPT(c, a->dbias[0]), (yp_betas){beta_of(c, dx), 1.0f}, WS(c)),
+           "conv backward");
+        return 0;
+    }
+    if (dx >= 0)
+        OK(o->conv2d_backward_data(c->x->be, &d, F(c, a->dy[0]), F(c, a->w[0]), F(c, dx), beta_of(c, dx), WS(c)),
+           "conv backward data");
+    if (tr) OK(o->conv2d_backward_weights(c->x->be, &d, F(c, a->x[0]), F(c, a->dy[0]), F(c, a->dw[0]), OPT(c, a->dbias[0]), 1.0f,
+                                          WS(c)),
+               "conv backward weights");
+    return 0;
+}
+
+static int backward_silu(const call *c) {
+    const yp_ops *o = c->x->ops;
+    const yp_operands *a = &c->st->a;
+    int i = (int)(c->st - c->x->s->steps);
+    if (beta_of(c, a->dx[0]) != 0.0f) return yp_err_set(c->err, "silu backward cannot accumulate");
+    if (c->x->fuse[i] == FUSE_SILU_BWD) {
+        fused_bn f = fused_partner(c);
+        double *sums = c->x->fuse[i + 1] == FUSE_BN_BWD_SUMS ? c->x->bn_sums : NULL;
+        OK(o->bn_silu_backward(c->x->be, &f.d, f.x, f.gamma, f.beta, f.stats, F(c, a->dy[0]), F(c, a->dx[0]), sums),
+           "bn + silu backward");
+        return 0;
+    }
+    OK(o->silu_backward(c->x->be, E(c, a->dx[0]), F(c, a->x[0]), F(c, a->dy[0]), F(c, a->dx[0]), numel(c, a->dy[0])), "silu backward");
+    return 0;
+}
+
+static int backward_concat(const call *c, const yp_node *n) {
+    const yp_operands *a = &c->st->a;
+    float *dxs[YP_MAX_INPUTS];
+    float betas[YP_MAX_INPUTS];
+    int64_t cs[YP_MAX_INPUTS];
+    for (int k = 0; k < n->n_inputs; k++) {
+        cs[k] = value_dims(c, n->inputs[k]).c;
+        dxs[k] = OPT(c, a->dx[k]), betas[k] = beta_of(c, a->dx[k]);
+    }
+    OK(c->x->ops->concat_backward(c->x->be, E(c, a->dy[0]), n->n_inputs, dxs, cs, dims(c, a->dy[0]), F(c, a->dy[0]), betas), "concat backward");
     return 0;
 }
 
 static int backward(const call *c) {
     const yp_ops *o = c->x->ops;
     const yp_node *n = &c->x->s->g->nodes[c->st->node];
-    const int *in = c->in, *out = c->out;
-    int tr = trains(c, n), rg0 = wants_grad(c, n->inputs[0]);
+    const yp_operands *a = &c->st->a;
+    int dx = a->dx[0];
     switch (n->op) {
-    case YP_OP_CONV2D: {
-        int w = tr ? 2 : 1, dx = rg0 ? out[0] : -1, g = rg0 ? 1 : 0;
-        yp_conv_desc d = conv_desc(c, n, in[0]);
-        if (rg0 && tr && o->conv2d_backward) {
-            OK(o->conv2d_backward(c->x->be, &d, F(c, in[1]), F(c, in[0]), F(c, in[w]), F(c, dx), F(c, out[g]),
-                                  n->a.conv.bias ? F(c, out[g + 1]) : NULL, (yp_betas){beta_of(c, dx), 1.0f}, WS(c)),
-               "conv backward");
-            return 0;
-        }
-        if (rg0) OK(o->conv2d_backward_data(c->x->be, &d, F(c, in[0]), F(c, in[w]), F(c, dx), beta_of(c, dx), WS(c)),
-                    "conv backward data");
-        if (tr) OK(o->conv2d_backward_weights(c->x->be, &d, F(c, in[1]), F(c, in[0]), F(c, out[g]),
-                                              n->a.conv.bias ? F(c, out[g + 1]) : NULL, 1.0f, WS(c)),
-                   "conv backward weights");
-        return 0;
-    }
+    case YP_OP_CONV2D: return backward_conv(c, n);
     case YP_OP_BATCHNORM2D: {
-        yp_bn_desc d = bn_desc(c, n, in[1]);
-        int g = rg0 ? 1 : 0;
+        yp_bn_desc d = bn_desc(c, n, a->x[0]);
         const double *sums = c->x->fuse[c->st - c->x->s->steps] == FUSE_BN_BWD_SUMS ? c->x->bn_sums : NULL;
-        OK(o->bn_backward(c->x->be, &d, F(c, in[1]), F(c, in[2]), F(c, in[3]), F(c, in[0]), sums,
-                          rg0 ? F(c, out[0]) : NULL,
-                          tr ? F(c, out[g]) : NULL, tr ? F(c, out[g + 1]) : NULL,
-                          (yp_betas){rg0 ? beta_of(c, out[0]) : 0.0f, 1.0f}),
+        OK(o->bn_backward(c->x->be, &d, F(c, a->x[0]), F(c, a->stats), F(c, a->gamma), F(c, a->dy[0]), sums,
+                          OPT(c, dx), OPT(c, a->dgamma), OPT(c, a->dbeta), (yp_betas){beta_of(c, dx), 1.0f}),
            "bn backward");
         return 0;
     }
-    case YP_OP_SILU:
-        if (beta_of(c, out[0]) != 0.0f) return yp_err_set(c->err, "silu backward cannot accumulate");
-        if (c->x->fuse[c->st - c->x->s->steps] == FUSE_SILU_BWD) {
-            fused_bn f = fused_partner(c);
-            double *sums = c->x->fuse[c->st - c->x->s->steps + 1] == FUSE_BN_BWD_SUMS ? c->x->bn_sums : NULL;
-            OK(o->bn_silu_backward(c->x->be, &f.d, f.x, f.gamma, f.beta, f.stats, F(c, in[0]), F(c, out[0]), sums),
-               "bn + silu backward");
-            return 0;
-        }
-        OK(c->x->ops->silu_backward(c->x->be, E(c, out[0]), F(c, in[1]), F(c, in[0]), F(c, out[0]), numel(c, in[0])),
-           "silu backward");
-        return 0;
+    case YP_OP_SILU: return backward_silu(c);
     case YP_OP_ADD:
-        for (int k = 0, j = 0; k < 2; k++)
-            if (wants_grad(c, n->inputs[k])) {
-                int dx = out[j++];
-                OK(o->axpy_grad(c->x->be, E(c, dx), F(c, in[0]), F(c, dx), beta_of(c, dx), numel(c, in[0])),
-                   "add backward");
-            }
+        for (int k = 0; k < 2; k++)
+            if (a->dx[k] >= 0)
+                OK(o->axpy_grad(c->x->be, E(c, a->dy[0]), F(c, a->dy[0]), F(c, a->dx[k]), beta_of(c, a->dx[k]), numel(c, a->dy[0])), "add backward");
         return 0;
-    case YP_OP_CONCAT: {
-        float *dxs[YP_MAX_INPUTS];
-        float betas[YP_MAX_INPUTS];
-        int64_t cs[YP_MAX_INPUTS];
-        for (int k = 0, j = 0; k < n->n_inputs; k++) {
-            int v = n->inputs[k], want = wants_grad(c, v);
-            cs[k] = value_dims(c, v).c;
-            dxs[k] = want ? F(c, out[j]) : NULL, betas[k] = want ? beta_of(c, out[j]) : 0.0f;
-            j += want;
-        }
-        OK(o->concat_backward(c->x->be, E(c, in[0]), n->n_inputs, dxs, cs, dims(c, in[0]), F(c, in[0]), betas),
-           "concat backward");
-        return 0;
-    }
+    case YP_OP_CONCAT: return backward_concat(c, n);
     case YP_OP_UPSAMPLE_NEAREST:
-        OK(o->upsample_backward(c->x->be, E(c, out[0]), dims(c, out[0]), n->a.up.scale, F(c, in[0]), F(c, out[0]),
-                                beta_of(c, out[0])),
+        if (dx < 0) return 0; /* the input needs no gradient */
+        OK(o->upsample_backward(c->x->be, E(c, dx), dims(c, dx), n->a.up.scale, F(c, a->dy[0]), F(c, dx), beta_of(c, dx)),
            "upsample backward");
         return 0;
     case YP_OP_MAXPOOL2D: {
-        yp_pool_desc d = pool_desc(c, n, in[1], in[0]);
-        OK(o->maxpool_backward(c->x->be, &d, F(c, in[1]), F(c, in[0]), F(c, out[0]), beta_of(c, out[0])),
-           "maxpool backward");
+        if (dx < 0) return 0;
+        yp_pool_desc d = pool_desc(c, n, a->x[0], a->dy[0]);
+        OK(o->maxpool_backward(c->x->be, &d, F(c, a->x[0]), F(c, a->dy[0]), F(c, dx), beta_of(c, dx)), "maxpool backward");
         return 0;
     }
     case YP_OP_SPACE_TO_DEPTH:
-        OK(o->space_to_depth_backward(c->x->be, E(c, out[0]), dims(c, out[0]), F(c, in[0]), F(c, out[0]),
-                                      beta_of(c, out[0])),
-           "s2d backward");
+        if (dx < 0) return 0; /* the input needs no gradient */
+        OK(o->space_to_depth_backward(c->x->be, E(c, dx), dims(c, dx), F(c, a->dy[0]), F(c, dx), beta_of(c, dx)), "s2d backward");
         return 0;
     case YP_OP_DETECT: return backward_detect(c, n);
     default: return yp_err_set(c->err, "op %d has no backward", n->op);
@@ -314,7 +293,7 @@ static int backward(const call *c) {
 int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targets, double loss_out[4],
                      yp_err *err) {
     const yp_step *st = &x->s->steps[step];
-    call c = {x, st, yp_step_inputs(x->s, st), yp_step_outputs(x->s, st), err};
+    call c = {x, st, err};
     switch (st->phase) {
     case YP_PHASE_FORWARD: return forward_like(&c, 0);
     case YP_PHASE_RECOMPUTE: return forward_like(&c, 1);
@@ -331,16 +310,20 @@ static int check_scratch(const call *c, const yp_conv_desc *d, int bias, yp_conv
     if ((c->x->ops->conv2d_prepare && c->x->ops->conv2d_prepare(c->x->be, d, bias, st)) ||
         c->x->ops->conv2d_scratch(c->x->be, d, bias, st, &per_image, &fixed))
         return fail(c, "preparing the conv");
-    const char *pre[2] = {"ws:", "wt:"};
+    const int given[2] = {c->st->a.scratch_image, c->st->a.scratch_fixed};
     int64_t need[2] = {per_image * (int64_t)sizeof(float), fixed * (int64_t)sizeof(float)};
     for (int k = 0; k < 2; k++) {
-        int t = scratch_t(c, pre[k]);
+        int t = given[k];
         int64_t have = t >= 0 ? T(c, t)->bytes : 0;
-        if (have < need[k])
+        if (have < need[k]) {
+            char model[YP_SCRATCH_NAME_MAX];
+            yp_exec_scratch_model(c->x->be, model, sizeof model);
             return yp_err_set(c->err, "step %d (%s): the plan gives %lld bytes of %s scratch, the %s backend needs "
-                              "%lld; plan with the backend's conv rule (yp_exec_candidate_for) and its thread count",
-                              (int)(c->st - c->x->s->steps), c->x->s->g->nodes[c->st->node].name, (long long)have,
-                              k ? "fixed" : "per-image", c->x->be->name, (long long)need[k]);
+                              "%lld: the plan's conv scratch model is %s, this backend needs %s; plan with "
+                              "--scratch %s", (int)(c->st - c->x->s->steps), c->x->s->g->nodes[c->st->node].name,
+                              (long long)have, k ? "fixed" : "per-image", c->x->be->name, (long long)need[k],
+                              yp_candidate_scratch_name(&c->x->plan->cand), model, model);
+        }
     }
     return 0;
 }
@@ -352,19 +335,16 @@ static void find_fusion(yp_exec *x, int i) {
     if (b->op != YP_OP_BATCHNORM2D || (b->phase != YP_PHASE_FORWARD && b->phase != YP_PHASE_RECOMPUTE) ||
         !x->ops->bn_silu_apply || !x->ops->bn_silu_backward)
         return;
-    const int *bin = yp_step_inputs(s, b), *bout = yp_step_outputs(s, b);
-    const yp_tensor *y = &s->tensors[bout[0]];
-    int stats = b->phase == YP_PHASE_FORWARD ? bout[1] : bin[3];
+    const yp_tensor *y = &s->tensors[b->a.y[0]];
     if (y->producer != i || y->n_cons == 0) return;
     for (int k = 0; k < y->n_cons; k++) {
         const yp_step *a = &s->steps[s->refs[y->cons_off + k]];
-        const int *ain = yp_step_inputs(s, a);
         int fwd = a->phase == YP_PHASE_FORWARD || a->phase == YP_PHASE_RECOMPUTE;
-        if (a->op != YP_OP_SILU || a <= b || (!fwd && a->phase != YP_PHASE_BACKWARD) ||
-            ain[fwd ? 0 : 1] != bout[0] || x->fuse[a - s->steps])
+        if (a->op != YP_OP_SILU || a <= b || (!fwd && a->phase != YP_PHASE_BACKWARD) || a->a.x[0] != b->a.y[0] ||
+            x->fuse[a - s->steps])
             return;
     }
-    if (s->tensors[bin[0]].last < y->last || s->tensors[stats].last < y->last) return;
+    if (s->tensors[b->a.x[0]].last < y->last || s->tensors[b->a.stats].last < y->last) return;
     x->fuse[i] = b->phase == YP_PHASE_FORWARD ? FUSE_BN_STATS : FUSE_BN_SKIP;
     for (int k = 0; k < y->n_cons; k++) {
         int a = s->refs[y->cons_off + k];
@@ -373,10 +353,38 @@ static void find_fusion(yp_exec *x, int i) {
         /* the BN's own backward right after its SiLU's, on the gradient that step writes */
         const yp_step *nb = &s->steps[a + 1];
         if (x->fuse[a] == FUSE_SILU_BWD && a + 1 < s->n_steps && nb->op == YP_OP_BATCHNORM2D &&
-            nb->phase == YP_PHASE_BACKWARD && nb->node == b->node &&
-            yp_step_inputs(s, nb)[0] == yp_step_outputs(s, &s->steps[a])[0])
+            nb->phase == YP_PHASE_BACKWARD && nb->node == b->node && nb->a.dy[0] == s->steps[a].a.dx[0])
             x->fuse[a + 1] = FUSE_BN_BWD_SUMS;
     }
+}
+
+static int in_list(const int *list, int n, int t) {
+    for (int k = 0; k < n; k++)
+        if (list[k] == t) return 1;
+    return 0;
+}
+
+/* Step i's named operands are exactly the tensors of its lists: the schedule and this
+ * interpreter agree on what every operand is. */
+static int check_operands(const yp_schedule *s, int i, yp_err *err) {
+    const yp_step *st = &s->steps[i];
+    const int *slot = (const int *)&st->a, n_slot = (int)(sizeof st->a / sizeof(int));
+    const int *in = yp_step_inputs(s, st), *out = yp_step_outputs(s, st);
+    int named = 0, listed = 0, stray = 0;
+    for (int k = 0; k < n_slot; k++) {
+        if (slot[k] < 0 || in_list(slot, k, slot[k])) continue;
+        named++;
+        stray |= !in_list(in, st->n_in, slot[k]) && !in_list(out, st->n_out, slot[k]);
+    }
+    for (int k = 0; k < st->n_in + st->n_out; k++) {
+        int t = k < st->n_in ? in[k] : out[k - st->n_in];
+        listed += !in_list(in, k < st->n_in ? k : st->n_in, t) && !in_list(out, k - st->n_in, t);
+    }
+    if (named != listed || stray)
+        return yp_err_set(err, "step %d (%s %s): its %d named operands are not the %d tensors it lists; the schedule "
+                          "and the executor disagree (rebuild both)", i, yp_phase_name(st->phase),
+                          st->op >= 0 ? yp_op_get((yp_op)st->op)->name : st->label, named, listed);
+    return 0;
 }
 
 int yp_exec_prepare_convs(yp_exec *x, yp_err *err) {
@@ -387,6 +395,8 @@ int yp_exec_prepare_convs(yp_exec *x, yp_err *err) {
         if (x->s->g->nodes[i].op == YP_OP_BATCHNORM2D && x->s->g->nodes[i].a.bn.c > max_c) max_c = x->s->g->nodes[i].a.bn.c;
     x->bn_sums = calloc((size_t)(2 * max_c), sizeof *x->bn_sums);
     if (!x->fuse || !x->fuse_bn || !x->bn_sums) return yp_err_set(err, "out of memory");
+    for (int i = 0; i < x->s->n_steps; i++)
+        if (x->s->steps[i].phase != YP_PHASE_OPTIMIZER && check_operands(x->s, i, err)) return -1;
     for (int i = 0; i < x->s->n_steps; i++) find_fusion(x, i);
     for (int i = 0; i < x->s->n_steps; i++) {
         const yp_step *st = &x->s->steps[i];
@@ -394,7 +404,7 @@ int yp_exec_prepare_convs(yp_exec *x, yp_err *err) {
                              st->phase != YP_PHASE_BACKWARD))
             continue;
         const yp_node *n = &x->s->g->nodes[st->node];
-        call c = {x, st, yp_step_inputs(x->s, st), yp_step_outputs(x->s, st), err};
+        call c = {x, st, err};
         yp_conv_stage stage = st->phase == YP_PHASE_BACKWARD ? YP_CONV_BACKWARD : YP_CONV_FORWARD;
         if (n->op == YP_OP_CONV2D) {
             yp_conv_desc d = {value_dims(&c, n->inputs[0]), dims(&c, x->fwd_t[n->id]), n->a.conv.k, n->a.conv.s,

@@ -40,25 +40,26 @@ int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, in
     for (int i = 0; i < x->s->n_steps; i++) {
         const yp_step *st = &x->s->steps[i];
         if (st->phase == YP_PHASE_OPTIMIZER) break;
-        yp_exec_guard_arm(x, i);
-        if (i == 0) {
-            memcpy(yp_exec_tensor(x, x->images_t), images, (size_t)img->bytes);
-            memcpy(yp_exec_tensor(x, x->targets_t), targets, (size_t)n_targets * 6 * sizeof(float));
-        }
+        if (yp_exec_guard_arm(x, i, err)) return -1;
+        if (i == 0 && (x->be->mem_copy(x->be, yp_exec_tensor(x, x->images_t), images, (size_t)img->bytes, YP_COPY_HOST_TO_DEVICE) ||
+                       x->be->mem_copy(x->be, yp_exec_tensor(x, x->targets_t), targets, (size_t)n_targets * 6 * sizeof(float),
+                                       YP_COPY_HOST_TO_DEVICE)))
+            return yp_err_set(err, "uploading the batch: %s", x->be->last_error(x->be));
         double t0 = x->prof_s ? now_s() : 0;
         if (yp_exec_run_step(x, i, yp_exec_tensor(x, x->targets_t), n_targets, sum, err) ||
             yp_exec_check_guards(x, i, err))
             return -1;
         prof_add(x, st->phase, st->op, t0);
     }
+    if (x->be->sync(x->be)) return yp_err_set(err, "the step's queued work failed: %s", x->be->last_error(x->be));
     if (loss_out) memcpy(loss_out, sum, sizeof sum);
     x->micro++;
     return 0;
 }
 
 /* YOLOv5's groups: conv (and Detect) weights decay; BN weights and all biases do not. */
-static int decays(const yp_exec *x, const yp_tensor *w) {
-    return x->s->g->nodes[w->node].op != YP_OP_BATCHNORM2D && strstr(w->name, ".weight") != NULL;
+static int decays(const yp_tensor *w) {
+    return w->role == YP_ROLE_CONV_WEIGHT;
 }
 
 static double grad_norm(const yp_exec *x, yp_err *err) {
@@ -87,7 +88,7 @@ static int step_param(yp_exec *x, int t, float scale, int fused, float d) {
         .momentum = (float)h->momentum,
         .beta2 = (float)h->beta2,
         .eps = (float)h->eps,
-        .weight_decay = decays(x, w) ? (float)h->weight_decay : 0.0f,
+        .weight_decay = decays(w) ? (float)h->weight_decay : 0.0f,
         .decoupled = x->s->opts.optimizer == YP_OPT_ADAMW,
         .step = x->updates + 1,
         .grad_scale = scale,
@@ -130,6 +131,7 @@ int yp_exec_update(yp_exec *x, yp_err *err) {
             return yp_err_set(err, "EMA update of %s: %s", w->name, x->be->last_error(x->be));
     }
     x->micro = 0;
+    if (x->be->sync(x->be)) return yp_err_set(err, "the update's queued work failed: %s", x->be->last_error(x->be));
     prof_add(x, YP_PHASE_OPTIMIZER, -1, t0);
     return 0;
 }

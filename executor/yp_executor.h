@@ -56,13 +56,31 @@ typedef struct {
     int64_t *prof_n;         /* and calls */
 } yp_exec;
 
+/* ---- conv scratch models (planner/yp_scratch.h) of the backends; scratch_model.c ----
+ * A plan the executor runs must give every conv step at least the scratch the backend asks for
+ * (yp_exec_init checks it), so it is planned with the backend's scratch model:
+ *   "onednn:T"  a CPU instance (oneDNN) with T threads; its scratch depends on the thread count,
+ *               so a plan made for T runs on an instance created with T threads.
+ * Only the CPU backend has a named model so far. */
+
+/* The resolver of the backends' models, for yp_candidate_set_scratch and yp_plan_load_with:
+ * resolves "onednn:T" (T in 1..1024). Its rule asks a CPU instance with T threads, made for the
+ * query and freed after it, so it leaves no state and the caller's thread count as it was.
+ * Static; never free it. */
+const yp_scratch_resolver *yp_exec_scratch_resolver(void);
+
+/* The model instance be needs into buf ("onednn:T" for a CPU instance of T threads; otherwise
+ * the backend's name, which no resolver knows yet). */
+void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n);
+
 /* The conv scratch rule of backend instance `ctx` (a yp_backend *) for yp_sched_opts: what its
- * conv2d_scratch asks for (a pure query). A plan the executor runs must be built with it: */
+ * conv2d_scratch asks for (a pure query). */
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
 
-/* Makes candidate c plan for backend instance be: its conv scratch is then exactly what be's
- * convs use (on the CPU that depends on the instance's thread count, so plan with the instance
- * that will run the plan). */
+/* Makes candidate c plan for backend instance be: the model yp_exec_scratch_model names, with
+ * be's own conv2d_scratch as the rule (be must outlive the plans built from c). A backend
+ * without a named model gets its rule under the backend's name: such a plan runs, but a saved
+ * copy cannot be loaded. */
 void yp_exec_candidate_for(yp_candidate *c, yp_backend *be);
 
 /* The element type (yp_ops.h) the backend's ops are given for tensors of schedule dtype d. */

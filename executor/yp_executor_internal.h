@@ -4,8 +4,8 @@
 
 #include "yp_executor.h"
 
-/* Writes the canaries of the tensors that come to life at `step` (guards on). */
-void yp_exec_guard_arm(yp_exec *x, int step);
+/* Writes the canaries of the tensors that come to life at `step` (guards on). 0, or -1 with err. */
+int yp_exec_guard_arm(yp_exec *x, int step, yp_err *err);
 
 
 /* Runs one step of the schedule (forward, loss, recompute or backward). */

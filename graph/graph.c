@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "yp_graph.h"
+#include "ops_internal.h"
 
 yp_graph *yp_graph_new(int n_layers, int n_nodes) {
     yp_graph *g = calloc(1, sizeof *g);
@@ -26,11 +26,6 @@ void yp_graph_free(yp_graph *g) {
     free(g);
 }
 
-/* Output channels of node `id` (or of the image for YP_INPUT_IMAGE); -1 for detect. */
-static int node_channels(const yp_graph *g, const int *ch, int id) {
-    return id == YP_INPUT_IMAGE ? g->in_channels : ch[id];
-}
-
 static int check_node(const yp_graph *g, const char *file, int i, int *ch, yp_err *err) {
     const yp_node *n = &g->nodes[i];
     const yp_op_info *oi = yp_op_get(n->op);
@@ -50,61 +45,11 @@ static int check_node(const yp_graph *g, const char *file, int i, int *ch, yp_er
             return yp_err_set(err, "%s: nodes[%d].inputs[%d]: node %d is a detect head and has no single "
                               "output; only the loss consumes it", file, i, k, in);
     }
-    int c0 = node_channels(g, ch, n->inputs[0]);
     if (n->layer < 0 || n->layer >= g->n_layers)
         return yp_err_set(err, "%s: nodes[%d].layer: %d is not a layer index (0..%d)", file, i, n->layer,
                           g->n_layers - 1);
-    switch (n->op) {
-    case YP_OP_CONV2D: {
-        const yp_conv_attrs *a = &n->a.conv;
-        if (a->c_in != c0)
-            return yp_err_set(err, "%s: nodes[%d].attrs.c_in: %d, but its input has %d channels; set c_in to %d",
-                              file, i, a->c_in, c0, c0);
-        if (a->groups < 1 || a->c_in % a->groups || a->c_out % a->groups)
-            return yp_err_set(err, "%s: nodes[%d].attrs.groups: %d must divide c_in %d and c_out %d", file, i,
-                              a->groups, a->c_in, a->c_out);
-        ch[i] = a->c_out;
-        break;
-    }
-    case YP_OP_BATCHNORM2D:
-        if (n->a.bn.c != c0)
-            return yp_err_set(err, "%s: nodes[%d].attrs.c: %d, but its input has %d channels; set c to %d", file,
-                              i, n->a.bn.c, c0, c0);
-        ch[i] = c0;
-        break;
-    case YP_OP_ADD:
-        if (node_channels(g, ch, n->inputs[1]) != c0)
-            return yp_err_set(err, "%s: nodes[%d].inputs: add of %d and %d channels; both inputs need the same "
-                              "channel count", file, i, c0, node_channels(g, ch, n->inputs[1]));
-        ch[i] = c0;
-        break;
-    case YP_OP_CONCAT: {
-        if (n->a.concat.axis != 1)
-            return yp_err_set(err, "%s: nodes[%d].attrs.axis: %d; only channel concat (axis 1) is supported",
-                              file, i, n->a.concat.axis);
-        int sum = 0;
-        for (int k = 0; k < n->n_inputs; k++) sum += node_channels(g, ch, n->inputs[k]);
-        ch[i] = sum;
-        break;
-    }
-    case YP_OP_SPACE_TO_DEPTH: ch[i] = 4 * c0; break;
-    case YP_OP_DETECT: {
-        const yp_detect_attrs *d = &n->a.detect;
-        if (d->nl != g->nl || d->na != g->na || d->nc != g->nc || n->n_inputs != d->nl)
-            return yp_err_set(err, "%s: nodes[%d].attrs: detect has nc %d, nl %d, na %d and %d inputs; the graph "
-                              "has nc %d, %d levels of %d anchors: make them agree", file, i, d->nc, d->nl, d->na,
-                              n->n_inputs, g->nc, g->nl, g->na);
-        for (int l = 0; l < d->nl; l++)
-            if (d->c_in[l] != node_channels(g, ch, n->inputs[l]))
-                return yp_err_set(err, "%s: nodes[%d].attrs.c_in[%d]: %d, but input %d has %d channels; set it to %d",
-                                  file, i, l, d->c_in[l], n->inputs[l], node_channels(g, ch, n->inputs[l]),
-                                  node_channels(g, ch, n->inputs[l]));
-        ch[i] = -1;
-        break;
-    }
-    default: ch[i] = c0; break; /* silu, upsample, maxpool keep channels */
-    }
-    return 0;
+    yp_check_ctx c = {g, file, i, ch, err};
+    return oi->check(&c, n, &ch[i]);
 }
 
 static int check_layers(const yp_graph *g, const char *file, yp_err *err) {

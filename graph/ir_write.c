@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
+#include "ops_internal.h"
 #include "yp_ir.h"
 
 typedef struct {
@@ -41,38 +40,9 @@ static void sb_json(sbuf *b, cJSON *j, const char *sep) {
 static cJSON *int_array(const int *v, int n) { return cJSON_CreateIntArray(v, n); }
 
 static cJSON *node_attrs(const yp_node *n) {
-    cJSON *a = cJSON_CreateObject();
-    switch (n->op) {
-    case YP_OP_CONV2D:
-        cJSON_AddNumberToObject(a, "c_in", n->a.conv.c_in);
-        cJSON_AddNumberToObject(a, "c_out", n->a.conv.c_out);
-        cJSON_AddNumberToObject(a, "k", n->a.conv.k);
-        cJSON_AddNumberToObject(a, "s", n->a.conv.s);
-        cJSON_AddNumberToObject(a, "p", n->a.conv.p);
-        cJSON_AddNumberToObject(a, "groups", n->a.conv.groups);
-        cJSON_AddBoolToObject(a, "bias", n->a.conv.bias);
-        break;
-    case YP_OP_BATCHNORM2D:
-        cJSON_AddNumberToObject(a, "c", n->a.bn.c);
-        cJSON_AddNumberToObject(a, "eps", n->a.bn.eps);
-        cJSON_AddNumberToObject(a, "momentum", n->a.bn.momentum);
-        break;
-    case YP_OP_CONCAT: cJSON_AddNumberToObject(a, "axis", n->a.concat.axis); break;
-    case YP_OP_UPSAMPLE_NEAREST: cJSON_AddNumberToObject(a, "scale", n->a.up.scale); break;
-    case YP_OP_MAXPOOL2D:
-        cJSON_AddNumberToObject(a, "k", n->a.pool.k);
-        cJSON_AddNumberToObject(a, "s", n->a.pool.s);
-        cJSON_AddNumberToObject(a, "p", n->a.pool.p);
-        break;
-    case YP_OP_DETECT:
-        cJSON_AddNumberToObject(a, "nc", n->a.detect.nc);
-        cJSON_AddNumberToObject(a, "na", n->a.detect.na);
-        cJSON_AddNumberToObject(a, "nl", n->a.detect.nl);
-        cJSON_AddItemToObject(a, "c_in", int_array(n->a.detect.c_in, n->a.detect.nl));
-        break;
-    default: break;
-    }
-    return a;
+    yp_attrs_out out = {cJSON_CreateObject()};
+    yp_op_get(n->op)->write_attrs(n, &out);
+    return out.obj;
 }
 
 static cJSON *node_json(const yp_node *n) {

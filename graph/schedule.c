@@ -1,9 +1,10 @@
-/* schedule.c - derivation of the training step (forward, loss, backward with recompute,
- * optimizer, EMA) and of every tensor's kind, size and life from a graph. */
+/* schedule.c - the training step (forward, loss, backward with recompute, optimizer, EMA) of a
+ * graph: names, options, the builder's driver and queries over a built schedule. The builder's
+ * parts live beside it (schedule_build.h lists them). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "yp_schedule.h"
+#include "schedule_build.h"
 
 /* ---------------------------------------------------------------- names */
 
@@ -23,18 +24,35 @@ const char *yp_kind_name(yp_kind k) {
     return n[k];
 }
 
+const char *yp_role_name(yp_role r) {
+    static const char *const n[YP_ROLE_COUNT] = {
+        "conv_weight", "conv_bias", "bn_gamma", "bn_beta", "running_mean", "running_var", "grad", "momentum",
+        "adam_m", "adam_v", "ema", "lowp", "images", "targets", "value", "bn_stats", "pool_indices",
+        "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value", "decoded"};
+    return (unsigned)r < YP_ROLE_COUNT ? n[r] : "?";
+}
+
 const char *yp_phase_name(yp_phase p) {
     static const char *const n[YP_PHASE_COUNT] = {"forward", "loss", "recompute", "backward", "optimizer"};
     return n[p];
 }
 
-static const char *const policy_names[YP_SAVE_COUNT] = {"yoloplan", "pytorch", "yoloplan+cat"};
+/* yoloplan keeps conv outputs (pre-BN) and BN statistics and recomputes BN, SiLU and the cheap
+ * ops; yoloplan+cat keeps concat outputs too (no concat, nor the branches it joins, is rebuilt);
+ * PyTorch's autograd keeps what each op's backward reads, maxpool's indices included. */
+const yp_retention yp_retention_table[YP_SAVE_COUNT] = {
+    [YP_SAVE_YOLOPLAN] = {"yoloplan", 0, 1u << YP_OP_CONV2D, 0},
+    [YP_SAVE_PYTORCH] = {"pytorch", 1, 0, 1},
+    [YP_SAVE_CONCAT] = {"yoloplan+cat", 0, 1u << YP_OP_CONV2D | 1u << YP_OP_CONCAT, 0},
+};
 
-const char *yp_save_policy_name(yp_save_policy p) { return (unsigned)p < YP_SAVE_COUNT ? policy_names[p] : "?"; }
+const char *yp_save_policy_name(yp_save_policy p) {
+    return (unsigned)p < YP_SAVE_COUNT ? yp_retention_table[p].name : "?";
+}
 
 int yp_save_policy_parse(const char *s) {
     for (int i = 0; s && i < YP_SAVE_COUNT; i++)
-        if (!strcmp(s, policy_names[i])) return i;
+        if (!strcmp(s, yp_retention_table[i].name)) return i;
     return -1;
 }
 
@@ -49,518 +67,13 @@ yp_sched_opts yp_sched_opts_default(int64_t batch, int64_t h, int64_t w) {
     return o;
 }
 
-/* ---------------------------------------------------------------- builder state */
-
-typedef struct {
-    yp_schedule *s;
-    const yp_graph *g;
-    yp_node_info *info;
-    int oom;
-    int *rg;        /* node output requires grad */
-    int *trainable; /* node has parameters that get gradients */
-    int *out_t;     /* forward tensor per node and level: [node * YP_MAX_LEVELS + level] */
-    int *grad_t;    /* activation gradient per node and level, -1 until created */
-    int *stats_t;   /* BN batch statistics (mean, inverse std) */
-    int *idx_t;     /* maxpool indices (pytorch policy) */
-    int *param_t;   /* first parameter tensor of the node, -1 if none */
-    int *n_param;   /* parameter tensors of the node (trainable first, then BN running stats) */
-    int *rec_t;     /* recomputed value per node, valid while rec_stamp == stamp */
-    int *rec_stamp;
-    int *boundary;  /* conv whose output (through BN, SiLU) is its layer's output: kept even when checkpointed */
-    int *grad_of;   /* per weight tensor: its gradient tensor, or -1 */
-    int *lowp_of;   /* per weight tensor: its low-precision copy, or -1 */
-    int n_weights;
-    int stamp;
-    int image_t, targets_t, n_recompute;
-    int *tin, *tout; /* operands of the step being built */
-    int n_in, n_out, cap_in, cap_out;
-    int rule_failed; /* the conv scratch rule failed: rule_err says why */
-    yp_err rule_err;
-} bld;
-
-static int *grow(int *p, int *cap, int need, int *oom) {
-    if (need <= *cap) return p;
-    int c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    int *np = realloc(p, (size_t)c * sizeof *np);
-    if (!np) {
-        *oom = 1;
-        return p;
-    }
-    *cap = c;
-    return np;
-}
-
-static int new_tensor(bld *b, yp_kind kind, yp_scale scale, yp_dtype dt, yp_shape sh, int node, const char *fmt,
-                      const char *a, const char *c) {
-    yp_schedule *s = b->s;
-    if (s->n_tensors == s->cap_t) {
-        int cap = s->cap_t ? s->cap_t * 2 : 256;
-        yp_tensor *nt = realloc(s->tensors, (size_t)cap * sizeof *nt);
-        if (!nt) {
-            b->oom = 1;
-            return 0;
-        }
-        s->tensors = nt, s->cap_t = cap;
-    }
-    yp_tensor *t = &s->tensors[s->n_tensors];
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, fmt, a, c);
-    t->kind = kind, t->scale = scale, t->dtype = dt, t->shape = sh, t->node = node, t->producer = -1, t->grad = -1;
-    t->bytes = yp_shape_numel(sh) * (int64_t)yp_dtype_size(dt);
-    return s->n_tensors++;
-}
-
-static yp_shape flat(int64_t n) { return (yp_shape){1, 1, 1, n}; }
-
-static void op_in(bld *b, int t) {
-    b->tin = grow(b->tin, &b->cap_in, b->n_in + 1, &b->oom);
-    if (!b->oom) b->tin[b->n_in++] = t;
-}
-
-static void op_out(bld *b, int t) {
-    b->tout = grow(b->tout, &b->cap_out, b->n_out + 1, &b->oom);
-    if (!b->oom) b->tout[b->n_out++] = t;
-}
-
-/* Appends a step with the operands collected by op_in/op_out; returns its index. */
-static int emit(bld *b, yp_phase ph, int op, int node, const char *label, int64_t flops) {
-    yp_schedule *s = b->s;
-    if (s->n_steps == s->cap_s) {
-        int cap = s->cap_s ? s->cap_s * 2 : 256;
-        yp_step *ns = realloc(s->steps, (size_t)cap * sizeof *ns);
-        if (!ns) {
-            b->oom = 1;
-            return 0;
-        }
-        s->steps = ns, s->cap_s = cap;
-    }
-    s->refs = grow(s->refs, &s->cap_r, s->n_refs + b->n_in + b->n_out, &b->oom);
-    if (b->oom) return 0;
-    yp_step *st = &s->steps[s->n_steps];
-    memset(st, 0, sizeof *st);
-    st->phase = ph, st->op = op, st->node = node, st->flops = flops;
-    snprintf(st->label, sizeof st->label, "%s", label);
-    st->in_off = s->n_refs, st->n_in = b->n_in;
-    memcpy(s->refs + s->n_refs, b->tin, (size_t)b->n_in * sizeof(int));
-    s->n_refs += b->n_in;
-    st->out_off = s->n_refs, st->n_out = b->n_out;
-    memcpy(s->refs + s->n_refs, b->tout, (size_t)b->n_out * sizeof(int));
-    s->n_refs += b->n_out;
-    b->n_in = b->n_out = 0;
-    return s->n_steps++;
-}
-
-/* ---------------------------------------------------------------- parameters */
-
-static void add_param(bld *b, int node, const char *name, const char *suffix, int64_t n) {
-    int t = new_tensor(b, YP_KIND_WEIGHT, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), node, "%s%s", name, suffix);
-    if (b->param_t[node] < 0) b->param_t[node] = t;
-    b->n_param[node]++;
-}
-
-/* Weight tensors of node i, Ultralytics names: model.0.conv.weight, model.0.bn.weight, ... */
-static void make_params(bld *b, int i) {
-    const yp_node *n = &b->g->nodes[i];
-    b->param_t[i] = -1;
-    if (n->op == YP_OP_CONV2D) {
-        const yp_conv_attrs *a = &n->a.conv;
-        add_param(b, i, n->name, ".weight", (int64_t)a->c_out * (a->c_in / a->groups) * a->k * a->k);
-        if (a->bias) add_param(b, i, n->name, ".bias", a->c_out);
-    } else if (n->op == YP_OP_BATCHNORM2D) {
-        add_param(b, i, n->name, ".weight", n->a.bn.c);
-        add_param(b, i, n->name, ".bias", n->a.bn.c);
-        add_param(b, i, n->name, ".running_mean", n->a.bn.c);
-        add_param(b, i, n->name, ".running_var", n->a.bn.c);
-    } else if (n->op == YP_OP_DETECT) {
-        const yp_detect_attrs *d = &n->a.detect;
-        int64_t no = (int64_t)d->na * (d->nc + 5);
-        for (int l = 0; l < d->nl; l++) {
-            char nm[YP_NAME_LEN + 16];
-            snprintf(nm, sizeof nm, "%s.m.%d", n->name, l);
-            add_param(b, i, nm, ".weight", no * d->c_in[l]);
-            add_param(b, i, nm, ".bias", no);
-        }
-    }
-}
-
-static int is_buffer(const yp_tensor *t) { return strstr(t->name, ".running_") != NULL; }
-
-/* Gradient, optimizer state, EMA and low-precision copies of every parameter. */
-static void make_param_state(bld *b) {
-    const yp_sched_opts *o = &b->s->opts;
-    int n_weights = b->n_weights = b->s->n_tensors;
-    b->grad_of = malloc((size_t)n_weights * sizeof(int));
-    b->lowp_of = malloc((size_t)n_weights * sizeof(int));
-    if (!b->grad_of || !b->lowp_of) {
-        b->oom = 1;
-        return;
-    }
-    for (int t = 0; t < n_weights; t++) {
-        yp_tensor w = b->s->tensors[t];
-        b->grad_of[t] = b->lowp_of[t] = -1;
-        if (w.kind != YP_KIND_WEIGHT) continue;
-        int64_t n = w.shape.w;
-        if (o->ema) new_tensor(b, YP_KIND_EMA, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "ema:%s%s", w.name, "");
-        if (is_buffer(&w) || !b->trainable[w.node]) continue;
-        b->grad_of[t] = new_tensor(b, YP_KIND_GRAD, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "grad:%s%s", w.name, "");
-        if (!b->oom) b->s->tensors[t].grad = b->grad_of[t];
-        new_tensor(b, YP_KIND_OPTSTATE, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "%s%s",
-                   o->optimizer == YP_OPT_SGD ? "momentum:" : "adam.m:", w.name);
-        if (o->optimizer != YP_OPT_SGD)
-            new_tensor(b, YP_KIND_OPTSTATE, YP_SCALE_CONST, YP_DTYPE_F32, flat(n), w.node, "adam.v:%s%s", w.name, "");
-        if (o->act_dtype != YP_DTYPE_F32 && !b->oom && yp_tensor_amp_copied(b->s, &b->s->tensors[t]))
-            b->lowp_of[t] = new_tensor(b, YP_KIND_LOWP, YP_SCALE_CONST, o->act_dtype, flat(n), w.node, "%s:%s",
-                                       yp_dtype_name(o->act_dtype), w.name);
-    }
-}
-
-/* The tensor a conv/detect step multiplies with: the low-precision copy under AMP. */
-static int weight_for_math(const bld *b, int t) {
-    return b->lowp_of[t] >= 0 ? b->lowp_of[t] : t;
-}
-
-static void params_in(bld *b, int i, int trainable_only) {
-    for (int k = 0; k < b->n_param[i]; k++) {
-        int t = b->param_t[i] + k;
-        if (trainable_only && is_buffer(&b->s->tensors[t])) continue;
-        op_in(b, weight_for_math(b, t));
-    }
-}
-
-/* ---------------------------------------------------------------- forward */
-
-/* The backend-neutral conv scratch (yp_schedule.h). */
-int yp_conv_scratch_im2col(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
-    (void)ctx, (void)err;
-    *per_image = *fixed = 0;
-    if (q->k == 1 && q->s == 1 && q->p == 0) return 0; /* a 1x1 conv is a plain GEMM */
-    int64_t kk = (int64_t)q->k * q->k * (q->in.c / q->groups);
-    *per_image = q->out.h * q->out.w * kk;
-    if (q->s == 1 && q->k > 1 && q->p <= q->k - 1) {
-        int64_t t = q->in.h * q->in.w * (int64_t)q->k * q->k * q->out.c;
-        *per_image = t > *per_image ? t : *per_image;
-    }
-    *fixed = q->k > 1 ? q->out.c * kk : 0;
-    return 0;
-}
-
-/* The scratch of one conv under the schedule's rule; a failure is kept for yp_schedule_build. */
-static void conv_scratch(bld *b, const yp_conv_query *q, int64_t *per_image, int64_t *fixed) {
-    const yp_sched_opts *o = &b->s->opts;
-    yp_conv_scratch_fn fn = o->conv_scratch ? o->conv_scratch : yp_conv_scratch_im2col;
-    if (fn(o->conv_scratch_ctx, q, per_image, fixed, &b->rule_err)) b->rule_failed = 1, *per_image = *fixed = 0;
-}
-
-/* Scratch tensors of a conv or Detect step: "ws:" per image (grows with the image) and "wt:"
- * fixed (fp32); Detect's levels run one after another and share the largest. */
-static void conv_workspace(bld *b, int i, const char *what) {
-    const yp_node *n = &b->g->nodes[i];
-    if (n->op != YP_OP_CONV2D && n->op != YP_OP_DETECT) return;
-    int64_t cols = 0, wt = 0;
-    for (int l = 0; l < (n->op == YP_OP_DETECT ? n->n_inputs : 1); l++) {
-        int v = n->inputs[l];
-        yp_conv_query q = {0};
-        q.in = v == YP_INPUT_IMAGE ? b->s->tensors[b->image_t].shape : b->info[v].out[0];
-        q.out = b->info[i].out[l];
-        q.backward = !strcmp(what, "bwd");
-        q.dtype = b->s->opts.act_dtype;
-        if (n->op == YP_OP_CONV2D) {
-            const yp_conv_attrs *a = &n->a.conv;
-            q.k = a->k, q.s = a->s, q.p = a->p, q.groups = a->groups, q.bias = a->bias;
-        } else {
-            q.k = q.s = q.groups = q.bias = 1;
-        }
-        int64_t c, w;
-        conv_scratch(b, &q, &c, &w);
-        cols = c > cols ? c : cols, wt = w > wt ? w : wt;
-    }
-    yp_dtype dt = b->s->opts.act_dtype;
-    if (cols) op_out(b, new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, dt, flat(cols), i, "ws:%s:%s", n->name, what));
-    if (wt) op_out(b, new_tensor(b, YP_KIND_WORKSPACE, YP_SCALE_CONST, YP_DTYPE_F32, flat(wt), i, "wt:%s:%s", n->name, what));
-}
-
-static int value_fwd(bld *b, int id, int level) {
-    return id == YP_INPUT_IMAGE ? b->image_t : b->out_t[id * YP_MAX_LEVELS + level];
-}
-
-static int64_t elementwise_flops(const yp_node *n, yp_shape out) {
-    int64_t numel = yp_shape_numel(out);
-    switch (n->op) {
-    case YP_OP_BATCHNORM2D: return 6 * numel; /* statistics + normalise + affine */
-    case YP_OP_SILU: return 5 * numel;
-    case YP_OP_MAXPOOL2D: return (int64_t)n->a.pool.k * n->a.pool.k * numel;
-    default: return numel;
-    }
-}
-
-static int64_t node_flops(const bld *b, int i) {
-    const yp_node *n = &b->g->nodes[i];
-    return b->info[i].flops ? b->info[i].flops : elementwise_flops(n, b->info[i].out[0]);
-}
-
-static void forward_node(bld *b, int i) {
-    const yp_node *n = &b->g->nodes[i];
-    const yp_sched_opts *o = &b->s->opts;
-    const yp_node_info *ni = &b->info[i];
-    for (int k = 0; k < n->n_inputs; k++) op_in(b, value_fwd(b, n->inputs[k], 0));
-    params_in(b, i, 0);
-    for (int l = 0; l < ni->n_out; l++) {
-        char lv[16] = "";
-        if (n->op == YP_OP_DETECT) snprintf(lv, sizeof lv, ".l%d", l);
-        int t = new_tensor(b, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, ni->out[l], i, "act:%s%s", n->name, lv);
-        b->out_t[i * YP_MAX_LEVELS + l] = t;
-        op_out(b, t);
-    }
-    if (n->op == YP_OP_BATCHNORM2D) {
-        b->stats_t[i] = new_tensor(b, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, flat(2 * (int64_t)n->a.bn.c), i, "stats:%s%s",
-                                   n->name, "");
-        op_out(b, b->stats_t[i]);
-        op_out(b, b->param_t[i] + 2); /* running mean and var are updated */
-        op_out(b, b->param_t[i] + 3);
-    }
-    if (n->op == YP_OP_MAXPOOL2D && o->policy == YP_SAVE_PYTORCH && b->rg[i]) {
-        b->idx_t[i] = new_tensor(b, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, "idx:%s%s", n->name, "");
-        op_out(b, b->idx_t[i]);
-    }
-    conv_workspace(b, i, "fwd");
-    emit(b, YP_PHASE_FORWARD, n->op, i, "", node_flops(b, i));
-}
-
-/* ---------------------------------------------------------------- loss */
-
-/* The loss's buffers at the schedule's label count and the Detect output's grids. */
-static int64_t loss_label_floats(const bld *b) { return yp_loss_assign_floats(b->g->na, b->s->opts.labels); }
-
-static int64_t loss_objmap_floats(const bld *b) {
-    const yp_node_info *d = &b->info[b->g->n_nodes - 1];
-    int64_t gh[YP_MAX_LEVELS], gw[YP_MAX_LEVELS];
-    for (int l = 0; l < b->g->nl; l++) gh[l] = d->out[l].h, gw[l] = d->out[l].w;
-    return yp_loss_objmap_floats(d->out[0].n, b->g->na, b->g->nl, gh, gw);
-}
-
-static void loss_step(bld *b) {
-    const yp_graph *g = b->g;
-    int det = g->n_nodes - 1;
-    for (int l = 0; l < g->nl; l++) op_in(b, b->out_t[det * YP_MAX_LEVELS + l]);
-    op_in(b, b->targets_t);
-    int64_t lab = loss_label_floats(b), obj = loss_objmap_floats(b);
-    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(lab), -1, "loss:assign%s%s", "", ""));
-    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_BATCH_PIXELS, YP_DTYPE_F32, flat(obj), -1, "loss:objmap%s%s", "", ""));
-    op_out(b, new_tensor(b, YP_KIND_LOSS, YP_SCALE_CONST, YP_DTYPE_F32, flat(4), -1, "loss:value%s%s", "", ""));
-    for (int l = 0; l < g->nl && b->rg[det]; l++) {
-        char nm[16];
-        snprintf(nm, sizeof nm, ".l%d", l);
-        int t = new_tensor(b, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[det].out[l], det,
-                           "dact:%s%s", g->nodes[det].name, nm);
-        b->grad_t[det * YP_MAX_LEVELS + l] = t;
-        op_out(b, t);
-    }
-    b->s->loss_step = emit(b, YP_PHASE_LOSS, -1, -1, "loss", 20 * (lab + obj));
-}
-
-/* ---------------------------------------------------------------- backward */
-
-/* Is node v's output kept from the forward pass (rather than recomputed)? Under the yoloplan
- * policy only conv outputs are; a checkpointed layer drops all but its boundary conv, so its
- * output stays cheap to rebuild for the layers that read it and the cost of checkpointing one
- * layer does not depend on the others (what makes the checkpoint front a simple DP). yoloplan+cat
- * keeps concat outputs too, except in checkpointed layers. */
-static int kept(const bld *b, int v) {
-    const yp_sched_opts *o = &b->s->opts;
-    if (o->policy == YP_SAVE_PYTORCH || !b->rg[v]) return 1;
-    const yp_node *n = &b->g->nodes[v];
-    int ckpt = (o->ckpt_layers >> n->layer) & 1;
-    if (n->op == YP_OP_CONCAT) return o->policy == YP_SAVE_CONCAT && !ckpt;
-    return n->op == YP_OP_CONV2D && (!ckpt || b->boundary[v]);
-}
-
-static void mark_boundaries(bld *b) {
-    for (int l = 0; l < b->g->n_layers; l++) {
-        int v = yp_layer_boundary_conv(b->g, l);
-        if (v >= 0) b->boundary[v] = 1;
-    }
-}
-
-static int need_value(bld *b, int v);
-
-/* Emits a recompute step for node v's output; returns the new tensor. */
-static int recompute(bld *b, int v) {
-    const yp_node *n = &b->g->nodes[v];
-    int ins[YP_MAX_INPUTS];
-    for (int k = 0; k < n->n_inputs; k++) ins[k] = need_value(b, n->inputs[k]);
-    for (int k = 0; k < n->n_inputs; k++) op_in(b, ins[k]);
-    params_in(b, v, 1);
-    if (n->op == YP_OP_BATCHNORM2D) op_in(b, b->stats_t[v]); /* BN-apply with the saved statistics */
-    char tag[16];
-    snprintf(tag, sizeof tag, "#%d", b->n_recompute++);
-    int t = new_tensor(b, YP_KIND_RECOMPUTE, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[0], v, "re:%s%s", n->name, tag);
-    op_out(b, t);
-    conv_workspace(b, v, "re");
-    int64_t fl = node_flops(b, v);
-    emit(b, YP_PHASE_RECOMPUTE, n->op, v, "", fl);
-    b->s->recompute_flops += fl;
-    b->rec_t[v] = t, b->rec_stamp[v] = b->stamp;
-    return t;
-}
-
-/* The tensor holding node v's forward output for a backward step (image for YP_INPUT_IMAGE). */
-static int need_value(bld *b, int v) {
-    if (v == YP_INPUT_IMAGE || kept(b, v)) return value_fwd(b, v, 0);
-    if (b->rec_stamp[v] == b->stamp) return b->rec_t[v];
-    return recompute(b, v);
-}
-
-/* Tensors node i's backward reads besides its output gradients. */
-static void backward_needs(bld *b, int i, int *need, int *n_need) {
-    const yp_node *n = &b->g->nodes[i];
-    int pytorch = b->s->opts.policy == YP_SAVE_PYTORCH;
-    *n_need = 0;
-    switch (n->op) {
-    case YP_OP_CONV2D:
-        if (b->trainable[i]) need[(*n_need)++] = need_value(b, n->inputs[0]);
-        break;
-    case YP_OP_DETECT:
-        for (int l = 0; l < n->n_inputs && b->trainable[i]; l++) need[(*n_need)++] = need_value(b, n->inputs[l]);
-        break;
-    case YP_OP_BATCHNORM2D:
-        need[(*n_need)++] = need_value(b, n->inputs[0]);
-        need[(*n_need)++] = b->stats_t[i];
-        break;
-    case YP_OP_SILU: need[(*n_need)++] = need_value(b, n->inputs[0]); break;
-    case YP_OP_MAXPOOL2D:
-        need[(*n_need)++] = need_value(b, n->inputs[0]);
-        if (pytorch) need[(*n_need)++] = b->idx_t[i];
-        break;
-    default: break; /* add, concat, upsample, space_to_depth need only the gradient */
-    }
-}
-
-static int act_grad(bld *b, int v, int level) {
-    int *slot = &b->grad_t[v * YP_MAX_LEVELS + level];
-    if (*slot >= 0) {
-        op_in(b, *slot); /* accumulate into the existing gradient */
-        return *slot;
-    }
-    *slot = new_tensor(b, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[level], v, "dact:%s%s",
-                       b->g->nodes[v].name, "");
-    return *slot;
-}
-
-static void backward_node(bld *b, int i) {
-    const yp_node *n = &b->g->nodes[i];
-    int need[YP_MAX_INPUTS + 2], n_need, has_grad = 0;
-    for (int l = 0; l < b->info[i].n_out; l++) has_grad |= b->grad_t[i * YP_MAX_LEVELS + l] >= 0;
-    if (!has_grad) return; /* output unused by anything that needs gradients */
-    if (b->stamp != n->layer) b->stamp = n->layer; /* recomputed values live within one layer's backward */
-    backward_needs(b, i, need, &n_need);
-    for (int l = 0; l < b->info[i].n_out; l++)
-        if (b->grad_t[i * YP_MAX_LEVELS + l] >= 0) op_in(b, b->grad_t[i * YP_MAX_LEVELS + l]);
-    for (int k = 0; k < n_need; k++) op_in(b, need[k]);
-    if (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT || n->op == YP_OP_BATCHNORM2D) params_in(b, i, 1);
-    for (int k = 0; k < n->n_inputs; k++) {
-        int v = n->inputs[k];
-        if (v != YP_INPUT_IMAGE && b->rg[v]) op_out(b, act_grad(b, v, 0));
-    }
-    for (int k = 0; k < b->n_param[i] && b->trainable[i]; k++) {
-        int gt = b->grad_of[b->param_t[i] + k];
-        if (gt >= 0) op_in(b, gt), op_out(b, gt);
-    }
-    conv_workspace(b, i, "bwd");
-    int64_t fl = node_flops(b, i) * (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT ? (b->trainable[i] ? 2 : 1) : 2);
-    emit(b, YP_PHASE_BACKWARD, n->op, i, "", fl);
-}
-
-/* ---------------------------------------------------------------- optimizer */
-
-static void optimizer_steps(bld *b) {
-    yp_schedule *s = b->s;
-    int64_t n_params = 0;
-    for (int t = 0; t < s->n_tensors; t++) {
-        yp_kind k = s->tensors[t].kind;
-        if (k == YP_KIND_GRAD) op_in(b, t), n_params += s->tensors[t].shape.w;
-        if (k == YP_KIND_OPTSTATE || k == YP_KIND_LOWP) op_in(b, t), op_out(b, t);
-        if (k == YP_KIND_WEIGHT && !is_buffer(&s->tensors[t]) && b->trainable[s->tensors[t].node])
-            op_in(b, t), op_out(b, t);
-    }
-    emit(b, YP_PHASE_OPTIMIZER, -1, -1, "optimizer", 10 * n_params);
-    if (!s->opts.ema) return;
-    for (int t = 0; t < s->n_tensors; t++) {
-        yp_kind k = s->tensors[t].kind;
-        if (k == YP_KIND_WEIGHT) op_in(b, t);
-        if (k == YP_KIND_EMA) op_in(b, t), op_out(b, t);
-    }
-    emit(b, YP_PHASE_OPTIMIZER, -1, -1, "ema", 3 * n_params);
-}
-
-/* ---------------------------------------------------------------- lives */
-
-static int persistent(yp_kind k) {
-    return k == YP_KIND_WEIGHT || k == YP_KIND_GRAD || k == YP_KIND_OPTSTATE || k == YP_KIND_EMA || k == YP_KIND_LOWP;
-}
-
-/* Producer, consumers and live interval of every tensor; ACT read after the loss becomes SAVED. */
-static void compute_lives(bld *b) {
-    yp_schedule *s = b->s;
-    int *count = calloc((size_t)s->n_tensors + 1, sizeof *count);
-    if (!count) {
-        b->oom = 1;
-        return;
-    }
-    for (int t = 0; t < s->n_tensors; t++) s->tensors[t].first = s->tensors[t].last = -1;
-    for (int st = 0; st < s->n_steps; st++) {
-        const yp_step *p = &s->steps[st];
-        for (int k = 0; k < p->n_out; k++) {
-            yp_tensor *t = &s->tensors[s->refs[p->out_off + k]];
-            if (t->producer < 0 && !persistent(t->kind)) t->producer = st;
-            if (t->first < 0) t->first = st;
-            t->last = st;
-        }
-        for (int k = 0; k < p->n_in; k++) {
-            yp_tensor *t = &s->tensors[s->refs[p->in_off + k]];
-            count[s->refs[p->in_off + k]]++;
-            if (t->first < 0) t->first = st;
-            t->last = st;
-            if (t->kind == YP_KIND_ACT && st > s->loss_step) t->kind = YP_KIND_SAVED;
-        }
-    }
-    int total = 0;
-    for (int t = 0; t < s->n_tensors; t++) total += count[t];
-    int *cons = malloc(((size_t)total + 1) * sizeof *cons), off = 0;
-    s->refs = grow(s->refs, &s->cap_r, s->n_refs + total, &b->oom);
-    if (!cons || b->oom) {
-        free(cons), free(count);
-        b->oom = 1;
-        return;
-    }
-    for (int t = 0; t < s->n_tensors; t++) s->tensors[t].cons_off = s->n_refs + off, off += count[t], count[t] = 0;
-    for (int st = 0; st < s->n_steps; st++) {
-        const yp_step *p = &s->steps[st];
-        for (int k = 0; k < p->n_in; k++) {
-            int id = s->refs[p->in_off + k];
-            yp_tensor *t = &s->tensors[id];
-            if (t->n_cons && s->refs[t->cons_off + t->n_cons - 1] == st) continue; /* read twice by one step */
-            s->refs[t->cons_off + t->n_cons++] = st;
-        }
-    }
-    s->n_refs += total;
-    for (int t = 0; t < s->n_tensors; t++) {
-        yp_tensor *tt = &s->tensors[t];
-        if (persistent(tt->kind)) tt->first = 0, tt->last = s->n_steps - 1;
-        if (tt->kind == YP_KIND_INPUT || tt->producer < 0) tt->first = 0; /* loaded before the step starts */
-        if (tt->last < 0) tt->last = tt->first;
-    }
-    free(cons);
-    free(count);
-}
-
 /* ---------------------------------------------------------------- driver */
 
 static void mark_grads(bld *b) {
     const yp_graph *g = b->g;
     for (int i = 0; i < g->n_nodes; i++) {
         const yp_node *n = &g->nodes[i];
-        b->trainable[i] = b->info[i].params > 0 && n->layer >= b->s->opts.freeze;
+        b->trainable[i] = b->info[i].params > 0 && n->layer >= b->s->opts.freeze && !b->s->opts.eval;
         b->rg[i] = b->trainable[i];
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] != YP_INPUT_IMAGE && b->rg[n->inputs[k]]) b->rg[i] = 1;
@@ -568,8 +81,8 @@ static void mark_grads(bld *b) {
 }
 
 static int alloc_builder(bld *b, int n) {
-    int **arrays[] = {&b->rg,     &b->trainable, &b->stats_t,   &b->idx_t,   &b->param_t,
-                       &b->n_param, &b->rec_t,     &b->rec_stamp, &b->boundary};
+    int **arrays[] = {&b->rg,    &b->trainable, &b->stats_t,   &b->idx_t,    &b->param_t,
+                       &b->n_param, &b->rec_t, &b->rec_stamp, &b->boundary, &b->pending};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         if (!(*arrays[k] = calloc((size_t)n, sizeof(int)))) return -1;
     b->out_t = malloc((size_t)n * YP_MAX_LEVELS * sizeof(int));
@@ -583,32 +96,42 @@ static int alloc_builder(bld *b, int n) {
 
 static void free_builder(bld *b) {
     free(b->rg), free(b->trainable), free(b->stats_t), free(b->idx_t), free(b->param_t), free(b->n_param);
-    free(b->rec_t), free(b->rec_stamp), free(b->boundary), free(b->grad_of), free(b->lowp_of), free(b->out_t), free(b->grad_t), free(b->info), free(b->tin), free(b->tout);
+    free(b->rec_t), free(b->rec_stamp), free(b->boundary), free(b->pending), free(b->grad_of), free(b->lowp_of), free(b->out_t), free(b->grad_t), free(b->info), free(b->tin), free(b->tout);
 }
 
 static void build(bld *b) {
     const yp_graph *g = b->g;
     const yp_sched_opts *o = &b->s->opts;
     mark_grads(b);
-    mark_boundaries(b);
+    sb_mark_boundaries(b);
     yp_shape img = {o->batch, g->in_channels, o->h, o->w};
-    b->image_t = new_tensor(b, YP_KIND_INPUT, YP_SCALE_BATCH_PIXELS, o->act_dtype, img, -1, "input:images%s%s", "", "");
-    b->targets_t = new_tensor(b, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, flat(6 * o->labels), -1, "loss:targets%s%s", "", "");
-    for (int i = 0; i < g->n_nodes; i++) make_params(b, i);
-    make_param_state(b);
+    tspec im = {YP_ROLE_IMAGES, YP_KIND_INPUT, YP_SCALE_BATCH_PIXELS, o->act_dtype, img, -1, 0};
+    tspec tg = {YP_ROLE_TARGETS, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, sb_flat(6 * o->labels), -1, 0};
+    b->image_t = b->s->images_t = sb_new_tensor(b, im, "input:images%s%s", "", "");
+    b->targets_t = b->s->targets_t = sb_new_tensor(b, tg, "loss:targets%s%s", "", "");
+    for (int i = 0; i < g->n_nodes; i++) sb_make_params(b, i);
+    sb_make_param_state(b);
     if (b->oom) return;
-    for (int i = 0; i < g->n_nodes && !b->oom; i++) forward_node(b, i);
-    loss_step(b);
-    b->stamp = -1;
-    for (int i = g->n_nodes - 1; i >= 0 && !b->oom; i--)
-        if (b->rg[i]) backward_node(b, i);
-    optimizer_steps(b);
-    if (!b->oom) compute_lives(b);
+    for (int i = 0; i < g->n_nodes && !b->oom; i++) sb_forward_node(b, i);
+    sb_loss_step(b);
+    if (o->eval) {
+        sb_decode_step(b);
+    } else {
+        b->stamp = -1;
+        for (int i = g->n_nodes - 1; i >= 0 && !b->oom; i--)
+            if (b->rg[i]) sb_backward_node(b, i);
+        sb_optimizer_steps(b);
+    }
+    if (!b->oom) sb_compute_lives(b);
 }
 
 yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_err *err) {
     if (opts->labels < 0) {
         yp_err_set(err, "labels %lld: must not be negative", (long long)opts->labels);
+        return NULL;
+    }
+    if (!opts->retention && (unsigned)opts->policy >= YP_SAVE_COUNT) {
+        yp_err_set(err, "saving policy %d: unknown (yoloplan, pytorch or yoloplan+cat)", (int)opts->policy);
         return NULL;
     }
     yp_schedule *s = calloc(1, sizeof *s);
@@ -617,7 +140,8 @@ yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_
         yp_err_set(err, "out of memory building the schedule");
         goto fail;
     }
-    s->g = g, s->opts = *opts, b.s = s, b.g = g;
+    s->g = g, s->opts = *opts, b.s = s, b.g = g, b.cur = sb_no_operands();
+    b.rules = opts->retention ? opts->retention : &yp_retention_table[opts->policy];
     if (yp_graph_infer(g, opts->batch, opts->h, opts->w, b.info, err)) goto fail;
     build(&b);
     if (b.oom) {
@@ -628,8 +152,6 @@ yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_
         yp_err_set(err, "conv scratch: %s", b.rule_err.msg);
         goto fail;
     }
-    s->node_trainable = b.trainable, s->node_requires_grad = b.rg; /* the schedule owns them now */
-    b.trainable = b.rg = NULL;
     free_builder(&b);
     return s;
 fail:
@@ -640,12 +162,12 @@ fail:
 
 void yp_schedule_free(yp_schedule *s) {
     if (!s) return;
-    free(s->tensors), free(s->steps), free(s->refs), free(s->node_trainable), free(s->node_requires_grad), free(s);
+    free(s->tensors), free(s->steps), free(s->refs), free(s);
 }
 
 int yp_tensor_amp_copied(const yp_schedule *s, const yp_tensor *t) {
-    return t->kind == YP_KIND_WEIGHT && t->grad >= 0 && strstr(t->name, ".weight") &&
-           s->g->nodes[t->node].op != YP_OP_BATCHNORM2D;
+    (void)s;
+    return t->role == YP_ROLE_CONV_WEIGHT && t->grad >= 0;
 }
 
 int yp_schedule_find(const yp_schedule *s, const char *name) {

@@ -1,7 +1,7 @@
 /* yp_graph.h - the YOLOv5 network as yoloplan sees it: layers (the 25 top-level
  * Ultralytics modules) expanded into primitive nodes (conv2d, batchnorm2d, ...).
  *
- * Defines: the op enum and op table, node/layer/graph types, shape inference.
+ * Defines: the op enum, node/layer/graph types, shape inference, the op table.
  * Ownership: a yp_graph is created by yp_ir_load / yp_yaml_import and released
  * with yp_graph_free; every array inside it is owned by the graph. */
 #ifndef YP_GRAPH_H
@@ -86,17 +86,6 @@ typedef struct {
     yp_node *nodes;
 } yp_graph;
 
-/* ---- op table: one row per op (STYLE.md) ---- */
-typedef struct {
-    yp_op op;
-    const char *name;      /* IR spelling */
-    int min_inputs, max_inputs;
-} yp_op_info;
-
-const yp_op_info *yp_op_get(yp_op op);
-/* Returns the op for an IR name, or -1 if unknown. */
-int yp_op_from_name(const char *name);
-
 /* ---- graph lifetime ---- */
 /* Allocates an empty graph with room for n_layers layers and n_nodes nodes; NULL on OOM. */
 yp_graph *yp_graph_new(int n_layers, int n_nodes);
@@ -137,5 +126,51 @@ int yp_graph_infer(const yp_graph *g, int64_t batch, int64_t h, int64_t w, yp_no
 
 /* Totals over the whole graph. */
 int64_t yp_graph_params(const yp_graph *g);
+
+/* ---- op table: one row per op (STYLE.md) ----
+ * A row holds everything the IR layer knows about an op; the structural check, shape inference,
+ * the attrs reader and writer and the cost model call through it rather than switching on the op.
+ * The contexts its functions take are graph-internal (ops_internal.h), which keeps cJSON out of
+ * this header. How to add an op: graph/IR.md. */
+typedef struct yp_check_ctx yp_check_ctx; /* the graph being checked, its channel counts so far */
+typedef struct yp_infer_ctx yp_infer_ctx; /* the graph being inferred, its shapes so far */
+typedef struct yp_attrs_in yp_attrs_in;   /* a node's JSON attrs object being read */
+typedef struct yp_attrs_out yp_attrs_out; /* a node's JSON attrs object being written */
+
+/* What an op's backward reads besides its output gradients (yp_op_info.bwd_reads). */
+enum {
+    YP_BWD_INPUT = 1,            /* its inputs' forward values (BN, SiLU, maxpool) */
+    YP_BWD_INPUT_IF_TRAINS = 2,  /* its inputs' values when its weights get gradients (conv, Detect) */
+    YP_BWD_STATS = 4,            /* its batch statistics (BN) */
+    YP_BWD_INDICES = 8,          /* its argmax, where the saving policy keeps one (maxpool) */
+};
+
+typedef struct {
+    yp_op op;
+    const char *name;      /* IR spelling */
+    int min_inputs, max_inputs;
+    int matrix_math;       /* tensor-core bound (conv2d, detect); other ops are elementwise, bandwidth-bound */
+    int fwd_launches;      /* kernel launches of its forward (and recompute) step */
+    int bwd_launches;      /* ... of its backward step (conv: data and weight gradients) */
+    unsigned bwd_reads;    /* YP_BWD_* flags: what its backward step reads */
+    /* Checks node n's attrs against its inputs' channels (the input count and ids are checked
+     * already) and sets *c_out to its output channels, -1 when it has no single output. 0, or -1
+     * with the error set. */
+    int (*check)(const yp_check_ctx *c, const yp_node *n, int *c_out);
+    /* Fills o for node n: called with n_out = 1 and out[0] = input 0's shape, everything else 0;
+     * sets the outputs, params, buffers and FLOPs. 0, or -1 with the error set. */
+    int (*infer)(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
+    /* Forward FLOPs of a node whose yp_node_info.flops is 0 (every op but conv2d and detect), for
+     * its output shape `out`: numel, BN 6 numel, SiLU 5 numel, maxpool k*k numel. */
+    int64_t (*eltwise_flops)(const yp_node *n, yp_shape out);
+    /* Reads node n's attrs; unknown keys are errors. 0, or -1 with the error set. */
+    int (*load_attrs)(const yp_attrs_in *in, yp_node *n);
+    /* Writes node n's attrs in a stable key order (nothing for ops without attrs). */
+    void (*write_attrs)(const yp_node *n, yp_attrs_out *out);
+} yp_op_info;
+
+const yp_op_info *yp_op_get(yp_op op);
+/* Returns the op for an IR name, or -1 if unknown. */
+int yp_op_from_name(const char *name);
 
 #endif

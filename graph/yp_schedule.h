@@ -49,6 +49,22 @@ typedef enum {
     YP_SAVE_COUNT
 } yp_save_policy;
 
+/* The retention rules of a saving policy: which forward values the step keeps for backward (the
+ * rest is recomputed in backward), one row per runtime over the same step structure. Outside a
+ * keep_all row, a checkpointed layer keeps only its boundary conv (yp_layer_boundary_conv). */
+typedef struct {
+    const char *name;  /* "yoloplan", "pytorch", "yoloplan+cat" */
+    int keep_all;      /* every value backward reads is kept (PyTorch eager autograd) */
+    unsigned keep_ops; /* bit (1u << op): outputs of these ops are kept outside checkpointed layers */
+    int pool_indices;  /* maxpool writes its argmax for backward (else backward finds it again from x) */
+} yp_retention;
+
+/* The row of policy p (yp_retention_table[p]). */
+extern const yp_retention yp_retention_table[YP_SAVE_COUNT];
+
+/* Is layer l in the checkpoint set (bit l of a 64-bit mask; layers past 63 are never checkpointed). */
+static inline int yp_ckpt_has(uint64_t layers, int l) { return l >= 0 && l < 64 && (layers >> l & 1); }
+
 /* "yoloplan", "pytorch", "yoloplan+cat"; parse returns -1 for an unknown name. */
 const char *yp_save_policy_name(yp_save_policy p);
 int yp_save_policy_parse(const char *s);
@@ -79,17 +95,21 @@ int yp_conv_scratch_im2col(void *ctx, const yp_conv_query *q, int64_t *per_image
 typedef struct {
     int64_t batch, h, w;
     yp_dtype act_dtype;    /* activations and their gradients: F32, or F16/BF16 under AMP */
-    yp_save_policy policy;
+    yp_save_policy policy; /* the row of yp_retention_table the step follows, unless `retention` is set */
+    const yp_retention *retention; /* NULL: yp_retention_table[policy] */
     uint64_t ckpt_layers;  /* bit L: layer L is checkpointed (its conv outputs are recomputed too) */
     int freeze;            /* layers 0..freeze-1 get no gradients and save nothing */
     int64_t labels;        /* labels in the whole batch (target assignment buffers grow with it) */
     yp_optimizer optimizer;
     int ema;               /* keep an EMA copy */
+    int eval;              /* the evaluation pass (validation): BN in eval mode (running statistics
+                            * read, nothing updated), every layer frozen, the loss without gradients,
+                            * then a decode step writing the boxes NMS reads; no backward or optimizer */
     yp_conv_scratch_fn conv_scratch; /* NULL: yp_conv_scratch_im2col */
     void *conv_scratch_ctx;
 } yp_sched_opts;
 
-/* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image. */
+/* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image, training. */
 yp_sched_opts yp_sched_opts_default(int64_t batch, int64_t h, int64_t w);
 
 /* How a tensor's bytes grow with the candidate: every tensor is exactly one of these, so bytes at
@@ -103,8 +123,49 @@ typedef enum {
     YP_SCALE_COUNT
 } yp_scale;
 
+/* What a tensor is, typed, so that no code parses names (names are for display and state-dict
+ * I/O only). Parameters of a node are in the order its steps read them; a tensor derived from a
+ * parameter (its gradient, optimizer state, EMA or low-precision copy) names that parameter in
+ * yp_tensor.param. */
+typedef enum {
+    YP_ROLE_CONV_WEIGHT,   /* conv / Detect-level weight (c_out, c_in/groups, k, k) */
+    YP_ROLE_CONV_BIAS,     /* conv / Detect-level bias */
+    YP_ROLE_BN_GAMMA,      /* BN weight */
+    YP_ROLE_BN_BETA,       /* BN bias */
+    YP_ROLE_RUNNING_MEAN,  /* BN running statistics: state, not trained */
+    YP_ROLE_RUNNING_VAR,
+    YP_ROLE_GRAD,          /* gradient of parameter `param` */
+    YP_ROLE_MOMENTUM,      /* SGD momentum buffer of `param` */
+    YP_ROLE_ADAM_M,        /* Adam first moment of `param` */
+    YP_ROLE_ADAM_V,        /* Adam second moment of `param` */
+    YP_ROLE_EMA,           /* EMA copy of `param` (a parameter or a running statistic) */
+    YP_ROLE_LOWP,          /* fp16/bf16 copy of `param` under AMP */
+    YP_ROLE_IMAGES,        /* the input batch */
+    YP_ROLE_TARGETS,       /* the batch's label rows (image, class, cx, cy, w, h) */
+    YP_ROLE_VALUE,         /* a node's forward output (at `level` for Detect) */
+    YP_ROLE_BN_STATS,      /* BN batch statistics {mean[c], invstd[c]} */
+    YP_ROLE_POOL_INDICES,  /* maxpool argmax (PyTorch's saving policy) */
+    YP_ROLE_RECOMPUTED,    /* a forward value recomputed in backward */
+    YP_ROLE_VALUE_GRAD,    /* gradient of a node's output (at `level` for Detect) */
+    YP_ROLE_SCRATCH_IMAGE, /* conv scratch growing with the image (YP_SCALE_PIXELS) */
+    YP_ROLE_SCRATCH_FIXED, /* conv scratch of a fixed size (YP_SCALE_CONST) */
+    YP_ROLE_LOSS_ASSIGN,   /* the loss's target-assignment rows */
+    YP_ROLE_LOSS_OBJMAP,   /* the loss's objectness targets */
+    YP_ROLE_LOSS_VALUE,    /* lbox, lobj, lcls, total */
+    YP_ROLE_DECODED,       /* evaluation: Detect's outputs decoded to boxes (batch, na*sum(H*W), nc+5) */
+    YP_ROLE_COUNT
+} yp_role;
+
+const char *yp_role_name(yp_role r);
+
+/* Is role r a node parameter or BN running statistic (kind WEIGHT)? */
+static inline int yp_role_is_param(yp_role r) { return r <= YP_ROLE_RUNNING_VAR; }
+
 typedef struct {
-    char name[96];
+    char name[96];       /* for display and state-dict I/O only: code reads role, level, param */
+    yp_role role;
+    int level;           /* Detect level of a per-level tensor (its parameters, outputs, their gradients); else 0 */
+    int param;           /* the parameter a GRAD, MOMENTUM, ADAM_M, ADAM_V, EMA or LOWP tensor belongs to; else -1 */
     yp_kind kind;
     yp_scale scale;
     yp_dtype dtype;
@@ -117,6 +178,35 @@ typedef struct {
     int cons_off, n_cons; /* consumer steps: sched->refs[cons_off .. cons_off + n_cons) */
 } yp_tensor;
 
+/* The operands of a step by name: which tensor of the step's input and output lists plays which
+ * part. The planner reads only the lists (yp_step_inputs/outputs); the executor reads these.
+ * Absent operands are -1. Per phase (the lists hold exactly the tensors named here, in the order
+ * forward inputs, parameters, outputs / gradients, needs, parameters, input gradients,
+ * parameter gradients; scratch last):
+ *   forward    x[k]: the node's input values; w, bias (per Detect level; the low-precision copy
+ *              under AMP); BN: gamma, beta, running_mean, running_var (read and updated), stats
+ *              (written); y[l]: the outputs; maxpool under the PyTorch policy: indices (written)
+ *   recompute  x[k], w, bias, gamma, beta, BN: stats (the saved ones, read); y[0]: the value
+ *   loss       x[l]: Detect's outputs; targets; loss_assign, loss_objmap, loss_value (written);
+ *              dx[l]: the gradients of Detect's outputs (written; absent when nothing trains)
+ *   backward   dy[l]: the gradients of the outputs; x[k]: the forward values backward reads (conv
+ *              and Detect inputs when the node trains, the BN/SiLU/maxpool input), stats, indices;
+ *              w, bias, gamma, beta; dx[k]: input k's gradient (absent when input k needs none;
+ *              also an input when the step adds to it, yp_tensor.producer says which); dw, dbias,
+ *              dgamma, dbeta (read and accumulated; absent when the node is frozen)
+ *   all conv and Detect steps: scratch_image, scratch_fixed (written, when the rule asks for them)
+ *   optimizer and EMA steps have no named operands (they read every parameter's state by role). */
+typedef struct {
+    int x[YP_MAX_INPUTS], y[YP_MAX_LEVELS];
+    int w[YP_MAX_LEVELS], bias[YP_MAX_LEVELS];
+    int gamma, beta, running_mean, running_var, stats, indices;
+    int dy[YP_MAX_LEVELS], dx[YP_MAX_INPUTS];
+    int dw[YP_MAX_LEVELS], dbias[YP_MAX_LEVELS], dgamma, dbeta;
+    int scratch_image, scratch_fixed;
+    int targets, loss_assign, loss_objmap, loss_value;
+    int decoded;         /* the decode step (evaluation): x[l] Detect's outputs in, the boxes out */
+} yp_operands;
+
 typedef struct {
     yp_phase phase;
     int op;              /* yp_op, or -1 for loss, optimizer and EMA steps */
@@ -125,18 +215,18 @@ typedef struct {
     int in_off, n_in;    /* tensors read:    sched->refs[in_off ..] */
     int out_off, n_out;  /* tensors written: sched->refs[out_off ..] (accumulation: in both lists) */
     int64_t flops;
+    yp_operands a;       /* the same operands by name */
 } yp_step;
 
 typedef struct {
     const yp_graph *g;
     yp_sched_opts opts;
+    int images_t, targets_t; /* the input tensors: the image batch and the label rows */
     int n_tensors, n_steps, n_refs;
     yp_tensor *tensors;
     yp_step *steps;
     int *refs;
     int loss_step;       /* index of the loss step: forward before, backward after */
-    int *node_trainable; /* per graph node: 1 if its parameters get gradients (not frozen) */
-    int *node_requires_grad; /* per graph node: 1 if backward reaches it (trainable, or fed by one) */
     int64_t recompute_flops;
     int cap_t, cap_s, cap_r; /* internal capacities */
 } yp_schedule;

@@ -5,7 +5,8 @@
  * kernels/cuda/ and is only reachable through yp_backend_cuda_new().
  *
  * Defines: yp_backend (an instance), yp_copy (memcpy direction), yp_cpu_config,
- * yp_backend_cpu_new, yp_backend_cuda_new, yp_backend_free, yp_kernels_build_info.
+ * yp_backend_cpu_new, yp_backend_cpu_threads, yp_backend_cuda_new, yp_backend_free,
+ * yp_kernels_build_info.
  *
  * Instances: yp_backend_cpu_new / yp_backend_cuda_new return a new instance that the caller
  * releases with yp_backend_free once nothing uses its memory or ops any more. The instance holds
@@ -96,6 +97,9 @@ extern "C" {
 /* A new CPU instance (cfg NULL: the defaults), or NULL with a one-line reason in why (truncated to
  * why_len; why may be NULL): out of memory, or oneDNN could not create its engine or stream. */
 yp_backend *yp_backend_cpu_new(const yp_cpu_config *cfg, char *why, size_t why_len);
+
+/* The thread count a CPU instance runs with (>= 1); 0 when be is not a CPU instance. */
+int yp_backend_cpu_threads(const yp_backend *be);
 
 /* A new CUDA instance on device `device` (0 = the first) with its own stream, or NULL with a
  * one-line reason in why when the library was built without CUDA, no driver is loaded, there is

@@ -1,5 +1,6 @@
 /* candidate.c - candidate defaults, names, and their schedule options. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "yp_candidate.h"
@@ -14,6 +15,7 @@ yp_candidate yp_candidate_default(void) {
     c.mosaic = 1, c.optimizer = YP_OPT_SGD, c.ema = 1;
     c.policy = YP_SAVE_YOLOPLAN;
     c.labels_per_image = YP_COCO_LABELS_PER_IMAGE;
+    snprintf(c.scratch, sizeof c.scratch, "%s", YP_SCRATCH_IM2COL);
     return c;
 }
 
@@ -64,7 +66,7 @@ yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride) {
     o.labels = yp_candidate_labels(c, c->batch);
     o.optimizer = c->optimizer;
     o.ema = c->ema;
-    o.conv_scratch = c->conv_scratch, o.conv_scratch_ctx = c->conv_scratch_ctx;
+    o.conv_scratch = c->scratch_rule.fn, o.conv_scratch_ctx = c->scratch_rule.ctx;
     return o;
 }
 
@@ -72,9 +74,10 @@ yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int n_layers) {
     yp_sched_opts o = yp_sched_opts_default(2 * c->batch, c->img_h, c->img_w);
     o.act_dtype = yp_precision_dtype(c->precision);
     o.freeze = n_layers;
+    o.eval = 1;
     o.labels = (int64_t)ceil(2.0 * (double)c->batch * c->labels_per_image);
     o.optimizer = c->optimizer;
     o.ema = 0;
-    o.conv_scratch = c->conv_scratch, o.conv_scratch_ctx = c->conv_scratch_ctx;
+    o.conv_scratch = c->scratch_rule.fn, o.conv_scratch_ctx = c->scratch_rule.ctx;
     return o;
 }

@@ -14,17 +14,19 @@ static double conv_rate_tflops(const yp_gpu *gpu, yp_precision p) {
     return r > 0 ? r : gpu->fp32_tflops; /* no tensor cores for this precision: CUDA cores */
 }
 
-static int is_conv(int op) { return op == YP_OP_CONV2D || op == YP_OP_DETECT; }
+int yp_cost_matrix_math(int op) { return op >= 0 && yp_op_get((yp_op)op)->matrix_math; }
 
 double yp_cost_s_per_flop(const yp_gpu *gpu, yp_precision p, int op) {
-    return is_conv(op) ? 1.0 / (conv_rate_tflops(gpu, p) * 1e12 * YP_CONV_EFFICIENCY)
-                       : 1.0 / (gpu->fp32_tflops * 1e12 * YP_ELTWISE_EFFICIENCY);
+    return yp_cost_matrix_math(op) ? 1.0 / (conv_rate_tflops(gpu, p) * 1e12 * YP_CONV_EFFICIENCY)
+                                   : 1.0 / (gpu->fp32_tflops * 1e12 * YP_ELTWISE_EFFICIENCY);
 }
 
 double yp_cost_s_per_byte(const yp_gpu *gpu) { return 1.0 / (gpu->bw_gbs * 1e9 * YP_BW_EFFICIENCY); }
 
 int yp_cost_launches(int op, yp_phase phase) {
-    return is_conv(op) && phase == YP_PHASE_BACKWARD ? 2 : 1; /* data and weight gradients */
+    if (op < 0) return 1; /* loss, optimizer, EMA */
+    const yp_op_info *row = yp_op_get((yp_op)op);
+    return phase == YP_PHASE_BACKWARD ? row->bwd_launches : row->fwd_launches;
 }
 
 double yp_cost_roofline_s(const yp_gpu *gpu, yp_precision p, int op, double flops, double bytes) {

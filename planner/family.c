@@ -70,8 +70,7 @@ static int live_steps(const yp_schedule *s, int skip_whole, yp_lin **out, int *n
 /* A tensor's bytes as a step moves them: a conv's weight is read as the AMP copy when there is one. */
 static yp_lin operand_lin(const yp_schedule *s, const yp_step *st, const yp_tensor *t) {
     yp_lin l = tensor_lin(t);
-    int math = st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT;
-    if (math && st->phase != YP_PHASE_OPTIMIZER && yp_tensor_amp_copied(s, t))
+    if (yp_cost_matrix_math(st->op) && st->phase != YP_PHASE_OPTIMIZER && yp_tensor_amp_copied(s, t))
         l.act[YP_SCALE_CONST] = l.fixed[YP_SCALE_CONST], l.fixed[YP_SCALE_CONST] = 0;
     return l;
 }
@@ -140,6 +139,7 @@ static void totals(const yp_schedule *s, yp_family *f) {
 
 int yp_family_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, yp_family *out, yp_err *err) {
     memset(out, 0, sizeof *out);
+    if (yp_candidate_check_scratch(c, err)) return -1;
     out->gpu = *gpu;
     int stride = yp_graph_max_stride(g);
     yp_candidate u = *c;

@@ -40,6 +40,7 @@ static int val_need(const yp_graph *g, const yp_candidate *c, int64_t persistent
 int yp_plan_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, int64_t reserve, int64_t n_images,
                   yp_plan *out, yp_err *err) {
     memset(out, 0, sizeof *out);
+    if (yp_candidate_check_scratch(c, err)) return -1;
     out->g = g, out->cand = *c, out->gpu = *gpu, out->reserve_bytes = reserve;
     yp_sched_opts o = yp_candidate_train_opts(c, yp_graph_max_stride(g));
     out->sched = yp_schedule_build(g, &o, err);

@@ -27,6 +27,7 @@ cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c) {
     cJSON_AddStringToObject(j, "policy", yp_save_policy_name(c->policy));
     cJSON_AddNumberToObject(j, "labels_per_image", c->labels_per_image);
     cJSON_AddBoolToObject(j, "multi_scale", c->multi_scale);
+    cJSON_AddStringToObject(j, "conv_scratch", yp_candidate_scratch_name(c));
     return j;
 }
 
@@ -150,8 +151,9 @@ static const char *str(ctx *c, const cJSON *o, const char *path, const char *key
     return v ? v->valuestring : NULL;
 }
 
-/* Reads back what yp_candidate_json wrote. */
-static int load_candidate(ctx *c, const cJSON *j, yp_candidate *k) {
+/* Reads back what yp_candidate_json wrote; the conv scratch model is resolved through r. A file
+ * without "conv_scratch" predates the key, when every saved plan was an im2col one. */
+static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, yp_candidate *k) {
     double v[7];
     static const char *const keys[] = {"batch", "mosaic", "ema", "freeze", "labels_per_image", "multi_scale"};
     for (int i = 0; i < 6; i++)
@@ -178,6 +180,11 @@ static int load_candidate(ctx *c, const cJSON *j, yp_candidate *k) {
         k->ckpt_layers |= 1ull << (int)l->valuedouble;
     }
     if (k->batch < 1) return yp_err_set(c->err, "%s: candidate.batch: must be at least 1", c->file);
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(j, "conv_scratch");
+    if (sc && !cJSON_IsString(sc)) return yp_err_set(c->err, "%s: candidate.conv_scratch: expected a string", c->file);
+    yp_err why;
+    if (yp_candidate_set_scratch(k, sc ? sc->valuestring : YP_SCRATCH_IM2COL, r, &why))
+        return yp_err_set(c->err, "%s: candidate.conv_scratch: %s", c->file, why.msg);
     return 0;
 }
 
@@ -256,6 +263,10 @@ static char *slurp(const char *path, yp_err *err) {
 }
 
 int yp_plan_load(const char *path, yp_plan *out, yp_graph **graph, yp_err *err) {
+    return yp_plan_load_with(path, NULL, out, graph, err);
+}
+
+int yp_plan_load_with(const char *path, const yp_scratch_resolver *r, yp_plan *out, yp_graph **graph, yp_err *err) {
     ctx c = {path, err};
     *graph = NULL;
     memset(out, 0, sizeof *out);
@@ -274,7 +285,7 @@ int yp_plan_load(const char *path, yp_plan *out, yp_graph **graph, yp_err *err) 
         yp_err_set(err, "%s: format \"%s\" is not \"%s\"", path, fmt, YP_PLAN_FORMAT);
         goto done;
     }
-    if (!model || load_candidate(&c, need(&c, j, "", "candidate"), &cand) ||
+    if (!model || load_candidate(&c, need(&c, j, "", "candidate"), r, &cand) ||
         load_gpu(&c, need(&c, j, "", "gpu"), &gpu) || num(&c, j, "", "reserve_bytes", &reserve))
         goto done;
     char *ir = cJSON_PrintUnformatted(model);

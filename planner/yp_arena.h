@@ -1,4 +1,4 @@
-/* yp_arena.h - byte offsets for every tensor of a schedule in one arena (docs/DESIGN.md §2, §6).
+/* yp_arena.h - byte offsets for every tensor of a schedule in one arena (docs/architecture.md §2, §6).
  *
  * Heuristic (ggml-alloc's measure pass done statically, TFLite's greedy-by-size in spirit):
  * tensors alive for the whole step (weights, gradients, optimizer state, EMA, low-precision

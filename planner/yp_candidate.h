@@ -1,9 +1,9 @@
-/* yp_candidate.h - the knobs of one training configuration (docs/DESIGN.md §7) and how they map to
+/* yp_candidate.h - the knobs of one training configuration (docs/architecture.md §7) and how they map to
  * the schedule options of its training step and of its validation pass. */
 #ifndef YP_CANDIDATE_H
 #define YP_CANDIDATE_H
 
-#include "yp_schedule.h"
+#include "yp_scratch.h"
 
 typedef enum { YP_PREC_FP32, YP_PREC_AMP_FP16, YP_PREC_AMP_BF16, YP_PREC_COUNT } yp_precision;
 
@@ -19,15 +19,28 @@ typedef struct {
     yp_save_policy policy;
     double labels_per_image;  /* mean labels per source image (dataset scan or default) */
     int multi_scale;          /* --multi-scale: training sizes up to 1.5x the nominal size */
-    /* The conv scratch rule of the backend that will run the plan (yp_sched_opts); NULL: the
-     * backend-neutral im2col estimate. Not part of the candidate's JSON. */
-    yp_conv_scratch_fn conv_scratch;
-    void *conv_scratch_ctx;
+    /* The conv scratch model (yp_scratch.h): its name, which the candidate's JSON carries ("" is
+     * "im2col"), and the rule it resolved to, which it does not (a loader resolves the name again).
+     * Set both with yp_candidate_set_scratch; the default is im2col. */
+    char scratch[YP_SCRATCH_NAME_MAX];
+    yp_scratch_rule scratch_rule;
 } yp_candidate;
 
 /* Defaults of a YOLOv5 training run: batch 16 at 640, fp32, mosaic, SGD, EMA, no freeze,
  * yoloplan policy, COCO's 7.3 labels per image. */
 yp_candidate yp_candidate_default(void);
+
+/* Makes name (resolved through r, which may be NULL: yp_scratch_resolve) c's conv scratch model.
+ * 0, or -1 with err set and c unchanged. */
+int yp_candidate_set_scratch(yp_candidate *c, const char *name, const yp_scratch_resolver *r, yp_err *err);
+
+/* c's conv scratch model as the JSON writes it: "im2col" when none was set. */
+const char *yp_candidate_scratch_name(const yp_candidate *c);
+
+/* Refuses a candidate whose scratch model names a rule it does not hold (a name copied without
+ * yp_candidate_set_scratch): plan builders call it, so that no plan silently falls back to
+ * im2col. 0, or -1 with err set. */
+int yp_candidate_check_scratch(const yp_candidate *c, yp_err *err);
 
 const char *yp_precision_name(yp_precision p);   /* "fp32", "amp-fp16", "amp-bf16" */
 int yp_precision_parse(const char *s);           /* -1 if unknown */

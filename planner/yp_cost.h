@@ -1,10 +1,11 @@
-/* yp_cost.h - the step-time model (docs/DESIGN.md §7): a roofline per step of the schedule.
+/* yp_cost.h - the step-time model (docs/architecture.md §7): a roofline per step of the schedule.
  *
  * A step takes max(FLOPs / (rate x compute efficiency), bytes / (bandwidth x memory efficiency))
- * plus a launch overhead. Convolutions (conv2d, detect) run at the tensor-core rate of their
- * precision: FP16 or BF16 under AMP, TF32 in fp32 on cards that have it (cuDNN's default for
- * convolutions, as in PyTorch), else the FP32 rate. Every other op is elementwise and
- * bandwidth-bound in practice. Bytes are the tensors a step reads plus those it writes.
+ * plus a launch overhead. Convolutions (conv2d, detect: the ops whose op-table row has
+ * matrix_math) run at the tensor-core rate of their precision: FP16 or BF16 under AMP, TF32 in fp32
+ * on cards that have it (cuDNN's default for convolutions, as in PyTorch), else the FP32 rate.
+ * Every other op is elementwise and bandwidth-bound in practice. Launches per step come from the
+ * row too. Bytes are the tensors a step reads plus those it writes.
  * Figures are estimates for ranking candidates on one card; bench/ compares them with
  * measurements where a GPU is available. */
 #ifndef YP_COST_H
@@ -39,8 +40,11 @@ double yp_cost_roofline_s(const yp_gpu *gpu, yp_precision p, int op, double flop
  * use it. */
 double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes);
 
+/* Does the op (a yp_op or -1) run at the tensor-core rate? Its op-table row says (matrix_math). */
+int yp_cost_matrix_math(int op);
+
 /* The parts of the roofline: seconds per FLOP for this op and precision, seconds per byte, and the
- * kernel launches of a step. */
+ * kernel launches of a step (the op's row: fwd_launches, or bwd_launches in backward; 1 without an op). */
 double yp_cost_s_per_flop(const yp_gpu *gpu, yp_precision p, int op);
 double yp_cost_s_per_byte(const yp_gpu *gpu);
 int yp_cost_launches(int op, yp_phase phase);

@@ -1,4 +1,4 @@
-/* yp_front.h - the Pareto front of checkpoint sets (docs/DESIGN.md §6): activation bytes saved per
+/* yp_front.h - the Pareto front of checkpoint sets (docs/architecture.md §6): activation bytes saved per
  * image against recompute FLOPs per image, over the top-level layers.
  *
  * Under the yoloplan saving policy, checkpointing layer L drops the outputs of L's inner convs

@@ -1,4 +1,4 @@
-/* yp_liveness.h - the liveness simulation (docs/DESIGN.md §6): live bytes at every step of a
+/* yp_liveness.h - the liveness simulation (docs/architecture.md §6): live bytes at every step of a
  * schedule, the peak, the step where it occurs and the breakdown by kind at the peak. This is
  * the one function that computes those numbers; reports and the executor reuse its result.
  * Ownership: yp_liveness_compute fills a struct whose arrays the caller frees with

@@ -1,4 +1,4 @@
-/* yp_plan.h - the plan: the contract between planner, reports and executor (docs/DESIGN.md §2).
+/* yp_plan.h - the plan: the contract between planner, reports and executor (docs/architecture.md §2).
  *
  * A plan is one candidate made concrete: its training schedule (every tensor with kind, dtype,
  * shape, bytes and life; every step with its operands), the liveness simulation, the arena with
@@ -12,7 +12,7 @@
 #include "yp_arena.h"
 #include "yp_cost.h"
 
-/* Host (CPU) memory of the data pipeline, bytes (docs/DESIGN.md §6). */
+/* Host (CPU) memory of the data pipeline, bytes (docs/architecture.md §6). */
 typedef struct {
     int64_t loader_workers;
     int64_t mosaic_canvases;  /* per worker one 2*img square canvas of uint8 RGB */

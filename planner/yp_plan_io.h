@@ -16,8 +16,8 @@
 #define YP_PLAN_VERSION 1
 
 /* The candidate as JSON (reports/JSON.md "candidate": model, img [w, h], batch, precision,
- * checkpoint [layers], mosaic, optimizer, ema, freeze, policy, labels_per_image, multi_scale):
- * one form for the report and for plan.json. The caller deletes the tree. */
+ * checkpoint [layers], mosaic, optimizer, ema, freeze, policy, labels_per_image, multi_scale,
+ * conv_scratch): one form for the report and for plan.json. The caller deletes the tree. */
 cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c);
 
 /* The GPU as JSON (reports/JSON.md "gpu": name, desc, mem_bytes, fixed_bytes, the four peak rates,
@@ -27,7 +27,12 @@ cJSON *yp_gpu_json(const yp_gpu *g);
 /* Writes p to path atomically (temp file + rename). 0, or -1 with err set. */
 int yp_plan_save(const yp_plan *p, const char *path, yp_err *err);
 
-/* Reads path, re-plans and verifies. 0, or -1 with err set (file, JSON path, fix). */
+/* Reads path, re-plans and verifies. 0, or -1 with err set (file, JSON path, fix). The plan's
+ * conv scratch model (candidate.conv_scratch, yp_scratch.h) is resolved through r: yp_plan_load
+ * passes none, so it loads im2col plans only; a program that links a backend passes that
+ * backend's resolver (the executor's yp_exec_scratch_resolver) to load the plans made for it. A
+ * model r cannot resolve is refused, naming it and the models r knows. */
 int yp_plan_load(const char *path, yp_plan *out, yp_graph **graph, yp_err *err);
+int yp_plan_load_with(const char *path, const yp_scratch_resolver *r, yp_plan *out, yp_graph **graph, yp_err *err);
 
 #endif

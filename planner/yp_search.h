@@ -1,4 +1,4 @@
-/* yp_search.h - the candidate search (docs/DESIGN.md §7): for each (model, image size, precision,
+/* yp_search.h - the candidate search (docs/architecture.md §7): for each (model, image size, precision,
  * checkpoint-front point, mosaic) the largest batch that fits the GPU, ranked by predicted images
  * per second at the nominal batch of 64.
  *

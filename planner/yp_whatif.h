@@ -1,4 +1,4 @@
-/* yp_whatif.h - "will model M at batch B and size S fit, and if not, what helps?" (docs/DESIGN.md
+/* yp_whatif.h - "will model M at batch B and size S fit, and if not, what helps?" (docs/architecture.md
  * §1 question 3): the plan of one pinned candidate, then the remedies users try one by one, each
  * built as a real plan so its memory and its time cost are what the planner would promise.
  * Ownership: the caller frees each remedy's plan with yp_plan_free (yp_whatif_free does all). */

@@ -13,7 +13,7 @@
 
 #include "yp_plan.h"
 
-/* The stacked categories of the memory timeline (docs/DESIGN.md §6), bottom to top. */
+/* The stacked categories of the memory timeline (docs/architecture.md §6), bottom to top. */
 typedef enum {
     TL_CAT_WEIGHTS,   /* WEIGHT + EMA + LOWP */
     TL_CAT_GRADS,     /* GRAD */

@@ -55,7 +55,7 @@ static int head_start(const yp_graph *g) {
 static Agnode_t *layer_node(Agraph_t *sub, const yp_plan *p, int l, const yp_node_info *info, const layer_cost *lc) {
     const yp_layer *ly = &p->g->layers[l];
     char name[16], shape[160], b[32], fl[32], label[512];
-    int ck = (int)(p->cand.ckpt_layers >> l & 1);
+    int ck = yp_ckpt_has(p->cand.ckpt_layers, l);
     snprintf(name, sizeof name, "L%d", l);
     shape_str(&info[ly->output], shape, sizeof shape);
     snprintf(label, sizeof label, "%d  %s%s\n%s\nsaved %s\nrecompute %s", l, ly->module,

@@ -1,7 +1,8 @@
 /* test_plan.c - the planner: the scaled family equals the real schedule at any size, the search
  * returns plans whose real arena fits and is valid, plan.json round-trips and refuses tampering,
- * and what-if remedies save memory. */
+ * the conv scratch model travels in it by name, and what-if remedies save memory. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -209,11 +210,87 @@ static void test_whatif(void) {
     yp_graph_free(n);
 }
 
+/* A backend model the planner does not know, as a caller's resolver supplies it: "twice:K" plans
+ * K times the im2col scratch. */
+static int twice_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
+    yp_conv_scratch_im2col(NULL, q, per_image, fixed, err);
+    *per_image *= (int64_t)(intptr_t)ctx, *fixed *= (int64_t)(intptr_t)ctx;
+    return 0;
+}
+
+static int twice_resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
+    if (strncmp(name, "twice:", 6)) return 1;
+    int k = atoi(name + 6);
+    if (k < 1 || k > 4) return yp_err_set(err, "K must be 1..4");
+    rule->fn = twice_rule, rule->ctx = (void *)(intptr_t)k;
+    return 0;
+}
+
+/* The conv scratch model is a named part of the candidate: written to plan.json as
+ * candidate.conv_scratch, resolved again on load through the caller's resolver (a plan the
+ * caller cannot resolve is refused, naming the model), and it changes the planned scratch. */
+static void test_scratch_model_round_trip(void) {
+    static const yp_scratch_resolver twice = {"twice:K", twice_resolve};
+    yp_graph *g = yp_test_model("yolov5n"), *g2 = NULL;
+    REQUIRE(g != NULL);
+    yp_gpu gpu;
+    yp_err err;
+    yp_gpu_parse("8GB", &gpu, &err);
+    yp_candidate c = yp_candidate_default();
+    c.batch = 2, c.img_w = c.img_h = 128;
+    CHECK_STR_HAS(yp_candidate_scratch_name(&c), "im2col");
+    cJSON *j = yp_candidate_json(g, &c);
+    const cJSON *sc = cJSON_GetObjectItem(j, "conv_scratch");
+    CHECK(cJSON_IsString(sc) && !strcmp(sc->valuestring, "im2col"));
+    cJSON_Delete(j);
+    yp_plan p0, p2, q;
+    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 0, &p0, &err) == 0);
+    CHECK(yp_candidate_set_scratch(&c, "twice:2", NULL, &err) == -1); /* no resolver: the planner knows im2col only */
+    CHECK_STR_HAS(err.msg, "\"twice:2\"");
+    CHECK(yp_candidate_set_scratch(&c, "twice:9", &twice, &err) == -1);
+    CHECK_STR_HAS(err.msg, "K must be 1..4");
+    CHECK(yp_candidate_set_scratch(&c, "cudnn:auto:0", &twice, &err) == -1);
+    CHECK_STR_HAS(err.msg, "known: im2col, twice:K");
+    REQUIRE(yp_candidate_set_scratch(&c, "twice:2", &twice, &err) == 0);
+    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 0, &p2, &err) == 0);
+    int64_t ws0 = 0, ws2 = 0;
+    for (int t = 0; t < p0.sched->n_tensors; t++)
+        if (p0.sched->tensors[t].kind == YP_KIND_WORKSPACE) ws0 += p0.sched->tensors[t].bytes;
+    for (int t = 0; t < p2.sched->n_tensors; t++)
+        if (p2.sched->tensors[t].kind == YP_KIND_WORKSPACE) ws2 += p2.sched->tensors[t].bytes;
+    CHECK(ws0 > 0);
+    CHECK_EQ_I64(ws2, 2 * ws0);
+    /* a name copied without its rule is refused, not planned as im2col */
+    yp_candidate bare = c;
+    bare.scratch_rule.fn = NULL;
+    CHECK(yp_plan_build(g, &bare, &gpu, 0, 0, &q, &err) == -1);
+    CHECK_STR_HAS(err.msg, "not resolved");
+    char path[] = "/tmp/yp_test_plan_scratch_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    CHECK(yp_plan_save(&p2, path, &err) == 0);
+    CHECK(yp_plan_load(path, &q, &g2, &err) == -1);
+    CHECK_STR_HAS(err.msg, "candidate.conv_scratch");
+    CHECK_STR_HAS(err.msg, "\"twice:2\"");
+    CHECK(yp_plan_load_with(path, &twice, &q, &g2, &err) == 0);
+    if (g2) {
+        CHECK(!strcmp(q.cand.scratch, "twice:2"));
+        CHECK_EQ_I64(q.arena_bytes, p2.arena_bytes);
+        yp_plan_free(&q);
+        yp_graph_free(g2);
+    }
+    unlink(path);
+    yp_plan_free(&p0);
+    yp_plan_free(&p2);
+    yp_graph_free(g);
+}
+
 int main(void) {
     YP_RUN(test_family_is_exact);
     YP_RUN(test_max_batch);
     YP_RUN(test_search_and_realize);
     YP_RUN(test_plan_json_round_trip);
+    YP_RUN(test_scratch_model_round_trip);
     YP_RUN(test_whatif);
     return yp_test_summary();
 }

@@ -53,7 +53,7 @@ static void test_saved_bytes_equal_pytorch(void) {
     cJSON_Delete(fx);
 }
 
-/* The yoloplan policy saves less than PyTorch for every model (the point of docs/DESIGN.md §6). */
+/* The yoloplan policy saves less than PyTorch for every model (the point of docs/architecture.md §6). */
 static void test_yoloplan_saves_less(void) {
     yp_err err;
     yp_graph *g = yp_ir_load_file(YP_MODELS_DIR "/yolov5s.json", &err);

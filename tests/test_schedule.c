@@ -7,6 +7,7 @@
 #include "yp_ir.h"
 #include "yp_schedule.h"
 #include "yp_test.h"
+#include "yp_test_models.h"
 
 static yp_graph *tiny(void) {
     yp_err err;
@@ -250,7 +251,120 @@ static void test_amp_and_adam(void) {
     yp_graph_free(g);
 }
 
+/* The typed roles agree with the names the state dict uses and with the kinds; every derived
+ * tensor points at its parameter (same node, level and element count); the inputs are exported. */
+static void check_roles(const yp_schedule *s) {
+    static const struct { yp_role role; const char *prefix; yp_kind kind; } derived[] = {
+        {YP_ROLE_GRAD, "grad:", YP_KIND_GRAD},          {YP_ROLE_MOMENTUM, "momentum:", YP_KIND_OPTSTATE},
+        {YP_ROLE_ADAM_M, "adam.m:", YP_KIND_OPTSTATE},  {YP_ROLE_ADAM_V, "adam.v:", YP_KIND_OPTSTATE},
+        {YP_ROLE_EMA, "ema:", YP_KIND_EMA},             {YP_ROLE_LOWP, "f16:", YP_KIND_LOWP},
+    };
+    CHECK(s->tensors[s->images_t].role == YP_ROLE_IMAGES && !strcmp(s->tensors[s->images_t].name, "input:images"));
+    CHECK(s->tensors[s->targets_t].role == YP_ROLE_TARGETS && !strcmp(s->tensors[s->targets_t].name, "loss:targets"));
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *x = &s->tensors[t];
+        CHECK(yp_role_is_param(x->role) == (x->kind == YP_KIND_WEIGHT));
+        const char *dot = strrchr(x->name, '.');
+        if (x->role == YP_ROLE_CONV_WEIGHT || x->role == YP_ROLE_BN_GAMMA) CHECK(dot && !strcmp(dot, ".weight"));
+        if (x->role == YP_ROLE_CONV_BIAS || x->role == YP_ROLE_BN_BETA) CHECK(dot && !strcmp(dot, ".bias"));
+        if (x->role == YP_ROLE_RUNNING_VAR) CHECK(dot && !strcmp(dot, ".running_var"));
+        if (x->role == YP_ROLE_SCRATCH_IMAGE) CHECK(!strncmp(x->name, "ws:", 3) && x->scale == YP_SCALE_PIXELS);
+        if (x->role == YP_ROLE_SCRATCH_FIXED) CHECK(!strncmp(x->name, "wt:", 3) && x->scale == YP_SCALE_CONST);
+        if (x->role == YP_ROLE_CONV_WEIGHT && s->g->nodes[x->node].op == YP_OP_DETECT) {
+            char want[96];
+            snprintf(want, sizeof want, "%s.m.%d.weight", s->g->nodes[x->node].name, x->level);
+            CHECK(!strcmp(x->name, want));
+        }
+        int is_derived = 0;
+        for (size_t k = 0; k < sizeof derived / sizeof *derived; k++) {
+            if (x->role != derived[k].role) continue;
+            is_derived = 1;
+            const yp_tensor *p = &s->tensors[x->param];
+            CHECK(x->param >= 0 && yp_role_is_param(p->role) && x->kind == derived[k].kind);
+            CHECK(x->node == p->node && x->level == p->level && x->shape.w == p->shape.w);
+            char want[160];
+            snprintf(want, sizeof want, "%s%s", derived[k].prefix, p->name);
+            CHECK(!strcmp(x->name, want));
+            if (x->role == YP_ROLE_GRAD) CHECK(p->grad == t);
+        }
+        if (!is_derived) CHECK(x->param == -1);
+    }
+}
+
+static int listed(const int *list, int n, int t) {
+    for (int k = 0; k < n; k++)
+        if (list[k] == t) return 1;
+    return 0;
+}
+
+/* Every step's named operands are exactly the tensors of its lists, each in the list its phase
+ * says (yp_schedule.h): written ones among the outputs, read ones among the inputs. */
+static void check_operands(const yp_schedule *s) {
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *st = &s->steps[i];
+        if (st->phase == YP_PHASE_OPTIMIZER) continue; /* no named operands */
+        const int *slots = (const int *)&st->a, n_slots = (int)(sizeof st->a / sizeof(int));
+        const int *in = yp_step_inputs(s, st), *out = yp_step_outputs(s, st);
+        for (int k = 0; k < n_slots; k++)
+            if (slots[k] >= 0) CHECK(listed(in, st->n_in, slots[k]) || listed(out, st->n_out, slots[k]));
+        for (int k = 0; k < st->n_in; k++) CHECK(listed(slots, n_slots, in[k]));
+        for (int k = 0; k < st->n_out; k++) CHECK(listed(slots, n_slots, out[k]));
+        int fwd = st->phase == YP_PHASE_FORWARD || st->phase == YP_PHASE_RECOMPUTE;
+        if (fwd && st->node >= 0) CHECK(st->a.y[0] >= 0 && listed(out, st->n_out, st->a.y[0]));
+        if (st->phase == YP_PHASE_BACKWARD) CHECK(st->a.dy[0] >= 0 || st->op == YP_OP_DETECT);
+        if (st->op == YP_OP_CONV2D) CHECK(st->a.w[0] >= 0 && (st->a.x[0] >= 0 || !fwd));
+        if (st->phase == YP_PHASE_LOSS) CHECK(st->a.targets == s->targets_t && st->a.loss_value >= 0);
+    }
+}
+
+static void test_roles(void) {
+    yp_graph *g = yp_test_model("yolov5n"); /* three Detect levels */
+    REQUIRE(g != NULL);
+    for (int variant = 0; variant < 2; variant++) {
+        yp_sched_opts o = yp_sched_opts_default(2, 64, 64);
+        if (variant) o.act_dtype = YP_DTYPE_F16, o.optimizer = YP_OPT_ADAM, o.policy = YP_SAVE_PYTORCH;
+        else o.ckpt_layers = 0x5a, o.freeze = 2; /* recompute steps, frozen layers */
+        yp_schedule *s = yp_schedule_build(g, &o, NULL);
+        REQUIRE(s != NULL);
+        check_roles(s);
+        check_operands(s);
+        yp_schedule_free(s);
+    }
+    yp_graph_free(g);
+}
+
+/* The evaluation pass: forward with BN in eval mode, the loss without gradients, the decoded
+ * boxes; nothing trains, nothing is updated. */
+static void test_eval(void) {
+    yp_graph *g = yp_test_model("yolov5n");
+    REQUIRE(g != NULL);
+    yp_sched_opts o = yp_sched_opts_default(2, 64, 64);
+    o.eval = 1, o.ema = 0;
+    yp_schedule *s = yp_schedule_build(g, &o, NULL);
+    REQUIRE(s != NULL);
+    int decoded = -1;
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *st = &s->steps[i];
+        CHECK(st->phase == YP_PHASE_FORWARD || st->phase == YP_PHASE_LOSS);
+        if (st->phase == YP_PHASE_LOSS) CHECK(st->a.dx[0] < 0);
+        if (st->op == YP_OP_BATCHNORM2D) CHECK(st->a.stats < 0 && st->a.running_mean >= 0 && st->n_out == 1);
+        if (st->a.decoded >= 0) {
+            decoded = st->a.decoded;
+            CHECK(i == s->n_steps - 1 && !strcmp(st->label, "decode"));
+        }
+    }
+    for (int t = 0; t < s->n_tensors; t++) CHECK(s->tensors[t].kind != YP_KIND_GRAD && s->tensors[t].role != YP_ROLE_BN_STATS);
+    REQUIRE(decoded >= 0);
+    /* 64x64: grids 8x8, 4x4, 2x2 -> 84 cells, 3 anchors, 80 classes + 5 */
+    CHECK_EQ_I64(s->tensors[decoded].bytes, 2 * 3 * 84 * 85 * 4);
+    check_operands(s);
+    yp_schedule_free(s);
+    yp_graph_free(g);
+}
+
 int main(void) {
+    YP_RUN(test_roles);
+    YP_RUN(test_eval);
     YP_RUN(test_pytorch_lives);
     YP_RUN(test_yoloplan_recompute);
     YP_RUN(test_keepcat);

@@ -1,5 +1,5 @@
 /* test_shapes.c - shapes, parameter counts and FLOPs of the bundled models against the
- * YOLOv5 facts (docs/DESIGN.md §5; the shapes and parameters Ultralytics' model summary prints). */
+ * YOLOv5 facts (docs/architecture.md §5; the shapes and parameters Ultralytics' model summary prints). */
 #include <stdlib.h>
 
 #include "yp_ir.h"

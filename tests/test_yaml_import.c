@@ -80,7 +80,7 @@ static int count_op(const yp_graph *g, yp_op op) {
 
 static const char *const models[5] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
 
-/* docs/DESIGN.md §5: trainable parameters, BN not fused, nc 80. */
+/* docs/architecture.md §5: trainable parameters, BN not fused, nc 80. */
 static void test_param_totals(void) {
     static const int64_t want[5] = {1872157, 7235389, 21190557, 46563709, 86749405};
     static const int conv_blocks[5] = {57, 57, 79, 101, 123};
@@ -110,7 +110,7 @@ static void test_yolov5s_layer_params(void) {
     yp_graph_free(g);
 }
 
-/* docs/DESIGN.md §5 (parse_model's rules): repeats and output channels per layer for n/s/m/l/x (0 = not a conv-like layer). */
+/* docs/architecture.md §5 (parse_model's rules): repeats and output channels per layer for n/s/m/l/x (0 = not a conv-like layer). */
 static void test_scaling_all_models(void) {
     static const int reps[25][5] = {
         [2] = {1, 1, 2, 3, 4}, [4] = {2, 2, 4, 6, 8}, [6] = {3, 3, 6, 9, 12}, [8] = {1, 1, 2, 3, 4},

@@ -3,7 +3,7 @@
 
 yoloplan's own implementation of the loss Ultralytics YOLOv5 trains with
 (``utils/loss.py`` ``ComputeLoss`` at HEAD, ``bbox_iou`` of v7.0), written from
-YOLOv5's behaviour as docs/DESIGN.md section 5 records it.
+YOLOv5's behaviour as docs/architecture.md section 5 records it.
 It is the reference the C loss (executor/loss.c) is checked against: gradients
 come from autograd, so whatever YOLOv5 detaches is detached here too.
 

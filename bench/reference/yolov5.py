@@ -3,7 +3,7 @@
 
 This is yoloplan's own PyTorch implementation of the Ultralytics YOLOv5 v6.0+
 detection model (P5 variants n/s/m/l/x), written from yoloplan's design notes
-(docs/DESIGN.md section 5) and the behaviour of Ultralytics' models/common.py
+(docs/architecture.md section 5) and the behaviour of Ultralytics' models/common.py
 and models/yolo.py.  It is the anchor yoloplan is
 measured against: parameter counts, saved-for-backward bytes
 (bench/reference/saved_bytes.py), and later training-step numerics.
@@ -97,7 +97,7 @@ LAYERS = (
     ((17, 20, 23), 1, "Detect", ("nc", "anchors")),  # 24
 )
 
-#: expected trainable parameters (BN not fused), nc = 80 (docs/DESIGN.md section 5)
+#: expected trainable parameters (BN not fused), nc = 80 (docs/architecture.md section 5)
 EXPECTED_PARAMS = {
     "n": 1_872_157,
     "s": 7_235_389,

@@ -145,3 +145,7 @@ yp_backend *yp_backend_cpu_new(const yp_cpu_config *cfg, char *why, size_t why_l
     }
     return &cb->base;
 }
+
+int yp_backend_cpu_threads(const yp_backend *be) {
+    return be && be->release == cpu_release ? ((const yp_cpu_backend *)be)->threads : 0;
+}

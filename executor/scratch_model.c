@@ -1,0 +1,73 @@
+/* scratch_model.c - the backends' conv scratch models by name (planner/yp_scratch.h): the
+ * resolver the planner asks for "onednn:T", and the model a backend needs now. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "yp_executor.h"
+
+#define ONEDNN_PREFIX "onednn:"
+#define ONEDNN_MAX_THREADS 1024
+
+int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
+    yp_backend *be = ctx;
+    yp_conv_desc d = {{q->in.n, q->in.h, q->in.w, q->in.c}, {q->out.n, q->out.h, q->out.w, q->out.c},
+                      q->k, q->s, q->p, q->groups, yp_exec_elem(q->dtype)};
+    if (!be->ops || !be->ops->conv2d_scratch)
+        return yp_err_set(err, "backend %s has no conv ops", be->name);
+    if (be->ops->conv2d_scratch(be, &d, q->bias, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image, fixed))
+        return yp_err_set(err, "%s", be->last_error(be));
+    return 0;
+}
+
+/* "onednn:T": a CPU instance with T threads asked (ctx holds T). oneDNN's scratchpads depend on
+ * the thread count, which an instance fixes, so the answer is T's whatever the caller runs with.
+ * The instance lives for one query: the rule keeps no state and needs no owner (the query is pure,
+ * so a fresh instance answers as the one that will run the plan). */
+static int onednn_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
+    char why[256];
+    const yp_cpu_config cfg = {(int)(intptr_t)ctx};
+    yp_backend *be = yp_backend_cpu_new(&cfg, why, sizeof why);
+    if (!be) return yp_err_set(err, "%s", why);
+    int rc = yp_exec_conv_scratch(be, q, per_image, fixed, err);
+    yp_backend_free(be);
+    return rc;
+}
+
+/* "onednn:T" with T a thread count written plainly (1..1024, no sign, no leading zero); 1 for
+ * any name outside "onednn". */
+static int resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
+    const size_t n = strlen(ONEDNN_PREFIX);
+    if (strcmp(name, "onednn") && strncmp(name, ONEDNN_PREFIX, n)) return 1;
+    const char *v = strlen(name) > n ? name + n : "";
+    long t = 0;
+    int ok = v[0] >= '1' && v[0] <= '9';
+    for (const char *p = v; ok && *p; p++) {
+        ok = *p >= '0' && *p <= '9';
+        t = t * 10 + (*p - '0');
+        ok = ok && t <= ONEDNN_MAX_THREADS;
+    }
+    if (!ok) return yp_err_set(err, "T must be the CPU thread count, an integer in 1..%d", ONEDNN_MAX_THREADS);
+    rule->fn = onednn_rule;
+    rule->ctx = (void *)(intptr_t)t;
+    return 0;
+}
+
+const yp_scratch_resolver *yp_exec_scratch_resolver(void) {
+    static const yp_scratch_resolver r = {"onednn:T (T: CPU threads, 1..1024)", resolve};
+    return &r;
+}
+
+void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n) {
+    int t = yp_backend_cpu_threads(be);
+    if (t > 0) snprintf(buf, n, ONEDNN_PREFIX "%d", t);
+    else snprintf(buf, n, "%s", be->name);
+}
+
+/* The instance's own rule under its model's name: for a CPU instance the same answers as the
+ * resolved "onednn:T" rule, without an instance per query. */
+void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
+    yp_exec_scratch_model(be, c->scratch, sizeof c->scratch);
+    c->scratch_rule.fn = yp_exec_conv_scratch;
+    c->scratch_rule.ctx = be;
+}

@@ -1,0 +1,48 @@
+/* op_pointwise.c - the per-element ops that keep their input's shape: batchnorm2d (with its
+ * parameters and running statistics) and silu. */
+#include "ops_internal.h"
+
+/* ---------------------------------------------------------------- batchnorm2d */
+
+int yp_bn_check(const yp_check_ctx *c, const yp_node *n, int *c_out) {
+    int c0 = yp_check_channels(c, n->inputs[0]);
+    if (n->a.bn.c != c0)
+        return yp_err_set(c->err, "%s: nodes[%d].attrs.c: %d, but its input has %d channels; set c to %d", c->file,
+                          c->i, n->a.bn.c, c0, c0);
+    *c_out = c0;
+    return 0;
+}
+
+int yp_bn_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
+    (void)c;
+    o->params = 2 * (int64_t)n->a.bn.c;  /* weight, bias */
+    o->buffers = 2 * (int64_t)n->a.bn.c; /* running mean, var */
+    return 0;
+}
+
+int64_t yp_bn_flops(const yp_node *n, yp_shape out) {
+    (void)n;
+    return 6 * yp_shape_numel(out); /* statistics + normalise + affine */
+}
+
+int yp_bn_load(const yp_attrs_in *in, yp_node *n) {
+    static const char *const keys[] = {"c", "eps", "momentum", NULL};
+    yp_bn_attrs *a = &n->a.bn;
+    if (yp_attr_keys(in, keys) || yp_attr_int(in, "c", 1, YP_LIM_CHANNELS, &a->c) ||
+        yp_attr_num(in, "eps", 1e-12, 1.0, &a->eps) || yp_attr_num(in, "momentum", 0.0, 1.0, &a->momentum))
+        return -1;
+    return 0;
+}
+
+void yp_bn_write(const yp_node *n, yp_attrs_out *out) {
+    cJSON_AddNumberToObject(out->obj, "c", n->a.bn.c);
+    cJSON_AddNumberToObject(out->obj, "eps", n->a.bn.eps);
+    cJSON_AddNumberToObject(out->obj, "momentum", n->a.bn.momentum);
+}
+
+/* ---------------------------------------------------------------- silu (checks, shape, attrs: the defaults) */
+
+int64_t yp_silu_flops(const yp_node *n, yp_shape out) {
+    (void)n;
+    return 5 * yp_shape_numel(out);
+}

@@ -1,0 +1,65 @@
+/* op_resample.c - the ops that change a map's spatial size and keep its data per channel:
+ * upsample_nearest, maxpool2d, and space_to_depth (Focus: 2x2 pixel blocks to channels). */
+#include "ops_internal.h"
+
+/* ---------------------------------------------------------------- upsample_nearest */
+
+int yp_upsample_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
+    (void)c;
+    o->out[0].h *= n->a.up.scale, o->out[0].w *= n->a.up.scale;
+    return 0;
+}
+
+int yp_upsample_load(const yp_attrs_in *in, yp_node *n) {
+    static const char *const keys[] = {"scale", NULL};
+    return yp_attr_keys(in, keys) || yp_attr_int(in, "scale", 2, 8, &n->a.up.scale) ? -1 : 0;
+}
+
+void yp_upsample_write(const yp_node *n, yp_attrs_out *out) {
+    cJSON_AddNumberToObject(out->obj, "scale", n->a.up.scale);
+}
+
+/* ---------------------------------------------------------------- maxpool2d */
+
+int yp_maxpool_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
+    const yp_pool_attrs *a = &n->a.pool;
+    (void)c;
+    o->out[0].h = yp_window_out(o->out[0].h, a->k, a->s, a->p);
+    o->out[0].w = yp_window_out(o->out[0].w, a->k, a->s, a->p);
+    return 0;
+}
+
+int64_t yp_maxpool_flops(const yp_node *n, yp_shape out) {
+    return (int64_t)n->a.pool.k * n->a.pool.k * yp_shape_numel(out);
+}
+
+int yp_maxpool_load(const yp_attrs_in *in, yp_node *n) {
+    static const char *const keys[] = {"k", "s", "p", NULL};
+    yp_pool_attrs *a = &n->a.pool;
+    if (yp_attr_keys(in, keys) || yp_attr_int(in, "k", 1, YP_LIM_KERNEL, &a->k) ||
+        yp_attr_int(in, "s", 1, YP_LIM_KERNEL, &a->s) || yp_attr_int(in, "p", 0, YP_LIM_KERNEL, &a->p))
+        return -1;
+    if (2 * a->p > a->k)
+        return yp_err_set(in->c->err, "%s: %s.p: padding %d exceeds half the kernel %d; use p <= k/2", in->c->file,
+                          in->path, a->p, a->k);
+    return 0;
+}
+
+void yp_maxpool_write(const yp_node *n, yp_attrs_out *out) {
+    cJSON_AddNumberToObject(out->obj, "k", n->a.pool.k);
+    cJSON_AddNumberToObject(out->obj, "s", n->a.pool.s);
+    cJSON_AddNumberToObject(out->obj, "p", n->a.pool.p);
+}
+
+/* ---------------------------------------------------------------- space_to_depth (no attrs) */
+
+int yp_s2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out) {
+    *c_out = 4 * yp_check_channels(c, n->inputs[0]);
+    return 0;
+}
+
+int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
+    (void)c, (void)n;
+    o->out[0].c *= 4, o->out[0].h /= 2, o->out[0].w /= 2;
+    return 0;
+}

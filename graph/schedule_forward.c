@@ -1,0 +1,150 @@
+/* schedule_forward.c - forward steps, conv scratch and the loss step of the training schedule. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule_build.h"
+
+/* The backend-neutral conv scratch (yp_schedule.h). */
+int yp_conv_scratch_im2col(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
+    (void)ctx, (void)err;
+    *per_image = *fixed = 0;
+    if (q->k == 1 && q->s == 1 && q->p == 0) return 0; /* a 1x1 conv is a plain GEMM */
+    int64_t kk = (int64_t)q->k * q->k * (q->in.c / q->groups);
+    *per_image = q->out.h * q->out.w * kk;
+    if (q->s == 1 && q->k > 1 && q->p <= q->k - 1) {
+        int64_t t = q->in.h * q->in.w * (int64_t)q->k * q->k * q->out.c;
+        *per_image = t > *per_image ? t : *per_image;
+    }
+    *fixed = q->k > 1 ? q->out.c * kk : 0;
+    return 0;
+}
+
+/* The scratch of one conv under the schedule's rule; a failure is kept for yp_schedule_build. */
+static void conv_scratch(bld *b, const yp_conv_query *q, int64_t *per_image, int64_t *fixed) {
+    const yp_sched_opts *o = &b->s->opts;
+    yp_conv_scratch_fn fn = o->conv_scratch ? o->conv_scratch : yp_conv_scratch_im2col;
+    if (fn(o->conv_scratch_ctx, q, per_image, fixed, &b->rule_err)) b->rule_failed = 1, *per_image = *fixed = 0;
+}
+
+/* Scratch tensors of a conv or Detect step: "ws:" per image (grows with the image) and "wt:"
+ * fixed (fp32); Detect's levels run one after another and share the largest. */
+void sb_conv_workspace(bld *b, int i, const char *what) {
+    const yp_node *n = &b->g->nodes[i];
+    if (n->op != YP_OP_CONV2D && n->op != YP_OP_DETECT) return;
+    int64_t cols = 0, wt = 0;
+    for (int l = 0; l < (n->op == YP_OP_DETECT ? n->n_inputs : 1); l++) {
+        int v = n->inputs[l];
+        yp_conv_query q = {0};
+        q.in = v == YP_INPUT_IMAGE ? b->s->tensors[b->image_t].shape : b->info[v].out[0];
+        q.out = b->info[i].out[l];
+        q.backward = !strcmp(what, "bwd");
+        q.dtype = b->s->opts.act_dtype;
+        if (n->op == YP_OP_CONV2D) {
+            const yp_conv_attrs *a = &n->a.conv;
+            q.k = a->k, q.s = a->s, q.p = a->p, q.groups = a->groups, q.bias = a->bias;
+        } else {
+            q.k = q.s = q.groups = q.bias = 1;
+        }
+        int64_t c, w;
+        conv_scratch(b, &q, &c, &w);
+        cols = c > cols ? c : cols, wt = w > wt ? w : wt;
+    }
+    yp_dtype dt = b->s->opts.act_dtype;
+    tspec ws = {YP_ROLE_SCRATCH_IMAGE, YP_KIND_WORKSPACE, YP_SCALE_PIXELS, dt, sb_flat(cols), i, 0};
+    tspec wf = {YP_ROLE_SCRATCH_FIXED, YP_KIND_WORKSPACE, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(wt), i, 0};
+    if (cols) sb_out_as(b, &b->cur.scratch_image, sb_new_tensor(b, ws, "ws:%s:%s", n->name, what));
+    if (wt) sb_out_as(b, &b->cur.scratch_fixed, sb_new_tensor(b, wf, "wt:%s:%s", n->name, what));
+}
+
+int sb_value_fwd(bld *b, int id, int level) {
+    return id == YP_INPUT_IMAGE ? b->image_t : b->out_t[id * YP_MAX_LEVELS + level];
+}
+
+int64_t sb_node_flops(const bld *b, int i) {
+    const yp_node *n = &b->g->nodes[i];
+    return b->info[i].flops ? b->info[i].flops : yp_op_get(n->op)->eltwise_flops(n, b->info[i].out[0]);
+}
+
+void sb_forward_node(bld *b, int i) {
+    const yp_node *n = &b->g->nodes[i];
+    const yp_sched_opts *o = &b->s->opts;
+    const yp_node_info *ni = &b->info[i];
+    for (int k = 0; k < n->n_inputs; k++) sb_in_as(b, &b->cur.x[k], sb_value_fwd(b, n->inputs[k], 0));
+    sb_params_in(b, i, 0);
+    for (int l = 0; l < ni->n_out; l++) {
+        char lv[16] = "";
+        if (n->op == YP_OP_DETECT) snprintf(lv, sizeof lv, ".l%d", l);
+        tspec sp = {YP_ROLE_VALUE, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, ni->out[l], i, l};
+        int t = sb_new_tensor(b, sp, "act:%s%s", n->name, lv);
+        b->out_t[i * YP_MAX_LEVELS + l] = t;
+        sb_out_as(b, &b->cur.y[l], t);
+    }
+    if (n->op == YP_OP_BATCHNORM2D && !o->eval) { /* eval: normalises with the running statistics */
+        tspec sp = {YP_ROLE_BN_STATS, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(2 * (int64_t)n->a.bn.c), i, 0};
+        b->stats_t[i] = sb_new_tensor(b, sp, "stats:%s%s", n->name, "");
+        sb_out_as(b, &b->cur.stats, b->stats_t[i]);
+        sb_op_out(b, b->cur.running_mean); /* running mean and var are updated */
+        sb_op_out(b, b->cur.running_var);
+    }
+    if (n->op == YP_OP_MAXPOOL2D && b->rules->pool_indices && b->rg[i]) {
+        tspec sp = {YP_ROLE_POOL_INDICES, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, 0};
+        b->idx_t[i] = sb_new_tensor(b, sp, "idx:%s%s", n->name, "");
+        sb_out_as(b, &b->cur.indices, b->idx_t[i]);
+    }
+    sb_conv_workspace(b, i, "fwd");
+    sb_emit(b, YP_PHASE_FORWARD, n->op, i, "", sb_node_flops(b, i));
+}
+
+/* ---------------------------------------------------------------- loss */
+
+/* The loss's buffers at the schedule's label count and the Detect output's grids. */
+static int64_t loss_label_floats(const bld *b) { return yp_loss_assign_floats(b->g->na, b->s->opts.labels); }
+
+static int64_t loss_objmap_floats(const bld *b) {
+    const yp_node_info *d = &b->info[b->g->n_nodes - 1];
+    int64_t gh[YP_MAX_LEVELS], gw[YP_MAX_LEVELS];
+    for (int l = 0; l < b->g->nl; l++) gh[l] = d->out[l].h, gw[l] = d->out[l].w;
+    return yp_loss_objmap_floats(d->out[0].n, b->g->na, b->g->nl, gh, gw);
+}
+
+void sb_loss_step(bld *b) {
+    const yp_graph *g = b->g;
+    int det = g->n_nodes - 1;
+    for (int l = 0; l < g->nl; l++) sb_in_as(b, &b->cur.x[l], b->out_t[det * YP_MAX_LEVELS + l]);
+    sb_in_as(b, &b->cur.targets, b->targets_t);
+    int64_t lab = loss_label_floats(b), obj = loss_objmap_floats(b);
+    tspec as = {YP_ROLE_LOSS_ASSIGN, YP_KIND_LOSS, YP_SCALE_LABELS, YP_DTYPE_F32, sb_flat(lab), -1, 0};
+    tspec om = {YP_ROLE_LOSS_OBJMAP, YP_KIND_LOSS, YP_SCALE_BATCH_PIXELS, YP_DTYPE_F32, sb_flat(obj), -1, 0};
+    tspec va = {YP_ROLE_LOSS_VALUE, YP_KIND_LOSS, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(4), -1, 0};
+    sb_out_as(b, &b->cur.loss_assign, sb_new_tensor(b, as, "loss:assign%s%s", "", ""));
+    sb_out_as(b, &b->cur.loss_objmap, sb_new_tensor(b, om, "loss:objmap%s%s", "", ""));
+    sb_out_as(b, &b->cur.loss_value, sb_new_tensor(b, va, "loss:value%s%s", "", ""));
+    for (int l = 0; l < g->nl && b->rg[det]; l++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, ".l%d", l);
+        tspec sp = {YP_ROLE_VALUE_GRAD, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[det].out[l],
+                    det, l};
+        int t = sb_new_tensor(b, sp, "dact:%s%s", g->nodes[det].name, nm);
+        b->grad_t[det * YP_MAX_LEVELS + l] = t;
+        sb_out_as(b, &b->cur.dx[l], t);
+    }
+    b->s->loss_step = sb_emit(b, YP_PHASE_LOSS, -1, -1, "loss", 20 * (lab + obj));
+}
+
+/* Evaluation: Detect's outputs decoded (sigmoid, grid and anchor offsets) into one list of
+ * (batch, na*sum(H*W), nc+5) boxes, what YOLOv5's Detect returns in eval mode beside its raw
+ * outputs and NMS reads. */
+void sb_decode_step(bld *b) {
+    const yp_graph *g = b->g;
+    int det = g->n_nodes - 1;
+    int64_t cells = 0;
+    for (int l = 0; l < g->nl; l++) {
+        const yp_shape *y = &b->info[det].out[l];
+        cells += y->h * y->w;
+        sb_in_as(b, &b->cur.x[l], b->out_t[det * YP_MAX_LEVELS + l]);
+    }
+    yp_shape out = {b->s->opts.batch, 1, g->na * cells, g->nc + 5};
+    tspec sp = {YP_ROLE_DECODED, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_F32, out, det, 0};
+    sb_out_as(b, &b->cur.decoded, sb_new_tensor(b, sp, "decoded:%s%s", g->nodes[det].name, ""));
+    sb_emit(b, YP_PHASE_FORWARD, -1, -1, "decode", 8 * yp_shape_numel(out));
+}

@@ -1,0 +1,105 @@
+/* schedule_params.c - parameter tensors of every node and what each one carries: gradient,
+ * optimizer state, EMA and low-precision copies; the parameter operands of a step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule_build.h"
+
+static void add_param(bld *b, int node, int level, yp_role role, const char *name, const char *suffix, int64_t n) {
+    tspec sp = {role, YP_KIND_WEIGHT, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(n), node, level};
+    int t = sb_new_tensor(b, sp, "%s%s", name, suffix);
+    if (b->param_t[node] < 0) b->param_t[node] = t;
+    b->n_param[node]++;
+}
+
+/* Weight tensors of node i, Ultralytics names: model.0.conv.weight, model.0.bn.weight, ... */
+void sb_make_params(bld *b, int i) {
+    const yp_node *n = &b->g->nodes[i];
+    b->param_t[i] = -1;
+    if (n->op == YP_OP_CONV2D) {
+        const yp_conv_attrs *a = &n->a.conv;
+        add_param(b, i, 0, YP_ROLE_CONV_WEIGHT, n->name, ".weight", (int64_t)a->c_out * (a->c_in / a->groups) * a->k * a->k);
+        if (a->bias) add_param(b, i, 0, YP_ROLE_CONV_BIAS, n->name, ".bias", a->c_out);
+    } else if (n->op == YP_OP_BATCHNORM2D) {
+        add_param(b, i, 0, YP_ROLE_BN_GAMMA, n->name, ".weight", n->a.bn.c);
+        add_param(b, i, 0, YP_ROLE_BN_BETA, n->name, ".bias", n->a.bn.c);
+        add_param(b, i, 0, YP_ROLE_RUNNING_MEAN, n->name, ".running_mean", n->a.bn.c);
+        add_param(b, i, 0, YP_ROLE_RUNNING_VAR, n->name, ".running_var", n->a.bn.c);
+    } else if (n->op == YP_OP_DETECT) {
+        const yp_detect_attrs *d = &n->a.detect;
+        int64_t no = (int64_t)d->na * (d->nc + 5);
+        for (int l = 0; l < d->nl; l++) {
+            char nm[YP_NAME_LEN + 16];
+            snprintf(nm, sizeof nm, "%s.m.%d", n->name, l);
+            add_param(b, i, l, YP_ROLE_CONV_WEIGHT, nm, ".weight", no * d->c_in[l]);
+            add_param(b, i, l, YP_ROLE_CONV_BIAS, nm, ".bias", no);
+        }
+    }
+}
+
+int sb_is_buffer(const yp_tensor *t) { return t->role == YP_ROLE_RUNNING_MEAN || t->role == YP_ROLE_RUNNING_VAR; }
+
+/* A tensor derived from parameter w (index t): its gradient, optimizer state, EMA or copy. */
+static int derived(bld *b, yp_role role, yp_kind kind, yp_dtype dt, int t, const char *prefix) {
+    yp_tensor w = b->s->tensors[t];
+    tspec sp = {role, kind, YP_SCALE_CONST, dt, w.shape, w.node, w.level};
+    int d = sb_new_tensor(b, sp, "%s%s", prefix, w.name);
+    if (!b->oom) b->s->tensors[d].param = t;
+    return d;
+}
+
+/* Gradient, optimizer state, EMA and low-precision copies of every parameter. */
+void sb_make_param_state(bld *b) {
+    const yp_sched_opts *o = &b->s->opts;
+    int n_weights = b->n_weights = b->s->n_tensors;
+    b->grad_of = malloc((size_t)n_weights * sizeof(int));
+    b->lowp_of = malloc((size_t)n_weights * sizeof(int));
+    if (!b->grad_of || !b->lowp_of) {
+        b->oom = 1;
+        return;
+    }
+    for (int t = 0; t < n_weights; t++) {
+        yp_tensor w = b->s->tensors[t];
+        b->grad_of[t] = b->lowp_of[t] = -1;
+        if (w.kind != YP_KIND_WEIGHT) continue;
+        if (o->ema) derived(b, YP_ROLE_EMA, YP_KIND_EMA, YP_DTYPE_F32, t, "ema:");
+        if (sb_is_buffer(&w) || !b->trainable[w.node]) continue;
+        b->grad_of[t] = derived(b, YP_ROLE_GRAD, YP_KIND_GRAD, YP_DTYPE_F32, t, "grad:");
+        if (!b->oom) b->s->tensors[t].grad = b->grad_of[t];
+        if (o->optimizer == YP_OPT_SGD) {
+            derived(b, YP_ROLE_MOMENTUM, YP_KIND_OPTSTATE, YP_DTYPE_F32, t, "momentum:");
+        } else {
+            derived(b, YP_ROLE_ADAM_M, YP_KIND_OPTSTATE, YP_DTYPE_F32, t, "adam.m:");
+            derived(b, YP_ROLE_ADAM_V, YP_KIND_OPTSTATE, YP_DTYPE_F32, t, "adam.v:");
+        }
+        if (o->act_dtype == YP_DTYPE_F32 || b->oom || !yp_tensor_amp_copied(b->s, &b->s->tensors[t])) continue;
+        char pre[8]; /* "f16:", "bf16:" */
+        snprintf(pre, sizeof pre, "%s:", yp_dtype_name(o->act_dtype));
+        b->lowp_of[t] = derived(b, YP_ROLE_LOWP, YP_KIND_LOWP, o->act_dtype, t, pre);
+    }
+}
+
+/* The tensor a conv/detect step multiplies with: the low-precision copy under AMP. */
+int sb_weight_for_math(const bld *b, int t) {
+    return b->lowp_of[t] >= 0 ? b->lowp_of[t] : t;
+}
+
+/* The operand slot a parameter (or its gradient) fills. */
+int *sb_param_slot(yp_operands *a, const yp_tensor *p, int grad) {
+    switch (p->role) {
+    case YP_ROLE_CONV_WEIGHT: return grad ? &a->dw[p->level] : &a->w[p->level];
+    case YP_ROLE_CONV_BIAS: return grad ? &a->dbias[p->level] : &a->bias[p->level];
+    case YP_ROLE_BN_GAMMA: return grad ? &a->dgamma : &a->gamma;
+    case YP_ROLE_BN_BETA: return grad ? &a->dbeta : &a->beta;
+    case YP_ROLE_RUNNING_MEAN: return &a->running_mean;
+    default: return &a->running_var;
+    }
+}
+
+void sb_params_in(bld *b, int i, int trainable_only) {
+    for (int k = 0; k < b->n_param[i]; k++) {
+        int t = b->param_t[i] + k;
+        if (trainable_only && sb_is_buffer(&b->s->tensors[t])) continue;
+        sb_in_as(b, sb_param_slot(&b->cur, &b->s->tensors[t], 0), sb_weight_for_math(b, t));
+    }
+}
