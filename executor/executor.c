@@ -213,12 +213,17 @@ static void mark_nodes(yp_exec *x) {
         if (s->steps[i].phase == YP_PHASE_FORWARD) x->fwd_t[s->steps[i].node] = yp_step_outputs(s, &s->steps[i])[0];
 }
 
-static void loss_config(yp_exec *x) {
+/* The loss's configuration, and the host buffer its target assignment is staged in before
+ * mem_copy takes it to loss:assign (as large as that tensor). 0, or -1 when out of memory. */
+static int loss_config(yp_exec *x) {
     const yp_graph *g = x->s->g;
     float anchors[YP_LOSS_MAX_LEVELS][YP_LOSS_MAX_ANCHORS][2];
     memcpy(anchors, g->anchors, sizeof anchors);
     yp_loss_cfg_default(&x->loss, g->nc, g->nl, g->na, (const float(*)[YP_LOSS_MAX_ANCHORS][2])anchors, g->strides,
                         x->s->opts.w, x->s->opts.h);
+    int assign = x->s->loss_step >= 0 ? x->s->steps[x->s->loss_step].a.loss_assign : -1;
+    x->loss_stage = malloc((size_t)(assign >= 0 ? x->s->tensors[assign].bytes : 0) + 1);
+    return x->loss_stage ? 0 : -1;
 }
 
 /* The schedule's element types as the backend's ops name them: the one place they are mapped.
@@ -291,7 +296,11 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
         yp_exec_free(x);
         return -1;
     }
-    loss_config(x);
+    if (loss_config(x)) {
+        yp_err_set(err, "out of memory staging the loss's target assignment");
+        yp_exec_free(x);
+        return -1;
+    }
     if (init_weights(x, seed, err) || yp_exec_guard_arm(x, 0, err)) {
         yp_exec_free(x);
         return -1;
@@ -302,6 +311,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
 void yp_exec_free(yp_exec *x) {
     if (x->arena && x->be) x->be->mem_free(x->be, x->arena);
     free(x->prof_s), free(x->prof_n);
+    free(x->loss_stage);
     free(x->fuse), free(x->fuse_bn), free(x->bn_sums), free(x->offset), free(x->fwd_t), free(x->opt_m), free(x->opt_v), free(x->ema);
     memset(x, 0, sizeof *x);
 }

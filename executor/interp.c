@@ -158,22 +158,23 @@ static int forward_like(const call *c, int recompute) {
     }
 }
 
-/* The loss: predictions in, gradients of the predictions out. */
+/* The loss: predictions in, gradients of the predictions out, through the backend's loss_level;
+ * the targets (host memory, the caller's batch) are assigned on the host, staged in x->loss_stage. */
 static int loss_step(const call *c, const float *targets, int64_t n_targets, double out4[4]) {
     yp_exec *x = c->x;
     const yp_operands *a = &c->st->a;
     const float *preds[YP_MAX_LEVELS];
     float *dpreds[YP_MAX_LEVELS];
-    int64_t gh[YP_MAX_LEVELS], gw[YP_MAX_LEVELS];
+    yp_loss_desc d = {.cfg = x->loss, .batch = x->s->opts.batch, .dtype = E(c, a->x[0])};
     int nl = x->s->g->nl, has_grad = a->dx[0] >= 0;
     for (int l = 0; l < nl; l++) {
-        preds[l] = F(c, a->x[l]), gh[l] = T(c, a->x[l])->shape.h, gw[l] = T(c, a->x[l])->shape.w;
+        preds[l] = F(c, a->x[l]), d.grid_h[l] = T(c, a->x[l])->shape.h, d.grid_w[l] = T(c, a->x[l])->shape.w;
         dpreds[l] = has_grad ? F(c, a->dx[l]) : NULL;
     }
+    const yp_loss_buffers b = {preds, has_grad ? dpreds : NULL, F(c, a->loss_assign), T(c, a->loss_assign)->bytes,
+                               F(c, a->loss_objmap), T(c, a->loss_objmap)->bytes, x->loss_stage};
     char msg[256];
-    if (yp_loss_compute(&x->loss, x->s->opts.batch, preds, gh, gw, targets, n_targets, has_grad ? dpreds : NULL, out4,
-                        F(c, a->loss_assign), T(c, a->loss_assign)->bytes, F(c, a->loss_objmap),
-                        T(c, a->loss_objmap)->bytes, msg, sizeof msg))
+    if (yp_loss_compute(x->be, &d, targets, n_targets, &b, out4, msg, sizeof msg))
         return yp_err_set(c->err, "loss: %s", msg);
     return 0;
 }

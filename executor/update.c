@@ -46,7 +46,7 @@ int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, in
                                        YP_COPY_HOST_TO_DEVICE)))
             return yp_err_set(err, "uploading the batch: %s", x->be->last_error(x->be));
         double t0 = x->prof_s ? now_s() : 0;
-        if (yp_exec_run_step(x, i, yp_exec_tensor(x, x->targets_t), n_targets, sum, err) ||
+        if (yp_exec_run_step(x, i, targets, n_targets, sum, err) ||
             yp_exec_check_guards(x, i, err))
             return -1;
         prof_add(x, st->phase, st->op, t0);

@@ -45,6 +45,7 @@ typedef struct {
     int *opt_m, *opt_v, *ema; /* per tensor: its optimizer states / EMA copy (-1 if none) */
     int images_t, targets_t; /* input tensors */
     yp_loss_cfg loss;
+    void *loss_stage;        /* host staging of the loss's positives (loss:assign's bytes), or NULL */
     yp_hyp hyp;
     int64_t micro;           /* micro-batches accumulated since the last update */
     int64_t updates;         /* optimizer updates done (EMA ramp, Adam's t) */

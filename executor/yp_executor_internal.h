@@ -8,7 +8,9 @@
 int yp_exec_guard_arm(yp_exec *x, int step, yp_err *err);
 
 
-/* Runs one step of the schedule (forward, loss, recompute or backward). */
+/* Runs one step of the schedule (forward, loss, recompute or backward). targets: the batch's
+ * n_targets label rows in host memory (the loss assigns them on the host); loss_out: the loss
+ * step's lbox, lobj, lcls, total. */
 int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targets, double loss_out[4],
                      yp_err *err);
 

@@ -1,9 +1,10 @@
-/* yp_loss.h - YOLOv5's training loss (utils/loss.py ComputeLoss) and its exact gradient, fp32, CPU.
- *
- * Defines: the loss configuration (yp_loss_cfg) and its train.py defaults, the sizes of the two work
- * buffers the loss needs, the loss + gradient in one pass (yp_loss_compute), and its two building blocks, target
- * assignment (yp_loss_build_targets) and CIoU with its gradient (yp_loss_ciou), which are public so a
- * device backend can reuse them and the tests can check them on their own.
+/* yp_loss.h - YOLOv5's training loss (utils/loss.py ComputeLoss) and its exact gradient, the
+ * executor's side: the configuration (yp_loss_cfg, yp_ops.h) with its train.py defaults, the
+ * sizes of the two work buffers the loss needs, target assignment on the host
+ * (yp_loss_build_targets), and yp_loss_compute, which runs the whole loss through a backend: it
+ * assigns the targets level by level on the host, copies each level's positives into the device's
+ * assignment buffer with mem_copy and calls the backend's loss_level (yp_ops.h), which does
+ * everything that reads the predictions (CIoU, BCE, the objectness map, the gradients).
  *
  * Layout: each level's prediction is Detect's NHWC output (batch, h, w, na*(nc+5)); anchor a, field f
  * of cell (y, x) of image i is at [((i*h + y)*w + x)*na*(nc+5) + a*(nc+5) + f], fields x, y, w, h,
@@ -25,18 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define YP_LOSS_MAX_LEVELS 4  /* = YP_MAX_LEVELS of yp_graph.h (asserted in loss_targets.c) */
-#define YP_LOSS_MAX_ANCHORS 8 /* = YP_MAX_ANCHORS of yp_graph.h (asserted in loss_targets.c) */
-
-typedef struct {
-    int nc, na, nl;                                            /* classes, anchors per level, levels */
-    float anchors[YP_LOSS_MAX_LEVELS][YP_LOSS_MAX_ANCHORS][2]; /* pixels (w, h), as yp_graph.anchors */
-    int strides[YP_LOSS_MAX_LEVELS];                           /* pixels per grid cell, per level */
-    float anchor_t;                                            /* hyp anchor_t (4.0) */
-    float box, obj, cls;              /* gains as applied, i.e. after train.py's scaling */
-    float balance[YP_LOSS_MAX_LEVELS]; /* objectness weight per level: 4.0, 1.0, 0.4 for 3 levels */
-    float label_smoothing;            /* class targets 1 - eps/2 and eps/2 (0 -> 1 and 0) */
-} yp_loss_cfg;
+#include "yp_backend.h"
 
 /* Fills c for a model with nc classes, nl levels of na anchors (anchors in pixels, one
  * [YP_LOSS_MAX_ANCHORS][2] row per level, strides per level) trained at img_w x img_h:
@@ -50,13 +40,6 @@ void yp_loss_cfg_default(yp_loss_cfg *c, int nc, int nl, int na, const float anc
  * box *= 3/nl; cls *= nc/80 * 3/nl; obj *= (imgsz/640)^2 * 3/nl, with imgsz = max(img_w, img_h)
  * (train.py's --imgsz, the long side of rectangular batches). */
 void yp_loss_cfg_scale_gains(yp_loss_cfg *c, double box, double obj, double cls, int64_t img_w, int64_t img_h);
-
-/* One positive of one level, as build_targets makes it. */
-typedef struct {
-    int32_t b, a, gj, gi; /* image, anchor, cell row and column (clamped into the grid) */
-    int32_t cls;          /* class index */
-    float tbox[4];        /* target x, y relative to the cell (-0.5..1.5), w, h; grid units */
-} yp_loss_target;
 
 /* The loss's two work buffers, owned by the caller (the plan's loss:assign and loss:objmap tensors);
  * each size is exactly linear in what it scales with (no padding):
@@ -76,26 +59,38 @@ int64_t yp_loss_objmap_bytes(const yp_loss_cfg *c, int64_t batch, const int64_t 
 int64_t yp_loss_build_targets(const yp_loss_cfg *c, int level, int64_t grid_h, int64_t grid_w, const float *targets,
                               int64_t n_targets, yp_loss_target *out);
 
-/* CIoU of predicted box p and target box t (both x, y, w, h; bbox_iou(..., CIoU=True), eps 1e-7).
- * If dp is non-NULL, writes d(ciou)/d(p) with alpha = v / (v - iou + 1 + eps) held constant. */
-float yp_loss_ciou(const float p[4], const float t[4], float dp[4]);
-
-/* The loss and its gradient in one pass.
+/* The buffers of one loss evaluation. The device ones are the plan's loss step operands (a
+ * backend with host memory may be given malloc'd ones); only `stage` is host memory.
  *   preds[l]   level l's predictions, (batch, grid_h[l], grid_w[l], na*(nc+5)) NHWC, read only
- *   targets    n_targets rows of (image, class, cx, cy, w, h); image in [0, batch), class in [0, nc),
- *              coordinates in [0, 1] (YOLOv5's label checks), else an error
  *   dpreds[l]  overwritten with d(out[3])/d(preds[l]) as autograd computes it for YOLOv5 (objectness
  *              targets and alpha are constants), same layout; dpreds == NULL: loss only
+ *   assign     yp_loss_assign_bytes(c, n_targets) bytes or more (assign_bytes says how many), and
+ *   objmap     yp_loss_objmap_bytes(c, batch, grid_h, grid_w) bytes or more: device work buffers,
+ *              4-byte aligned, contents clobbered
+ *   stage      host memory of assign_bytes bytes: each level's positives are built here, then
+ *              copied into assign. */
+typedef struct {
+    const float *const *preds;
+    float *const *dpreds;
+    void *assign;
+    int64_t assign_bytes;
+    float *objmap;
+    int64_t objmap_bytes;
+    void *stage;
+} yp_loss_buffers;
+
+/* The loss and its gradient on backend be (its loss_level entry, yp_ops.h), level by level.
+ *   d          the configuration, the batch and the level grids (d->dtype: the predictions')
+ *   targets    host memory: n_targets rows of (image, class, cx, cy, w, h); image in [0, batch),
+ *              class in [0, nc), coordinates in [0, 1] (YOLOv5's label checks), else an error
  *   out        lbox, lobj, lcls (each times its gain) and the total (lbox + lobj + lcls) * batch,
  *              which is the loss YOLOv5 calls backward on (double: the sums are kept in double and
  *              not rounded to fp32, so finite differences and logs see them whole)
- *   assign     yp_loss_assign_bytes(c, n_targets) bytes or more (assign_bytes says how many), and
- *   objmap     yp_loss_objmap_bytes(c, batch, grid_h, grid_w) bytes or more: work buffers, 4-byte
- *              aligned, contents clobbered.
- * Returns 0, or -1 with the reason in err (err may be NULL). */
-int yp_loss_compute(const yp_loss_cfg *c, int64_t batch, const float *const *preds, const int64_t *grid_h,
-                    const int64_t *grid_w, const float *targets, int64_t n_targets, float *const *dpreds,
-                    double out[4], void *assign, int64_t assign_bytes, float *objmap, int64_t objmap_bytes,
-                    char *err, size_t err_len);
+ * The backend's work is queued on it and, on a device with a queue, finished by the time this
+ * returns (each level's upload and terms wait for it). Returns 0, or -1 with the reason in err (err
+ * may be NULL): bad configuration, targets or buffers, a backend without loss_level, or the
+ * backend's error. */
+int yp_loss_compute(yp_backend *be, const yp_loss_desc *d, const float *targets, int64_t n_targets,
+                    const yp_loss_buffers *b, double out[4], char *err, size_t err_len);
 
 #endif

@@ -4,18 +4,19 @@
  * Weights keep PyTorch's layouts so state dicts load without reshuffling: conv weight
  * (c_out, c_in/groups, k, k), BN weight/bias/running stats (c). Detect's output is its 1x1 conv's
  * NHWC output (n, h, w, na*(nc+5)): anchor a, field f of cell (y, x) is at [..][a*(nc+5) + f],
- * which is PyTorch's (n, na, h, w, nc+5) tensor permuted; the loss reads it in place.
+ * which is PyTorch's (n, na, h, w, nc+5) tensor permuted; the loss (loss_level) reads it in place.
  *
  * Context: every entry takes the backend instance it belongs to first (`be`, yp_backend.h), which
  * holds what the ops need beyond their operands: the thread count, library handles, the stream,
  * per-shape caches. Call an entry of be->ops with that same be.
  *
- * Element type (yp_elem): conv, BN and pooling carry it in their descriptor (`dtype`); every
- * other op takes it as the parameter right after `be`. It is the type of the tensor operands: the
- * activations and their gradients (x, y, dx, dy, a conv's weights and bias as the conv reads
- * them), and for the optimizer ops w, grad and the states. BN's per-channel operands (gamma, beta,
- * stats, running stats) are fp32 whatever the type, as in PyTorch's mixed precision; `sums` are
- * double. Buffers are typed after the fp32 path (float *); under another type they hold that type.
+ * Element type (yp_elem): conv, BN, pooling and the loss carry it in their descriptor (`dtype`);
+ * every other op takes it as the parameter right after `be`. It is the type of the tensor
+ * operands: the activations and their gradients (x, y, dx, dy, a conv's weights and bias as the
+ * conv reads them, the loss's predictions and their gradients), and for the optimizer ops w, grad
+ * and the states. BN's per-channel operands (gamma, beta, stats, running stats) are fp32 whatever
+ * the type, as in PyTorch's mixed precision, and so are the loss's objmap and positives; `sums`
+ * and the loss's terms are double. Buffers are typed after the fp32 path (float *); under another type they hold that type.
  * A backend refuses a type it lacks: -1, and last_error names the op and the type (the CPU runs
  * YP_ELEM_F32 only). YP_ELEM_F32 is 0, so a zero-initialised descriptor is fp32.
  *
@@ -83,6 +84,47 @@ typedef struct {
 typedef struct {
     float dx, w;
 } yp_betas;
+
+/* ---- the loss (loss_level) ----
+ * YOLOv5's training loss (utils/loss.py ComputeLoss) over Detect's outputs, one level per call.
+ * Target assignment (build_targets) reads only the labels, anchors and grid sizes, so it runs on
+ * the host (executor/yp_loss.h) and hands each level's positives to loss_level; everything that
+ * reads the predictions is the backend's. */
+#define YP_LOSS_MAX_LEVELS 4  /* = YP_MAX_LEVELS of yp_graph.h (asserted in executor/loss_targets.c) */
+#define YP_LOSS_MAX_ANCHORS 8 /* = YP_MAX_ANCHORS of yp_graph.h (asserted there too) */
+
+/* The loss's hyperparameters (executor/yp_loss.h fills them as train.py does). */
+typedef struct {
+    int nc, na, nl;                                            /* classes, anchors per level, levels */
+    float anchors[YP_LOSS_MAX_LEVELS][YP_LOSS_MAX_ANCHORS][2]; /* pixels (w, h), as yp_graph.anchors */
+    int strides[YP_LOSS_MAX_LEVELS];                           /* pixels per grid cell, per level */
+    float anchor_t;                                            /* hyp anchor_t (4.0; target assignment only) */
+    float box, obj, cls;              /* gains as applied, i.e. after train.py's scaling */
+    float balance[YP_LOSS_MAX_LEVELS]; /* objectness weight per level: 4.0, 1.0, 0.4 for 3 levels */
+    float label_smoothing;            /* class targets 1 - eps/2 and eps/2 (0 -> 1 and 0) */
+} yp_loss_cfg;
+
+/* One evaluation of the loss: the hyperparameters, the batch and every level's grid. */
+typedef struct {
+    yp_loss_cfg cfg;
+    int64_t batch;
+    int64_t grid_h[YP_LOSS_MAX_LEVELS], grid_w[YP_LOSS_MAX_LEVELS];
+    yp_elem dtype; /* of the predictions and their gradients */
+} yp_loss_desc;
+
+/* One positive of one level, as build_targets makes it: 9 four-byte fields, 36 bytes. */
+typedef struct {
+    int32_t b, a, gj, gi; /* image, anchor, cell row and column (clamped into the grid) */
+    int32_t cls;          /* class index */
+    float tbox[4];        /* target x, y relative to the cell (-0.5..1.5), w, h; grid units */
+} yp_loss_target;
+
+/* One level's loss before the gains, double (the sums behind each mean are kept in double). */
+typedef struct {
+    double box; /* mean over the level's positives of 1 - CIoU; 0 without positives */
+    double obj; /* balance[level] x the mean objectness BCE over its batch*h*w*na (image, cell, anchor)s */
+    double cls; /* mean class BCE over positives x nc; 0 without positives or when nc == 1 */
+} yp_loss_terms;
 
 /* The stages a conv's scratch is asked for: forward (also recompute and evaluation) and backward
  * (backward-data and backward-weights, run one after the other in one step). */
@@ -191,6 +233,36 @@ typedef struct yp_ops {
                         const yp_optim_hyp *h);
     /* *out = sum of x[i]^2, accumulated in double (for gradient-norm clipping). */
     int (*sum_squares)(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
+
+    /* The loss of Detect level `level` (0 <= level < d->cfg.nl) and its gradient: YOLOv5's
+     * ComputeLoss on that level's share, in its semantics at HEAD (cls_pw = obj_pw = 1, no focal
+     * loss, no sort_obj_iou):
+     *   pred    the level's predictions (d->batch, d->grid_h[level], d->grid_w[level],
+     *           na*(nc+5)) NHWC as Detect writes them (see Layout: fields x, y, w, h, objectness,
+     *           nc class logits, raw); read only;
+     *   pos     its n_pos positives (n_pos >= 0) in build_targets order, which matters: where
+     *           several share an (image, anchor, cell), the last one's CIoU is the objectness
+     *           target. Each is checked to lie inside the level (else -1);
+     *   objmap  d->batch*h*w*na floats of work (the objectness targets, cell-major), clobbered;
+     *   dpred   overwritten with d(total)/d(pred), total = (lbox + lobj + lcls) * batch summed over
+     *           the levels (gains, balance and batch from d), as autograd computes it for YOLOv5:
+     *           the objectness targets and CIoU's alpha are constants; NULL: no gradient (the
+     *           evaluation case);
+     *   terms   this level's terms (yp_loss_terms); the caller adds the levels up and applies the
+     *           gains: lbox = box gain x sum of box, lobj = obj gain x sum of obj, lcls = cls gain
+     *           x sum of cls (0 when nc == 1), total = (lbox + lobj + lcls) * batch.
+     * Box: predicted (2s0 - 0.5, 2s1 - 0.5, (2s2)^2 aw, (2s3)^2 ah) with s = sigmoid of the box
+     * logits and (aw, ah) the anchor over the stride; CIoU against tbox (eps 1e-7); objectness
+     * target = CIoU clamped at 0; BCE-with-logits for objectness and classes.
+     * One level per call because the plan's loss:assign holds one level's positives
+     * (yp_loss_assign_floats), so the caller uploads the next level's after this call.
+     * `terms` is host memory, written before the entry returns (as sum_squares' out): a device
+     * backend reduces on the device and copies three doubles back, a wait that costs nothing
+     * extra here because the caller's next upload into loss:assign (mem_copy) waits for this call
+     * anyway; and the terms stay double without a planned tensor of doubles (loss:value is four
+     * fp32). pred, pos, objmap and dpred are device memory. */
+    int (*loss_level)(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
+                      int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
 } yp_ops;
 
 #endif

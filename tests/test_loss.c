@@ -1,6 +1,8 @@
-/* test_loss.c - YOLOv5's loss and its gradient (executor/loss.c) against the PyTorch reference
- * (bench/reference/loss.py; fixtures in tests/data/loss written by tests/ref/make_loss_fixtures.py),
- * plus finite differences, the gain scaling, and the input checks. */
+/* test_loss.c - YOLOv5's loss and its gradient (executor/loss.c driving the CPU backend's
+ * loss_level, kernels/cpu/loss.c) against the PyTorch reference (bench/reference/loss.py; fixtures
+ * in tests/data/loss written by tests/ref/make_loss_fixtures.py), plus finite differences, target
+ * assignment and CIoU on their own, the gain scaling, and the input checks of both sides. */
+#include "yp_ciou.h"
 #include "yp_loss.h"
 #include "yp_test.h"
 
@@ -117,9 +119,11 @@ static void fixture_cfg(const fixture *f, yp_loss_cfg *c) {
     c->label_smoothing = f->smooth;
 }
 
+static yp_backend *cpu; /* every loss runs on this CPU instance (main) */
+
 typedef struct {
     float *dp[MAXL];
-    void *assign;
+    void *assign, *stage;
     float *objmap;
     int64_t assign_bytes, objmap_bytes;
 } buffers;
@@ -130,6 +134,7 @@ static void buffers_init(buffers *b, const fixture *f, const yp_loss_cfg *c) {
     b->assign_bytes = yp_loss_assign_bytes(c, f->nt);
     b->objmap_bytes = yp_loss_objmap_bytes(c, f->batch, f->gh, f->gw);
     b->assign = malloc((size_t)b->assign_bytes + 1);
+    b->stage = malloc((size_t)b->assign_bytes + 1);
     b->objmap = malloc((size_t)b->objmap_bytes);
 }
 
@@ -137,14 +142,32 @@ static void buffers_free(buffers *b, int nl) {
     for (int l = 0; l < nl; l++)
         free(b->dp[l]);
     free(b->assign);
+    free(b->stage);
     free(b->objmap);
+}
+
+/* The descriptor of fixture f's loss under configuration c. */
+static yp_loss_desc fixture_desc(const fixture *f, const yp_loss_cfg *c) {
+    yp_loss_desc d = {.cfg = *c, .batch = f->batch, .dtype = YP_ELEM_F32};
+    for (int l = 0; l < f->nl; l++)
+        d.grid_h[l] = f->gh[l], d.grid_w[l] = f->gw[l];
+    return d;
+}
+
+/* yp_loss_compute on the CPU instance with b's buffers, the work buffers claimed to be
+ * assign_bytes and objmap_bytes long. */
+static int compute(const fixture *f, const yp_loss_cfg *c, const float *const *preds, const buffers *b, int grads,
+                   int64_t assign_bytes, int64_t objmap_bytes, double out[4], char *err, size_t err_len) {
+    const yp_loss_desc d = fixture_desc(f, c);
+    const yp_loss_buffers lb = {preds, grads ? b->dp : NULL, b->assign, assign_bytes, b->objmap, objmap_bytes,
+                                b->stage};
+    return yp_loss_compute(cpu, &d, f->targets, f->nt, &lb, out, err, err_len);
 }
 
 static int run(const fixture *f, const yp_loss_cfg *c, const float *const *preds, buffers *b, double out[4],
                int grads) {
     char err[256] = "";
-    int rc = yp_loss_compute(c, f->batch, preds, f->gh, f->gw, f->targets, f->nt, grads ? b->dp : NULL, out,
-                             b->assign, b->assign_bytes, b->objmap, b->objmap_bytes, err, sizeof err);
+    int rc = compute(f, c, preds, b, grads, b->assign_bytes, b->objmap_bytes, out, err, sizeof err);
     if (rc)
         fprintf(stderr, "yp_loss_compute: %s\n", err);
     return rc;
@@ -410,28 +433,35 @@ static void test_loss_bad_input(void) {
         float keep = f.targets[6 + bad[k].field];
         f.targets[6 + bad[k].field] = bad[k].value;
         err[0] = 0;
-        CHECK(yp_loss_compute(&c, f.batch, (const float *const *)f.preds, f.gh, f.gw, f.targets, f.nt, b.dp, out,
-                              b.assign, b.assign_bytes, b.objmap, b.objmap_bytes, err, sizeof err) == -1);
+        CHECK(compute(&f, &c, (const float *const *)f.preds, &b, 1, b.assign_bytes, b.objmap_bytes, out, err,
+                      sizeof err) == -1);
         CHECK_STR_HAS(err, bad[k].msg);
         CHECK_STR_HAS(err, "target 1");
         f.targets[6 + bad[k].field] = keep;
     }
-    CHECK(yp_loss_compute(&c, f.batch, (const float *const *)f.preds, f.gh, f.gw, f.targets, f.nt, b.dp, out,
-                          b.assign, b.assign_bytes - 1, b.objmap, b.objmap_bytes, err, sizeof err) == -1);
+    CHECK(compute(&f, &c, (const float *const *)f.preds, &b, 1, b.assign_bytes - 1, b.objmap_bytes, out, err,
+                  sizeof err) == -1);
     CHECK_STR_HAS(err, "assign buffer");
-    CHECK(yp_loss_compute(&c, f.batch, (const float *const *)f.preds, f.gh, f.gw, f.targets, f.nt, b.dp, out,
-                          b.assign, b.assign_bytes, b.objmap, b.objmap_bytes - 4, err, sizeof err) == -1);
+    CHECK(compute(&f, &c, (const float *const *)f.preds, &b, 1, b.assign_bytes, b.objmap_bytes - 4, out, err,
+                  sizeof err) == -1);
     CHECK_STR_HAS(err, "objmap buffer");
     yp_loss_cfg c2 = c;
     c2.na = 9;
-    CHECK(yp_loss_compute(&c2, f.batch, (const float *const *)f.preds, f.gh, f.gw, f.targets, f.nt, b.dp, out,
-                          b.assign, b.assign_bytes, b.objmap, b.objmap_bytes, err, sizeof err) == -1);
+    CHECK(compute(&f, &c2, (const float *const *)f.preds, &b, 1, b.assign_bytes, b.objmap_bytes, out, err,
+                  sizeof err) == -1);
     CHECK_STR_HAS(err, "na 9");
     buffers_free(&b, f.nl);
     free(f.file);
 }
 
 int main(void) {
+    char why[256] = "";
+    cpu = yp_backend_cpu_new(NULL, why, sizeof why);
+    if (!cpu) {
+        fprintf(stderr, "no CPU backend: %s\n", why);
+        return 1;
+    }
+    cpu->thread_init(cpu); /* as the executor does before each micro-step */
     YP_RUN(test_loss_p5_nc3_64);
     YP_RUN(test_loss_p5_nc1_96x64);
     YP_RUN(test_loss_l2_nc4_64_smooth);
@@ -440,5 +470,6 @@ int main(void) {
     YP_RUN(test_loss_no_targets);
     YP_RUN(test_loss_cfg_defaults);
     YP_RUN(test_loss_bad_input);
+    yp_backend_free(cpu);
     return yp_test_summary();
 }

@@ -1,5 +1,6 @@
 /* ops_cpu.c - the CPU backend's op table (yp_ops.h) and the small argument checks its op files
- * share. The kernels themselves live in conv.c, bn.c, eltwise.c, pool.c and optim.c. */
+ * share. The kernels themselves live in conv.c, bn.c, eltwise.c, pool.c, optim.c and loss.c (with
+ * ciou.c). */
 #include <string.h>
 
 #include "yp_cpu.h"
@@ -67,4 +68,5 @@ const yp_ops yp_cpu_ops = {
     .ema_update = yp_cpu_ema_update,
     .sgd_ema_step = yp_cpu_sgd_ema_step,
     .sum_squares = yp_cpu_sum_squares,
+    .loss_level = yp_cpu_loss_level,
 };

@@ -117,4 +117,8 @@ int yp_cpu_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float
 int yp_cpu_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, int64_t n, float d);
 int yp_cpu_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
 
+/* loss.c */
+int yp_cpu_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
+                      int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
+
 #endif

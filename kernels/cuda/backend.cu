@@ -139,8 +139,8 @@ static int cuda_device_info(yp_backend *be, char *name, size_t name_len, int64_t
     return 0;
 }
 
-// The op table: SiLU so far; every other entry NULL (the executor refuses a backend that lacks
-// one it needs). Built at static initialisation: C++17 has no designated initialisers.
+// The op table: SiLU so far; every other entry (convs, BN, the loss, ...) NULL (the executor
+// refuses a backend that lacks one it needs). Built at static initialisation: C++17 has no designated initialisers.
 static yp_ops make_cuda_ops() {
     yp_ops o;
     memset(&o, 0, sizeof o);
