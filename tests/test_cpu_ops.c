@@ -337,6 +337,7 @@ static void test_table_complete(void) {
     CHECK(ops->space_to_depth_forward && ops->space_to_depth_backward);
     CHECK(ops->sgd_step && ops->adam_step && ops->ema_update && ops->sum_squares);
     CHECK(ops->conv2d_scratch && ops->conv2d_prepare);
+    CHECK(ops->loss_level); /* checked against PyTorch in test_loss */
 }
 
 int main(int argc, char **argv) {

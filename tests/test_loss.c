@@ -454,6 +454,129 @@ static void test_loss_bad_input(void) {
     free(f.file);
 }
 
+/* The backend's entry on its own: called level by level with build_targets' positives and added
+ * up as yp_ops.h says (gains, nc == 1, times the batch), it gives yp_loss_compute's numbers to
+ * the bit, with or without the gradient; it refuses what would read or write outside its buffers. */
+static void test_loss_level_entry(void) {
+    fixture f;
+    if (fixture_load(&f, "p5_nc3_64")) {
+        CHECK(!"fixture loads");
+        free(f.file);
+        return;
+    }
+    yp_loss_cfg c;
+    fixture_cfg(&f, &c);
+    buffers b;
+    buffers_init(&b, &f, &c);
+    double want[4];
+    CHECK(run(&f, &c, (const float *const *)f.preds, &b, want, 1) == 0);
+    const yp_loss_desc d = fixture_desc(&f, &c);
+    yp_loss_target *pos = b.stage;
+    double sum[3] = {0, 0, 0};
+    for (int l = 0; l < f.nl; l++) {
+        int64_t n = yp_loss_build_targets(&c, l, f.gh[l], f.gw[l], f.targets, f.nt, pos);
+        yp_loss_terms t, t2;
+        CHECK(cpu->ops->loss_level(cpu, &d, l, f.preds[l], pos, n, b.objmap, b.dp[l], &t) == 0);
+        CHECK(cpu->ops->loss_level(cpu, &d, l, f.preds[l], pos, n, b.objmap, NULL, &t2) == 0);
+        CHECK(memcmp(&t, &t2, sizeof t) == 0);
+        CHECK(t.box > 0 && t.obj > 0 && t.cls > 0);
+        sum[0] += t.box, sum[1] += t.obj, sum[2] += t.cls;
+    }
+    double got[4] = {sum[0] * c.box, sum[1] * c.obj, sum[2] * c.cls, 0};
+    got[3] = (got[0] + got[1] + got[2]) * f.batch;
+    CHECK(memcmp(got, want, sizeof got) == 0);
+
+    int64_t n = yp_loss_build_targets(&c, 0, f.gh[0], f.gw[0], f.targets, f.nt, pos);
+    REQUIRE(n > 0);
+    yp_loss_terms t;
+    yp_loss_target keep = pos[n - 1];
+    pos[n - 1].gi = (int32_t)f.gw[0]; /* one column past the grid */
+    CHECK(cpu->ops->loss_level(cpu, &d, 0, f.preds[0], pos, n, b.objmap, b.dp[0], &t) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "outside level 0");
+    pos[n - 1] = keep;
+    pos[n - 1].cls = f.nc;
+    CHECK(cpu->ops->loss_level(cpu, &d, 0, f.preds[0], pos, n, b.objmap, b.dp[0], &t) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "class 3");
+    pos[n - 1] = keep;
+    CHECK(cpu->ops->loss_level(cpu, &d, f.nl, f.preds[0], pos, n, b.objmap, b.dp[0], &t) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "level 3 of nc 3, na 3, nl 3 out of range");
+    CHECK(cpu->ops->loss_level(cpu, &d, 0, f.preds[0], pos, -1, b.objmap, b.dp[0], &t) == -1);
+    CHECK(cpu->ops->loss_level(cpu, &d, 0, f.preds[0], pos, n, b.objmap, b.dp[0], NULL) == -1);
+    yp_loss_desc d16 = d;
+    d16.dtype = YP_ELEM_F16;
+    CHECK(cpu->ops->loss_level(cpu, &d16, 0, f.preds[0], pos, n, b.objmap, b.dp[0], &t) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "cpu backend: loss_level: dtype f16 not supported");
+    CHECK(cpu->ops->loss_level(cpu, &d, 0, f.preds[0], pos, n, b.objmap, b.dp[0], &t) == 0);
+    buffers_free(&b, f.nl);
+    free(f.file);
+}
+
+/* The host reaches the assignment buffer only through mem_copy: one upload per level with
+ * positives, of exactly their bytes, host to device. */
+static int copies, copy_bad;
+static int64_t copied;
+static int (*real_copy)(yp_backend *, void *, const void *, size_t, yp_copy);
+static int counting_copy(yp_backend *be, void *dst, const void *src, size_t bytes, yp_copy dir) {
+    copies++, copied += (int64_t)bytes;
+    copy_bad |= dir != YP_COPY_HOST_TO_DEVICE || bytes % sizeof(yp_loss_target) != 0;
+    return real_copy(be, dst, src, bytes, dir);
+}
+
+static void test_loss_uploads(void) {
+    fixture f;
+    if (fixture_load(&f, "l2_nc4_64_smooth")) {
+        CHECK(!"fixture loads");
+        free(f.file);
+        return;
+    }
+    yp_loss_cfg c;
+    fixture_cfg(&f, &c);
+    buffers b;
+    buffers_init(&b, &f, &c);
+    int64_t want = 0;
+    int levels = 0;
+    for (int l = 0; l < f.nl; l++) {
+        want += f.npos[l] * (int64_t)sizeof(yp_loss_target);
+        levels += f.npos[l] > 0;
+    }
+    real_copy = cpu->mem_copy, cpu->mem_copy = counting_copy;
+    double out[4];
+    CHECK(run(&f, &c, (const float *const *)f.preds, &b, out, 1) == 0);
+    cpu->mem_copy = real_copy;
+    CHECK(levels > 0);
+    CHECK_EQ_I64(copies, levels);
+    CHECK_EQ_I64(copied, want);
+    CHECK(!copy_bad);
+    buffers_free(&b, f.nl);
+    free(f.file);
+}
+
+/* A backend whose table lacks loss_level is refused by name, before any buffer is touched. */
+static void test_loss_without_entry(void) {
+    fixture f;
+    if (fixture_load(&f, "p5_nc1_96x64")) {
+        CHECK(!"fixture loads");
+        free(f.file);
+        return;
+    }
+    yp_loss_cfg c;
+    fixture_cfg(&f, &c);
+    buffers b;
+    buffers_init(&b, &f, &c);
+    const yp_ops *keep = cpu->ops;
+    yp_ops lacking = *keep;
+    lacking.loss_level = NULL;
+    cpu->ops = &lacking;
+    double out[4];
+    char err[256] = "";
+    CHECK(compute(&f, &c, (const float *const *)f.preds, &b, 1, b.assign_bytes, b.objmap_bytes, out, err,
+                  sizeof err) == -1);
+    cpu->ops = keep;
+    CHECK_STR_HAS(err, "backend cpu has no loss_level op");
+    buffers_free(&b, f.nl);
+    free(f.file);
+}
+
 int main(void) {
     char why[256] = "";
     cpu = yp_backend_cpu_new(NULL, why, sizeof why);
@@ -470,6 +593,9 @@ int main(void) {
     YP_RUN(test_loss_no_targets);
     YP_RUN(test_loss_cfg_defaults);
     YP_RUN(test_loss_bad_input);
+    YP_RUN(test_loss_level_entry);
+    YP_RUN(test_loss_uploads);
+    YP_RUN(test_loss_without_entry);
     yp_backend_free(cpu);
     return yp_test_summary();
 }
