@@ -251,7 +251,7 @@ static const char *missing_op(const yp_ops *o) {
     NEED_OP(concat_forward); NEED_OP(concat_backward); NEED_OP(upsample_forward); NEED_OP(upsample_backward);
     NEED_OP(maxpool_forward); NEED_OP(maxpool_backward); NEED_OP(space_to_depth_forward);
     NEED_OP(space_to_depth_backward); NEED_OP(sgd_step); NEED_OP(adam_step); NEED_OP(ema_update);
-    NEED_OP(sum_squares);
+    NEED_OP(sum_squares); NEED_OP(loss_level);
     return NULL;
 }
 #undef NEED_OP
@@ -275,9 +275,6 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
     if (!be->alignment || YP_ALIGN % be->alignment)
         return yp_err_set(err, "the plan aligns tensors to %d bytes; the %s backend needs %zu", YP_ALIGN, be->name,
                           be->alignment);
-    if (!be->host_memory) /* the loss reads predictions and targets in place */
-        return yp_err_set(err, "backend %s: the loss runs on the host over the arena and %s memory is not host "
-                          "memory; use the cpu backend", be->name, be->name);
     int n_nodes = x->s->g->n_nodes;
     x->fwd_t = calloc((size_t)n_nodes, sizeof(int));
     if (!x->fwd_t || layout(x, err) || link_state(x, err)) {

@@ -370,6 +370,54 @@ static void test_guards(void) {
     yp_plan_free(&p);
 }
 
+/* The training step needs nothing of the backend but its entries: with host_memory off (the CPU's
+ * memory is host memory all the same, so only the executor's choices change) a step runs and gives
+ * the same loss and gradients to the bit, and the loss reads the caller's targets, not their copy
+ * in the arena, which is poisoned with NaN right after the upload. A backend without the loss
+ * entry is refused at init, by name. */
+static const float *poison_src;
+static int (*real_copy)(yp_backend *, void *, const void *, size_t, yp_copy);
+static int poisoning_copy(yp_backend *be, void *dst, const void *src, size_t bytes, yp_copy dir) {
+    int rc = real_copy(be, dst, src, bytes, dir);
+    if (!rc && src == poison_src && dir == YP_COPY_HOST_TO_DEVICE)
+        for (size_t i = 0; i < bytes / sizeof(float); i++) ((float *)dst)[i] = NAN;
+    return rc;
+}
+
+static void test_device_seam(void) {
+    yp_plan p;
+    yp_exec ref, x;
+    REQUIRE(make_both(&p, &ref, YP_SAVE_YOLOPLAN, 0, 0) == 0);
+    double want[4], got[4];
+    CHECK(micro(&ref, want) == 0);
+    cpu->host_memory = 0;
+    real_copy = cpu->mem_copy, cpu->mem_copy = poisoning_copy;
+    poison_src = fx_get(&fx, "targets")->data;
+    int ok = make_exec(&x, &p, 0) == 0;
+    CHECK(ok);
+    if (ok) {
+        CHECK(micro(&x, got) == 0);
+        CHECK(memcmp(got, want, sizeof got) == 0);
+        int same = 1;
+        for (int t = 0; t < x.s->n_tensors; t++)
+            if (x.s->tensors[t].kind == YP_KIND_GRAD)
+                same &= !memcmp(yp_exec_tensor(&x, t), yp_exec_tensor(&ref, t), (size_t)x.s->tensors[t].bytes);
+        CHECK(same);
+        yp_exec_free(&x);
+    }
+    cpu->mem_copy = real_copy, cpu->host_memory = 1;
+    const yp_ops *keep = cpu->ops;
+    yp_ops lacking = *keep;
+    lacking.loss_level = NULL;
+    cpu->ops = &lacking;
+    yp_err err;
+    CHECK(yp_exec_init(&x, &p, cpu, 0, 1, &err) == -1);
+    cpu->ops = keep;
+    CHECK_STR_HAS(err.msg, "backend cpu has no loss_level op yet");
+    yp_exec_free(&ref);
+    yp_plan_free(&p);
+}
+
 int main(void) {
     yp_err err;
     if (fx_load(YP_TEST_DATA "/step/step.bin", &fx)) {
@@ -392,6 +440,7 @@ int main(void) {
     YP_RUN(test_clipped_steps);
     YP_RUN(test_policies_agree);
     YP_RUN(test_guards);
+    YP_RUN(test_device_seam);
     yp_backend_free(cpu);
     yp_graph_free(graph);
     fx_free(&fx);
