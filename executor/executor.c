@@ -271,10 +271,12 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
                           "of validation) is not something it steps through");
     if (x->s->opts.act_dtype != YP_DTYPE_F32)
         return yp_err_set(err, "the %s backend runs fp32 plans; re-plan with --precision fp32", be->name);
-    if (guard_bytes % YP_ALIGN) return yp_err_set(err, "guard bytes must be a multiple of %d", YP_ALIGN);
-    if (!be->alignment || YP_ALIGN % be->alignment)
-        return yp_err_set(err, "the plan aligns tensors to %d bytes; the %s backend needs %zu", YP_ALIGN, be->name,
-                          be->alignment);
+    const int64_t align = p->arena.align; /* the candidate's, as the arena was packed */
+    if (align < 1 || guard_bytes % align)
+        return yp_err_set(err, "guard bytes must be a multiple of the plan's alignment, %lld", (long long)align);
+    if (!be->alignment || align % (int64_t)be->alignment)
+        return yp_err_set(err, "the plan aligns tensors to %lld bytes; the %s backend needs a multiple of %zu: re-plan "
+                          "for it (yp_exec_candidate_for)", (long long)align, be->name, be->alignment);
     int n_nodes = x->s->g->n_nodes;
     x->fwd_t = calloc((size_t)n_nodes, sizeof(int));
     if (!x->fwd_t || layout(x, err) || link_state(x, err)) {

@@ -76,12 +76,15 @@ static int64_t place_all(const yp_schedule *s, const item *items, int n, int64_t
     return top;
 }
 
-int yp_arena_plan(const yp_schedule *s, int64_t lower_bound, yp_arena *out, yp_err *err) {
+int yp_arena_plan(const yp_schedule *s, int64_t align, int64_t lower_bound, yp_arena *out, yp_err *err) {
     static const struct {
         const char *name;
         order_cmp cmp;
     } orders[] = {{"size", by_size}, {"life", by_life}, {"size*life", by_area}, {"birth", by_birth}};
     memset(out, 0, sizeof *out);
+    if (align < 1 || (align & (align - 1)))
+        return yp_err_set(err, "arena: alignment %lld is not a power of two", (long long)align);
+    out->align = align;
     int n = s->n_tensors, n_rest = 0;
     item *rest = malloc((size_t)n * sizeof *rest);
     int64_t *trial = malloc((size_t)n * sizeof *trial);
@@ -95,8 +98,8 @@ int yp_arena_plan(const yp_schedule *s, int64_t lower_bound, yp_arena *out, yp_e
     int64_t base = 0;
     for (int t = 0; t < n; t++) {
         const yp_tensor *tt = &s->tensors[t];
-        if (whole_step(s, t)) out->offsets[t] = base, base += yp_align_up(tt->bytes);
-        else rest[n_rest++] = (item){t, tt->first, yp_align_up(tt->bytes), tt->last - tt->first + 1};
+        if (whole_step(s, t)) out->offsets[t] = base, base += yp_align_up(tt->bytes, align);
+        else rest[n_rest++] = (item){t, tt->first, yp_align_up(tt->bytes, align), tt->last - tt->first + 1};
     }
     out->persistent = base;
     out->size = INT64_MAX;
@@ -116,16 +119,18 @@ int yp_arena_plan(const yp_schedule *s, int64_t lower_bound, yp_arena *out, yp_e
 }
 
 int yp_arena_check(const yp_schedule *s, const yp_arena *a, yp_err *err) {
+    if (a->align < 1 || (a->align & (a->align - 1)))
+        return yp_err_set(err, "arena: alignment %lld is not a power of two", (long long)a->align);
     for (int i = 0; i < s->n_tensors; i++) {
         const yp_tensor *x = &s->tensors[i];
-        int64_t xo = a->offsets[i], xe = xo + yp_align_up(x->bytes);
-        if (xo < 0 || xo % YP_ALIGN || xe > a->size)
+        int64_t xo = a->offsets[i], xe = xo + yp_align_up(x->bytes, a->align);
+        if (xo < 0 || xo % a->align || xe > a->size)
             return yp_err_set(err, "arena: tensor %s at offset %lld (%lld bytes) is misaligned or outside the %lld-byte "
                               "arena", x->name, (long long)xo, (long long)x->bytes, (long long)a->size);
         for (int j = i + 1; j < s->n_tensors; j++) {
             const yp_tensor *y = &s->tensors[j];
             if (y->first > x->last || x->first > y->last || y->bytes == 0 || x->bytes == 0) continue;
-            int64_t yo = a->offsets[j], ye = yo + yp_align_up(y->bytes);
+            int64_t yo = a->offsets[j], ye = yo + yp_align_up(y->bytes, a->align);
             if (xo < ye && yo < xe)
                 return yp_err_set(err, "arena: %s [%lld, %lld) and %s [%lld, %lld) overlap while both live at step %d",
                                   x->name, (long long)xo, (long long)xe, y->name, (long long)yo, (long long)ye,

@@ -16,7 +16,16 @@ yp_candidate yp_candidate_default(void) {
     c.policy = YP_SAVE_YOLOPLAN;
     c.labels_per_image = YP_COCO_LABELS_PER_IMAGE;
     snprintf(c.scratch, sizeof c.scratch, "%s", YP_SCRATCH_IM2COL);
+    c.alignment = YP_ALIGN_DEFAULT;
     return c;
+}
+
+int yp_candidate_check_alignment(const yp_candidate *c, yp_err *err) {
+    int64_t a = c->alignment;
+    if (a < YP_ALIGN_MIN || a > YP_ALIGN_MAX || (a & (a - 1)))
+        return yp_err_set(err, "candidate.alignment: %lld bytes; the arena alignment must be a power of two from %d "
+                          "to %d", (long long)a, YP_ALIGN_MIN, YP_ALIGN_MAX);
+    return 0;
 }
 
 static const char *const prec_names[YP_PREC_COUNT] = {"fp32", "amp-fp16", "amp-bf16"};

@@ -4,8 +4,10 @@
 
 #include "yp_liveness.h"
 
-int yp_liveness_compute(const yp_schedule *s, yp_liveness *out, yp_err *err) {
+int yp_liveness_compute(const yp_schedule *s, int64_t align, yp_liveness *out, yp_err *err) {
     memset(out, 0, sizeof *out);
+    if (align < 1 || (align & (align - 1)))
+        return yp_err_set(err, "liveness: arena alignment %lld is not a power of two", (long long)align);
     int n = s->n_steps;
     /* delta[step][kind]: bytes that start living at step, minus bytes that die after step-1 */
     int64_t *delta = calloc((size_t)(n + 1) * YP_KIND_COUNT, sizeof *delta);
@@ -16,10 +18,10 @@ int yp_liveness_compute(const yp_schedule *s, yp_liveness *out, yp_err *err) {
         yp_liveness_free(out);
         return yp_err_set(err, "out of memory simulating liveness");
     }
-    out->n_steps = n;
+    out->n_steps = n, out->align = align;
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *tt = &s->tensors[t];
-        int64_t b = yp_align_up(tt->bytes);
+        int64_t b = yp_align_up(tt->bytes, align);
         delta[(size_t)tt->first * YP_KIND_COUNT + tt->kind] += b;
         delta[(size_t)(tt->last + 1) * YP_KIND_COUNT + tt->kind] -= b;
     }

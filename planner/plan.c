@@ -27,9 +27,9 @@ static int val_need(const yp_graph *g, const yp_candidate *c, int64_t persistent
     if (!v) return -1;
     yp_liveness l;
     yp_arena a;
-    int rc = yp_liveness_compute(v, &l, err);
+    int rc = yp_liveness_compute(v, c->alignment, &l, err);
     if (!rc) {
-        rc = yp_arena_plan(v, l.peak, &a, err);
+        rc = yp_arena_plan(v, c->alignment, l.peak, &a, err);
         if (!rc) *out = persistent + (a.size - a.persistent), yp_arena_free(&a);
         yp_liveness_free(&l);
     }
@@ -40,12 +40,12 @@ static int val_need(const yp_graph *g, const yp_candidate *c, int64_t persistent
 int yp_plan_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, int64_t reserve, int64_t n_images,
                   yp_plan *out, yp_err *err) {
     memset(out, 0, sizeof *out);
-    if (yp_candidate_check_scratch(c, err)) return -1;
+    if (yp_candidate_check_scratch(c, err) || yp_candidate_check_alignment(c, err)) return -1;
     out->g = g, out->cand = *c, out->gpu = *gpu, out->reserve_bytes = reserve;
     yp_sched_opts o = yp_candidate_train_opts(c, yp_graph_max_stride(g));
     out->sched = yp_schedule_build(g, &o, err);
-    if (!out->sched || yp_liveness_compute(out->sched, &out->live, err) ||
-        yp_arena_plan(out->sched, out->live.peak, &out->arena, err) ||
+    if (!out->sched || yp_liveness_compute(out->sched, c->alignment, &out->live, err) ||
+        yp_arena_plan(out->sched, c->alignment, out->live.peak, &out->arena, err) ||
         val_need(g, c, out->arena.persistent, &out->val_bytes, err)) {
         yp_plan_free(out);
         return -1;

@@ -1,5 +1,6 @@
 /* plan_io.c - plan.json writer and verifying loader. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c) {
     cJSON_AddNumberToObject(j, "labels_per_image", c->labels_per_image);
     cJSON_AddBoolToObject(j, "multi_scale", c->multi_scale);
     cJSON_AddStringToObject(j, "conv_scratch", yp_candidate_scratch_name(c));
+    add_i64(j, "alignment", c->alignment);
     return j;
 }
 
@@ -152,7 +154,8 @@ static const char *str(ctx *c, const cJSON *o, const char *path, const char *key
 }
 
 /* Reads back what yp_candidate_json wrote; the conv scratch model is resolved through r. A file
- * without "conv_scratch" predates the key, when every saved plan was an im2col one. */
+ * without "conv_scratch" predates the key, when every saved plan was an im2col one; one without
+ * "alignment" predates that key, when every arena was aligned to YP_ALIGN_DEFAULT. */
 static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, yp_candidate *k) {
     double v[7];
     static const char *const keys[] = {"batch", "mosaic", "ema", "freeze", "labels_per_image", "multi_scale"};
@@ -185,6 +188,11 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
     yp_err why;
     if (yp_candidate_set_scratch(k, sc ? sc->valuestring : YP_SCRATCH_IM2COL, r, &why))
         return yp_err_set(c->err, "%s: candidate.conv_scratch: %s", c->file, why.msg);
+    const cJSON *al = cJSON_GetObjectItemCaseSensitive(j, "alignment");
+    if (al && (!cJSON_IsNumber(al) || !(fabs(al->valuedouble) <= 1e15) || al->valuedouble != floor(al->valuedouble)))
+        return yp_err_set(c->err, "%s: candidate.alignment: expected a whole number of bytes", c->file);
+    if (al) k->alignment = (int64_t)al->valuedouble;
+    if (yp_candidate_check_alignment(k, &why)) return yp_err_set(c->err, "%s: %s", c->file, why.msg);
     return 0;
 }
 

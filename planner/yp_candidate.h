@@ -24,10 +24,19 @@ typedef struct {
      * Set both with yp_candidate_set_scratch; the default is im2col. */
     char scratch[YP_SCRATCH_NAME_MAX];
     yp_scratch_rule scratch_rule;
+    /* The arena alignment, bytes: every tensor's offset and rounded size is a multiple of it (the
+     * liveness, the arena and the executor's guards use it). A power of two in
+     * YP_ALIGN_MIN..YP_ALIGN_MAX; YP_ALIGN_DEFAULT unless a backend needs more
+     * (yp_exec_candidate_for). The JSON carries it ("alignment"). */
+    int64_t alignment;
 } yp_candidate;
 
+#define YP_ALIGN_DEFAULT 256 /* the arena alignment of a candidate that names none */
+#define YP_ALIGN_MIN 16
+#define YP_ALIGN_MAX 4096
+
 /* Defaults of a YOLOv5 training run: batch 16 at 640, fp32, mosaic, SGD, EMA, no freeze,
- * yoloplan policy, COCO's 7.3 labels per image. */
+ * yoloplan policy, COCO's 7.3 labels per image, im2col scratch, 256-byte arena alignment. */
 yp_candidate yp_candidate_default(void);
 
 /* Makes name (resolved through r, which may be NULL: yp_scratch_resolve) c's conv scratch model.
@@ -41,6 +50,10 @@ const char *yp_candidate_scratch_name(const yp_candidate *c);
  * yp_candidate_set_scratch): plan builders call it, so that no plan silently falls back to
  * im2col. 0, or -1 with err set. */
 int yp_candidate_check_scratch(const yp_candidate *c, yp_err *err);
+
+/* Refuses an arena alignment that is not a power of two in YP_ALIGN_MIN..YP_ALIGN_MAX, with one
+ * line naming candidate.alignment. 0, or -1 with err set. */
+int yp_candidate_check_alignment(const yp_candidate *c, yp_err *err);
 
 const char *yp_precision_name(yp_precision p);   /* "fp32", "amp-fp16", "amp-bf16" */
 int yp_precision_parse(const char *s);           /* -1 if unknown */

@@ -22,7 +22,7 @@ static void draw_tensors(tl_canvas *c, const tl_frame *f, const yp_plan *p, int 
     Agsym_t *off = agattr(c->g, AGNODE, "yp_offset", "");
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *tt = &s->tensors[t];
-        int64_t o = p->arena.offsets[t], n = yp_align_up(tt->bytes);
+        int64_t o = p->arena.offsets[t], n = yp_align_up(tt->bytes, p->arena.align);
         present[tt->kind] = 1;
         snprintf(name, sizeof name, "t%d", t);
         Agnode_t *nd = tl_box(c, name, tl_fx(f, tt->first), tl_fy(f, (double)o), tl_fx(f, tt->last + 1),

@@ -1,6 +1,7 @@
 /* test_plan.c - the planner: the scaled family equals the real schedule at any size, the search
  * returns plans whose real arena fits and is valid, plan.json round-trips and refuses tampering,
- * the conv scratch model travels in it by name, and what-if remedies save memory. */
+ * the conv scratch model travels in it by name, so does the arena alignment, which the liveness
+ * and the arena honour, and what-if remedies save memory. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -285,12 +286,126 @@ static void test_scratch_model_round_trip(void) {
     yp_graph_free(g);
 }
 
+/* Replaces the first `from` in text (n bytes, room for more) by `to`; returns the new length, or
+ * 0 when from does not occur. */
+static size_t replace_once(char *text, size_t n, const char *from, const char *to) {
+    char *at = strstr(text, from);
+    if (!at) return 0;
+    size_t lf = strlen(from), lt = strlen(to);
+    memmove(at + lt, at + lf, n - (size_t)(at - text) - lf + 1);
+    memcpy(at, to, lt);
+    return n - lf + lt;
+}
+
+static size_t read_text(const char *path, char *text, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(text, 1, cap - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    return n;
+}
+
+static void write_text(const char *path, const char *text, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f) fwrite(text, 1, n, f), fclose(f);
+}
+
+/* The arena alignment is the candidate's: a plan aligned to 512 has every offset a multiple of
+ * 512 (the checker holds it to that), a lower bound and an arena at least the 256 plan's; the value
+ * travels in plan.json, where a file without it is a 256 one; a value that is not a power of two
+ * in 16..4096 is refused by the planner and by the loader, naming candidate.alignment. */
+static void test_arena_alignment(void) {
+    yp_graph *g = yp_test_model("yolov5n"), *g2 = NULL;
+    REQUIRE(g != NULL);
+    yp_gpu gpu;
+    yp_err err;
+    yp_gpu_parse("8GB", &gpu, &err);
+    yp_candidate c = yp_candidate_default();
+    CHECK_EQ_I64(c.alignment, 256);
+    c.batch = 2, c.img_w = c.img_h = 128;
+    yp_candidate c512 = c;
+    c512.alignment = 512;
+    yp_plan p256, p512, q;
+    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 0, &p256, &err) == 0);
+    REQUIRE(yp_plan_build(g, &c512, &gpu, 0, 0, &p512, &err) == 0);
+    CHECK(p256.arena.align == 256 && p512.arena.align == 512 && p512.live.align == 512);
+    int misaligned = 0;
+    for (int t = 0; t < p512.sched->n_tensors; t++) misaligned += p512.arena.offsets[t] % 512 != 0;
+    CHECK_EQ_I64(misaligned, 0);
+    CHECK(yp_arena_check(p512.sched, &p512.arena, &err) == 0);
+    /* BN parameters of 16..256 channels take 512 bytes instead of 256: strictly more */
+    CHECK(p512.live.peak > p256.live.peak);
+    CHECK(p512.arena.size >= p512.live.peak && p512.arena.size >= p256.arena.size);
+    CHECK(p512.arena_bytes >= p256.arena_bytes);
+    int t1 = 1;
+    while (t1 < p512.sched->n_tensors && p512.sched->tensors[t1].bytes == 0) t1++;
+    p512.arena.offsets[t1] += 256; /* 256-aligned, not 512 */
+    CHECK(yp_arena_check(p512.sched, &p512.arena, &err) == -1);
+    CHECK_STR_HAS(err.msg, "misaligned");
+    p512.arena.offsets[t1] -= 256;
+
+    cJSON *j = yp_candidate_json(g, &c512);
+    const cJSON *al = cJSON_GetObjectItem(j, "alignment");
+    CHECK(cJSON_IsNumber(al) && al->valuedouble == 512);
+    cJSON_Delete(j);
+    char path[] = "/tmp/yp_test_plan_align_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    static char text[1 << 24];
+    CHECK(yp_plan_save(&p512, path, &err) == 0);
+    CHECK(yp_plan_load(path, &q, &g2, &err) == 0);
+    if (g2) {
+        CHECK_EQ_I64(q.cand.alignment, 512);
+        CHECK_EQ_I64(q.arena_bytes, p512.arena_bytes);
+        CHECK(memcmp(q.arena.offsets, p512.arena.offsets, (size_t)p512.sched->n_tensors * sizeof(int64_t)) == 0);
+        yp_plan_free(&q);
+        yp_graph_free(g2);
+    }
+    static const char *const bad_json[] = {"\"alignment\":100", "\"alignment\":8192", "\"alignment\":\"512\"",
+                                           "\"alignment\":512.5"};
+    for (size_t k = 0; k < sizeof bad_json / sizeof *bad_json; k++) {
+        size_t n = read_text(path, text, sizeof text);
+        n = replace_once(text, n, "\"alignment\":512", bad_json[k]);
+        CHECK(n > 0);
+        write_text(path, text, n);
+        CHECK(yp_plan_load(path, &q, &g2, &err) == -1);
+        CHECK_STR_HAS(err.msg, "candidate.alignment");
+        CHECK(strchr(err.msg, '\n') == NULL);
+        CHECK(yp_plan_save(&p512, path, &err) == 0);
+    }
+    /* a file from before the key: a 256 plan */
+    CHECK(yp_plan_save(&p256, path, &err) == 0);
+    size_t n = read_text(path, text, sizeof text);
+    n = replace_once(text, n, ",\"alignment\":256", "");
+    CHECK(n > 0 && !strstr(text, "alignment"));
+    write_text(path, text, n);
+    CHECK(yp_plan_load(path, &q, &g2, &err) == 0);
+    if (g2) {
+        CHECK_EQ_I64(q.cand.alignment, 256);
+        CHECK(memcmp(q.arena.offsets, p256.arena.offsets, (size_t)p256.sched->n_tensors * sizeof(int64_t)) == 0);
+        yp_plan_free(&q);
+        yp_graph_free(g2);
+    }
+    unlink(path);
+    static const int64_t bad[] = {100, 8, 8192, 0, -256, 768};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        yp_candidate b = c;
+        b.alignment = bad[k];
+        CHECK(yp_plan_build(g, &b, &gpu, 0, 0, &q, &err) == -1);
+        CHECK_STR_HAS(err.msg, "candidate.alignment");
+    }
+    yp_plan_free(&p256);
+    yp_plan_free(&p512);
+    yp_graph_free(g);
+}
+
 int main(void) {
     YP_RUN(test_family_is_exact);
     YP_RUN(test_max_batch);
     YP_RUN(test_search_and_realize);
     YP_RUN(test_plan_json_round_trip);
     YP_RUN(test_scratch_model_round_trip);
+    YP_RUN(test_arena_alignment);
     YP_RUN(test_whatif);
     return yp_test_summary();
 }

@@ -238,7 +238,7 @@ static void test_arena_nodes(void) {
         box_of(n, &x, &y, &w, &h);
         double left = left0 + sx * tt->first, bottom = bottom0 + sy * (double)plan.arena.offsets[t];
         bad += fabs(x - w / 2 - left) > 0.05 || fabs(w - sx * (tt->last + 1 - tt->first)) > 0.05 ||
-               fabs(y - h / 2 - bottom) > 0.05 || fabs(h - sy * (double)yp_align_up(tt->bytes)) > 0.05;
+               fabs(y - h / 2 - bottom) > 0.05 || fabs(h - sy * (double)yp_align_up(tt->bytes, plan.arena.align)) > 0.05;
         bad += !strcmp(attr(n, "fillcolor"), "");
         bad += agget(n, "label") == NULL || strcmp(attr(n, "label"), "") != 0; /* no name drawn by a reader */
         if (t % 7 == 0) svg_bad += !svg_box_matches(svg, n);
