@@ -65,9 +65,13 @@ void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n) {
 }
 
 /* The instance's own rule under its model's name: for a CPU instance the same answers as the
- * resolved "onednn:T" rule, without an instance per query. */
+ * resolved "onednn:T" rule, without an instance per query. The alignment: the largest of the
+ * candidate's, the backend's and YP_ALIGN_DEFAULT (all powers of two, so it is a multiple of each;
+ * the CPU's 64 leaves 256, so CPU plans keep their figures). */
 void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
     yp_exec_scratch_model(be, c->scratch, sizeof c->scratch);
     c->scratch_rule.fn = yp_exec_conv_scratch;
     c->scratch_rule.ctx = be;
+    int64_t a = (int64_t)be->alignment > YP_ALIGN_DEFAULT ? (int64_t)be->alignment : YP_ALIGN_DEFAULT;
+    if (c->alignment < a) c->alignment = a;
 }

@@ -79,9 +79,11 @@ void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n);
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
 
 /* Makes candidate c plan for backend instance be: the model yp_exec_scratch_model names, with
- * be's own conv2d_scratch as the rule (be must outlive the plans built from c). A backend
- * without a named model gets its rule under the backend's name: such a plan runs, but a saved
- * copy cannot be loaded. */
+ * be's own conv2d_scratch as the rule (be must outlive the plans built from c), and an arena
+ * alignment be can run: c->alignment raised to max(be->alignment, YP_ALIGN_DEFAULT) if below it
+ * (a larger one is kept; powers of two, so it is a multiple of be's). A backend without a named
+ * model gets its rule under the backend's name: such a plan runs, but a saved copy cannot be
+ * loaded. */
 void yp_exec_candidate_for(yp_candidate *c, yp_backend *be);
 
 /* The element type (yp_ops.h) the backend's ops are given for tensors of schedule dtype d. */

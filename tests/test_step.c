@@ -418,6 +418,50 @@ static void test_device_seam(void) {
     yp_plan_free(&p);
 }
 
+/* The arena alignment comes from the plan: yp_exec_candidate_for keeps 256 for the CPU (its 64 is
+ * less) and a larger one the caller chose; a plan aligned to 512 runs with the same loss and
+ * gradients to the bit, and its guards must be a multiple of 512; one aligned to 32, less than the
+ * CPU's 64, is refused at init. */
+static void test_plan_alignment(void) {
+    yp_err err;
+    yp_candidate c = yp_candidate_default();
+    c.batch = 2, c.img_w = c.img_h = 128, c.mosaic = 0, c.labels_per_image = 4;
+    yp_exec_candidate_for(&c, cpu);
+    CHECK_EQ_I64(c.alignment, 256);
+    yp_candidate big = c;
+    big.alignment = 1024;
+    yp_exec_candidate_for(&big, cpu);
+    CHECK_EQ_I64(big.alignment, 1024);
+    yp_plan p256, p512, p32;
+    yp_exec a, b;
+    REQUIRE(make_both(&p256, &a, YP_SAVE_YOLOPLAN, 0, 0) == 0);
+    c.alignment = 512;
+    REQUIRE(yp_plan_build(graph, &c, &gpu, 0, 0, &p512, &err) == 0);
+    CHECK(yp_exec_init(&b, &p512, cpu, 256, 1, &err) == -1);
+    CHECK_STR_HAS(err.msg, "multiple of the plan's alignment, 512");
+    REQUIRE(make_exec(&b, &p512, 0) == 0);
+    double want[4], got[4];
+    CHECK(micro(&a, want) == 0 && micro(&b, got) == 0);
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    int same = 1, aligned = 1;
+    for (int t = 0; t < b.s->n_tensors; t++) {
+        aligned &= b.offset[t] % 512 == 0 && (uintptr_t)yp_exec_tensor(&b, t) % cpu->alignment == 0;
+        if (b.s->tensors[t].kind == YP_KIND_GRAD)
+            same &= !memcmp(yp_exec_tensor(&b, t), yp_exec_tensor(&a, t), (size_t)b.s->tensors[t].bytes);
+    }
+    CHECK(aligned);
+    CHECK(same);
+    yp_exec_free(&b);
+    c.alignment = 32;
+    REQUIRE(yp_plan_build(graph, &c, &gpu, 0, 0, &p32, &err) == 0);
+    CHECK(yp_exec_init(&b, &p32, cpu, 0, 1, &err) == -1);
+    CHECK_STR_HAS(err.msg, "the plan aligns tensors to 32 bytes; the cpu backend needs a multiple of 64");
+    yp_exec_free(&a);
+    yp_plan_free(&p32);
+    yp_plan_free(&p512);
+    yp_plan_free(&p256);
+}
+
 int main(void) {
     yp_err err;
     if (fx_load(YP_TEST_DATA "/step/step.bin", &fx)) {
@@ -441,6 +485,7 @@ int main(void) {
     YP_RUN(test_policies_agree);
     YP_RUN(test_guards);
     YP_RUN(test_device_seam);
+    YP_RUN(test_plan_alignment);
     yp_backend_free(cpu);
     yp_graph_free(graph);
     fx_free(&fx);
