@@ -1,4 +1,5 @@
-/* cmd_schedule.c - `yoloplan schedule`: prints the derived training step (steps, tensors, lives). */
+/* cmd_schedule.c - `yoloplan schedule`: prints the derived training step (steps, tensors, lives),
+ * with --fuse the schedule's fusions applied (yp_sched_opts.fusions). */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@ int cmd_schedule(int argc, char **argv) {
     long batch = 1;
     yp_err err;
     yp_save_policy policy = YP_SAVE_YOLOPLAN;
+    unsigned fusions = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--model") && v) model = v, i++;
@@ -23,9 +25,12 @@ int cmd_schedule(int argc, char **argv) {
         } else if (!strcmp(a, "--policy") && v && yp_save_policy_parse(v) >= 0) {
             policy = (yp_save_policy)yp_save_policy_parse(v);
             i++;
+        } else if (!strcmp(a, "--fuse") && v && yp_fusion_parse(v) >= 0) {
+            fusions |= 1u << yp_fusion_parse(v);
+            i++;
         } else {
             yp_err_set(&err, "schedule: unknown or incomplete option \"%s\"; usage: yoloplan schedule --model M "
-                       "[--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch]", a);
+                       "[--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] [--fuse bn_silu]", a);
             return cli_fail(&err);
         }
     }
@@ -33,6 +38,7 @@ int cmd_schedule(int argc, char **argv) {
     if (!g) return cli_fail(&err);
     yp_sched_opts o = yp_sched_opts_default(batch, h, w);
     o.policy = policy;
+    o.fusions = fusions;
     yp_schedule *s = yp_schedule_build(g, &o, &err);
     int rc = YP_EXIT_OK;
     if (!s) rc = cli_fail(&err);

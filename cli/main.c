@@ -35,7 +35,7 @@ static void usage(FILE *f) {
           "commands:\n"
           "  info     --model M [--img S|WxH] [--nc N] [--json]   per-layer table: params, shapes, FLOPs\n"
           "  import   MODEL.yaml -o MODEL.json [--nc N]            convert an Ultralytics model yaml to the IR\n"
-          "  schedule --model M [--batch B] [--img S] [--policy P]\n"
+          "  schedule --model M [--batch B] [--img S] [--policy P] [--fuse bn_silu]\n"
           "                                                       list the training step: steps and tensors\n"
           "  bench-step [--model M] [--batch B] [--img S] [--steps N] [--warmup N] [--threads T]\n"
           "             [--policy P] [--no-ema] [--profile] [--json]\n"

@@ -9,12 +9,12 @@
 /* ---------------------------------------------------------------- names */
 
 size_t yp_dtype_size(yp_dtype d) {
-    static const size_t sz[YP_DTYPE_COUNT] = {4, 2, 2, 8};
+    static const size_t sz[YP_DTYPE_COUNT] = {4, 2, 2, 8, 8};
     return sz[d];
 }
 
 const char *yp_dtype_name(yp_dtype d) {
-    static const char *const n[YP_DTYPE_COUNT] = {"f32", "f16", "bf16", "i64"};
+    static const char *const n[YP_DTYPE_COUNT] = {"f32", "f16", "bf16", "i64", "f64"};
     return n[d];
 }
 
@@ -28,8 +28,24 @@ const char *yp_role_name(yp_role r) {
     static const char *const n[YP_ROLE_COUNT] = {
         "conv_weight", "conv_bias", "bn_gamma", "bn_beta", "running_mean", "running_var", "grad", "momentum",
         "adam_m", "adam_v", "ema", "lowp", "images", "targets", "value", "bn_stats", "pool_indices",
-        "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value", "decoded"};
+        "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value", "decoded",
+        "bn_sums"};
     return (unsigned)r < YP_ROLE_COUNT ? n[r] : "?";
+}
+
+static const char *const fusion_names[YP_FUSION_COUNT] = {"bn_silu"};
+
+const char *yp_fusion_name(yp_fusion f) { return (unsigned)f < YP_FUSION_COUNT ? fusion_names[f] : "?"; }
+
+int yp_fusion_parse(const char *s) {
+    for (int i = 0; s && i < YP_FUSION_COUNT; i++)
+        if (!strcmp(s, fusion_names[i])) return i;
+    return -1;
+}
+
+const char *yp_fused_name(yp_fused f) {
+    static const char *const n[YP_FUSED_COUNT] = {"", "bn_stats", "bn+silu", "bn+silu_bwd", "bn_bwd_sums"};
+    return (unsigned)f < YP_FUSED_COUNT ? n[f] : "?";
 }
 
 const char *yp_phase_name(yp_phase p) {
@@ -123,6 +139,7 @@ static void build(bld *b) {
         sb_optimizer_steps(b);
     }
     if (!b->oom) sb_compute_lives(b);
+    if (!b->oom && o->fusions) sb_fuse(b);
 }
 
 yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_err *err) {
@@ -190,8 +207,10 @@ void yp_schedule_print(const yp_schedule *s, FILE *f) {
     for (int i = 0; i < s->n_steps; i++) {
         const yp_step *st = &s->steps[i];
         const char *what = st->node >= 0 ? s->g->nodes[st->node].name : st->label;
-        fprintf(f, "step %4d %-9s %-17s %-28s reads", i, yp_phase_name(st->phase),
-                st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", what);
+        char op[32];
+        snprintf(op, sizeof op, "%s%s%s", st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", st->fused ? "/" : "",
+                 yp_fused_name(st->fused));
+        fprintf(f, "step %4d %-9s %-17s %-28s reads", i, yp_phase_name(st->phase), op, what);
         for (int k = 0; k < st->n_in && k < 8; k++) fprintf(f, " %s", s->tensors[yp_step_inputs(s, st)[k]].name);
         if (st->n_in > 8) fprintf(f, " ... (%d)", st->n_in);
         fprintf(f, " writes");

@@ -65,6 +65,7 @@ int sb_emit(bld *b, yp_phase ph, int op, int node, const char *label, int64_t fl
     yp_step *st = &s->steps[s->n_steps];
     memset(st, 0, sizeof *st);
     st->phase = ph, st->op = op, st->node = node, st->flops = flops, st->a = b->cur;
+    st->fused = YP_FUSED_NONE, st->fused_node = -1;
     b->cur = sb_no_operands();
     snprintf(st->label, sizeof st->label, "%s", label);
     st->in_off = s->n_refs, st->n_in = b->n_in;

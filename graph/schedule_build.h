@@ -83,6 +83,13 @@ void sb_backward_node(bld *b, int i);
 void sb_optimizer_steps(bld *b);
 
 /* ---- lives (schedule_lives.c) */
+/* Producers, consumers and live intervals from the steps' lists (appends the consumer lists to
+ * refs); s->n_refs must count the steps' lists only. */
 void sb_compute_lives(bld *b);
+
+/* ---- fusions (schedule_fuse.c) */
+/* Applies the fusions opts.fusions allows to the built schedule whose lives are computed, then
+ * computes the lives again (yp_schedule.h, yp_fusion). */
+void sb_fuse(bld *b);
 
 #endif

@@ -1,7 +1,8 @@
 /* yp_schedule.h - the training step derived from a graph: forward steps in topological order,
  * the loss, backward steps in reverse order (with the recomputation the saving policy needs),
- * the optimizer and the EMA update; every tensor with its kind, bytes, producer, consumers and
- * live interval. This is the planner's input.
+ * the optimizer and the EMA update, and the fusions the options allow applied to those steps;
+ * every tensor with its kind, bytes, producer, consumers and live interval. This is the
+ * planner's input.
  *
  * Ownership: yp_schedule_build returns a schedule the caller frees with yp_schedule_free; it
  * keeps a pointer to the graph, which must outlive it. */
@@ -13,7 +14,8 @@
 
 #include "yp_graph.h"
 
-typedef enum { YP_DTYPE_F32, YP_DTYPE_F16, YP_DTYPE_BF16, YP_DTYPE_I64, YP_DTYPE_COUNT } yp_dtype;
+/* F64: per-channel sums a fused step hands the next one (YP_ROLE_BN_SUMS), never an activation. */
+typedef enum { YP_DTYPE_F32, YP_DTYPE_F16, YP_DTYPE_BF16, YP_DTYPE_I64, YP_DTYPE_F64, YP_DTYPE_COUNT } yp_dtype;
 
 typedef enum {
     YP_KIND_WEIGHT,    /* fp32 master parameters and BN running statistics (persistent) */
@@ -71,6 +73,44 @@ int yp_save_policy_parse(const char *s);
 
 typedef enum { YP_OPT_SGD, YP_OPT_ADAM, YP_OPT_ADAMW, YP_OPT_COUNT } yp_optimizer;
 
+/* Fusions the schedule may apply (yp_sched_opts.fusions, a bit set of (1u << yp_fusion)): an
+ * explicit whitelist, as ggml-alloc keeps one for in-place reuse, since only a backend with the
+ * fused entries can run the rewritten steps (the executor says which it has). Each one applies
+ * wherever its conditions hold (graph/schedule_fuse.c):
+ *   BN_SILU  a training BatchNorm whose output only SiLU steps read (forward, recompute or
+ *            backward), while the BN input and statistics live at least as long as that output:
+ *            the BN output tensor is not created; the forward BN writes only its statistics,
+ *            each SiLU step applies the BN itself from the BN's input and statistics (yp_step.fused,
+ *            the bn_* operands), a recompute BN that fed only such steps is dropped, and the BN's
+ *            backward right after its SiLU's, on the gradient that step writes, takes the
+ *            per-channel sums that step computes (a YP_ROLE_BN_SUMS tensor) instead of a pass.
+ * A retention row with keep_all (PyTorch eager) never fuses: it keeps what eager autograd keeps,
+ * BN outputs included. */
+typedef enum { YP_FUSION_BN_SILU, YP_FUSION_COUNT } yp_fusion;
+#define YP_FUSE_BN_SILU (1u << YP_FUSION_BN_SILU)
+#define YP_FUSE_ALL ((1u << YP_FUSION_COUNT) - 1u)
+
+/* "bn_silu"; parse returns -1 for an unknown name. */
+const char *yp_fusion_name(yp_fusion f);
+int yp_fusion_parse(const char *s);
+
+/* What a step of a fused schedule is (yp_step.fused); YP_FUSED_NONE for every step of an
+ * unfused one. */
+typedef enum {
+    YP_FUSED_NONE,
+    YP_FUSED_BN_STATS,    /* forward BN: batch and running statistics only; no output (y[0] absent) */
+    YP_FUSED_BN_SILU,     /* forward or recompute SiLU: y = silu(bn_apply(bn_x)) with bn_gamma, bn_beta,
+                           * bn_stats; x[0] absent */
+    YP_FUSED_BN_SILU_BWD, /* backward SiLU: dx = silu'(bn_apply(bn_x)) * dy; x[0] absent; writes
+                           * bn_sums when the BN's backward comes right after it */
+    YP_FUSED_BN_BWD_SUMS, /* backward BN: reads bn_sums (sum(dy), sum(dy*(x - mean)) per channel) from
+                           * the SiLU backward before it instead of computing them */
+    YP_FUSED_COUNT
+} yp_fused;
+
+/* "bn_stats", "bn+silu", "bn+silu_bwd", "bn_bwd_sums" ("" for none). */
+const char *yp_fused_name(yp_fused f);
+
 /* One conv as a scratch rule sees it (a Detect level is a 1x1 conv with bias). */
 typedef struct {
     yp_shape in, out;
@@ -107,9 +147,11 @@ typedef struct {
                             * then a decode step writing the boxes NMS reads; no backward or optimizer */
     yp_conv_scratch_fn conv_scratch; /* NULL: yp_conv_scratch_im2col */
     void *conv_scratch_ctx;
+    unsigned fusions;      /* fusions allowed (bits 1u << yp_fusion, above); 0: none */
 } yp_sched_opts;
 
-/* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image, training. */
+/* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image, training,
+ * no fusions. */
 yp_sched_opts yp_sched_opts_default(int64_t batch, int64_t h, int64_t w);
 
 /* How a tensor's bytes grow with the candidate: every tensor is exactly one of these, so bytes at
@@ -153,6 +195,7 @@ typedef enum {
     YP_ROLE_LOSS_OBJMAP,   /* the loss's objectness targets */
     YP_ROLE_LOSS_VALUE,    /* lbox, lobj, lcls, total */
     YP_ROLE_DECODED,       /* evaluation: Detect's outputs decoded to boxes (batch, na*sum(H*W), nc+5) */
+    YP_ROLE_BN_SUMS,       /* fused BN+SiLU backward: {sum(dy), sum(dy*(x - mean))} per channel, f64 */
     YP_ROLE_COUNT
 } yp_role;
 
@@ -195,6 +238,10 @@ typedef struct {
  *              also an input when the step adds to it, yp_tensor.producer says which); dw, dbias,
  *              dgamma, dbeta (read and accumulated; absent when the node is frozen)
  *   all conv and Detect steps: scratch_image, scratch_fixed (written, when the rule asks for them)
+ *   fused steps (yp_step.fused, yp_fused): a SiLU step that applies the BN before it reads that
+ *              BN's input, parameters and statistics as bn_x, bn_gamma, bn_beta, bn_stats (its
+ *              own x[0], the BN output, is absent); bn_sums is written by such a backward SiLU
+ *              and read by the BN backward right after it
  *   optimizer and EMA steps have no named operands (they read every parameter's state by role). */
 typedef struct {
     int x[YP_MAX_INPUTS], y[YP_MAX_LEVELS];
@@ -205,6 +252,8 @@ typedef struct {
     int scratch_image, scratch_fixed;
     int targets, loss_assign, loss_objmap, loss_value;
     int decoded;         /* the decode step (evaluation): x[l] Detect's outputs in, the boxes out */
+    int bn_x, bn_gamma, bn_beta, bn_stats; /* fused steps: the BN applied inside this one */
+    int bn_sums;         /* fused backward: the sums a SiLU backward hands the BN backward */
 } yp_operands;
 
 typedef struct {
@@ -216,6 +265,8 @@ typedef struct {
     int out_off, n_out;  /* tensors written: sched->refs[out_off ..] (accumulation: in both lists) */
     int64_t flops;
     yp_operands a;       /* the same operands by name */
+    yp_fused fused;      /* what the step is in a fused schedule (YP_FUSED_NONE otherwise) */
+    int fused_node;      /* YP_FUSED_BN_SILU(_BWD): the BN node applied inside it; else -1 */
 } yp_step;
 
 typedef struct {
