@@ -76,6 +76,7 @@ yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride) {
     o.optimizer = c->optimizer;
     o.ema = c->ema;
     o.conv_scratch = c->scratch_rule.fn, o.conv_scratch_ctx = c->scratch_rule.ctx;
+    o.fusions = c->fusions;
     return o;
 }
 

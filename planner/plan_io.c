@@ -30,6 +30,9 @@ cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c) {
     cJSON_AddBoolToObject(j, "multi_scale", c->multi_scale);
     cJSON_AddStringToObject(j, "conv_scratch", yp_candidate_scratch_name(c));
     add_i64(j, "alignment", c->alignment);
+    cJSON *fu = cJSON_AddArrayToObject(j, "fusions");
+    for (int f = 0; f < YP_FUSION_COUNT; f++)
+        if (c->fusions >> f & 1u) cJSON_AddItemToArray(fu, cJSON_CreateString(yp_fusion_name((yp_fusion)f)));
     return j;
 }
 
@@ -72,6 +75,7 @@ static cJSON *step_json(const yp_schedule *s, int i) {
     cJSON_AddItemToObject(j, "inputs", cJSON_CreateIntArray(yp_step_inputs(s, st), st->n_in));
     cJSON_AddItemToObject(j, "outputs", cJSON_CreateIntArray(yp_step_outputs(s, st), st->n_out));
     add_i64(j, "flops", st->flops);
+    if (st->fused) cJSON_AddStringToObject(j, "fused", yp_fused_name(st->fused));
     return j;
 }
 
@@ -153,6 +157,29 @@ static const char *str(ctx *c, const cJSON *o, const char *path, const char *key
     return v ? v->valuestring : NULL;
 }
 
+/* The fusions a candidate allows: a file without "fusions" predates the key, when no plan fused. */
+static int load_fusions(ctx *c, const cJSON *j, unsigned *out) {
+    const cJSON *fu = cJSON_GetObjectItemCaseSensitive(j, "fusions");
+    *out = 0;
+    if (!fu) return 0;
+    for (const cJSON *f = cJSON_IsArray(fu) ? fu->child : NULL; f; f = f->next)
+        if (!cJSON_IsString(f)) fu = NULL;
+    if (!cJSON_IsArray(fu)) return yp_err_set(c->err, "%s: candidate.fusions: expected a list of names", c->file);
+    for (const cJSON *f = fu->child; f; f = f->next) {
+        int k = yp_fusion_parse(f->valuestring);
+        if (k >= 0) {
+            *out |= 1u << k;
+            continue;
+        }
+        char known[128] = "";
+        for (int i = 0; i < YP_FUSION_COUNT; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", yp_fusion_name((yp_fusion)i));
+        return yp_err_set(c->err, "%s: candidate.fusions: \"%s\" is not a fusion this planner knows (known: %s)", c->file,
+                          f->valuestring, known);
+    }
+    return 0;
+}
+
 /* Reads back what yp_candidate_json wrote; the conv scratch model is resolved through r. A file
  * without "conv_scratch" predates the key, when every saved plan was an im2col one; one without
  * "alignment" predates that key, when every arena was aligned to YP_ALIGN_DEFAULT. */
@@ -183,6 +210,7 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
         k->ckpt_layers |= 1ull << (int)l->valuedouble;
     }
     if (k->batch < 1) return yp_err_set(c->err, "%s: candidate.batch: must be at least 1", c->file);
+    if (load_fusions(c, j, &k->fusions)) return -1;
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(j, "conv_scratch");
     if (sc && !cJSON_IsString(sc)) return yp_err_set(c->err, "%s: candidate.conv_scratch: expected a string", c->file);
     yp_err why;

@@ -29,6 +29,11 @@ typedef struct {
      * YP_ALIGN_MIN..YP_ALIGN_MAX; YP_ALIGN_DEFAULT unless a backend needs more
      * (yp_exec_candidate_for). The JSON carries it ("alignment"). */
     int64_t alignment;
+    /* The schedule fusions the plan allows (bits 1u << yp_fusion, yp_schedule.h), which the
+     * candidate's JSON carries ("fusions": their names; a file without the key allows none): only
+     * a backend with the fused entries runs them, so the executor turns them on for its backend
+     * (yp_exec_candidate_for) and the planner's own sweep leaves them off (the default). */
+    unsigned fusions;
 } yp_candidate;
 
 #define YP_ALIGN_DEFAULT 256 /* the arena alignment of a candidate that names none */
@@ -36,7 +41,8 @@ typedef struct {
 #define YP_ALIGN_MAX 4096
 
 /* Defaults of a YOLOv5 training run: batch 16 at 640, fp32, mosaic, SGD, EMA, no freeze,
- * yoloplan policy, COCO's 7.3 labels per image, im2col scratch, 256-byte arena alignment. */
+ * yoloplan policy, COCO's 7.3 labels per image, im2col scratch, 256-byte arena alignment, no
+ * fusions. */
 yp_candidate yp_candidate_default(void);
 
 /* Makes name (resolved through r, which may be NULL: yp_scratch_resolve) c's conv scratch model.
@@ -67,7 +73,7 @@ void yp_candidate_train_size(const yp_candidate *c, int stride, int64_t *w, int6
 /* Labels in one training batch: batch x labels per image, x4 with mosaic, rounded up. */
 int64_t yp_candidate_labels(const yp_candidate *c, int64_t batch);
 
-/* Schedule options of the training step (worst-case size and labels). */
+/* Schedule options of the training step (worst-case size and labels, the candidate's fusions). */
 yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride);
 
 /* Schedule options of validation: batch 2x, nominal size, no gradients (every layer frozen),
