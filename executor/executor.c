@@ -1,11 +1,11 @@
-/* executor.c - the arena, tensor binding, guard canaries, weight initialisation. Every access to
- * the arena goes through the backend's memory entries (host values are staged and copied), so the
- * same code binds a host arena and a device one. */
-#include <math.h>
+/* executor.c - the arena, tensor binding, guard canaries, weight initialisation (each op's row
+ * gives its parameters' values, exec_ops.h). Every access to the arena goes through the
+ * backend's memory entries (host values are staged and copied), so the same code binds a host
+ * arena and a device one. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "yp_executor_internal.h"
+#include "exec_ops.h"
 
 #define YP_GUARD_BYTE 0xA5
 
@@ -126,45 +126,6 @@ int yp_exec_find_param(const yp_exec *x, const char *name) {
 
 /* ---------------------------------------------------------------- weights */
 
-/* splitmix64: a small, seedable generator so runs are reproducible. */
-static double uniform(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
-}
-
-static void fill(float *w, int64_t n, float v) {
-    for (int64_t i = 0; i < n; i++) w[i] = v;
-}
-
-/* PyTorch's defaults: conv weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform with
- * a = sqrt(5)), BN weight 1, bias 0, running mean 0, var 1; then YOLOv5's Detect bias priors:
- * objectness += log(8 / (640 / stride)^2), classes += log(0.6 / (nc - 0.99999)). Into host p. */
-static void init_param(const yp_exec *x, int t, uint64_t *rng, float *p) {
-    const yp_tensor *w = &x->s->tensors[t];
-    const yp_node *n = &x->s->g->nodes[w->node];
-    int64_t numel = w->shape.w;
-    if (n->op == YP_OP_BATCHNORM2D) {
-        fill(p, numel, w->role == YP_ROLE_BN_GAMMA || w->role == YP_ROLE_RUNNING_VAR ? 1.0f : 0.0f);
-        return;
-    }
-    int l = w->level;
-    int64_t fan_in = n->op == YP_OP_CONV2D ? (int64_t)n->a.conv.c_in / n->a.conv.groups * n->a.conv.k * n->a.conv.k
-                                           : n->a.detect.c_in[l];
-    double bound = 1.0 / sqrt((double)fan_in);
-    for (int64_t i = 0; i < numel; i++) p[i] = (float)((2.0 * uniform(rng) - 1.0) * bound);
-    if (n->op != YP_OP_DETECT || w->role != YP_ROLE_CONV_BIAS) return;
-    const yp_graph *g = x->s->g;
-    int no = n->a.detect.nc + 5;
-    double cells = 640.0 / g->strides[l];
-    for (int a = 0; a < n->a.detect.na; a++) {
-        p[a * no + 4] += (float)log(8.0 / (cells * cells));
-        for (int c = 0; c < n->a.detect.nc; c++) p[a * no + 5 + c] += (float)log(0.6 / (n->a.detect.nc - 0.99999));
-    }
-}
-
 int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err *err) {
     for (int i = 0; i < n; i++) {
         int t = yp_exec_find_param(x, params[i].name);
@@ -180,7 +141,8 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
     return 0;
 }
 
-/* Zeroes the arena, then initialises every parameter on the host and copies it (and its EMA). */
+/* Zeroes the arena, then initialises every parameter on the host by its op's row (PyTorch's
+ * defaults, YOLOv5's Detect priors; seeded) and copies it (and its EMA). */
 static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
     yp_backend *be = x->be;
     if (be->mem_set(be, x->arena, 0, (size_t)x->arena_bytes))
@@ -195,7 +157,7 @@ static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
     for (int t = 0; t < x->s->n_tensors && !rc; t++) {
         const yp_tensor *w = &x->s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT) continue;
-        init_param(x, t, &rng, host);
+        yp_exec_op_row_get(x->s->g->nodes[w->node].op)->init_param(x, t, &rng, host);
         if (be->mem_copy(be, yp_exec_tensor(x, t), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE) ||
             (x->ema[t] >= 0 && be->mem_copy(be, yp_exec_tensor(x, x->ema[t]), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE)))
             rc = yp_err_set(err, "initialising %s: %s", w->name, be->last_error(be));
@@ -206,11 +168,18 @@ static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
 
 /* ---------------------------------------------------------------- init / free */
 
-/* Each node's forward output. */
+/* Each node's forward output (-1 for a BN whose output a fusion left out). */
 static void mark_nodes(yp_exec *x) {
     const yp_schedule *s = x->s;
     for (int i = 0; i < s->n_steps; i++)
-        if (s->steps[i].phase == YP_PHASE_FORWARD) x->fwd_t[s->steps[i].node] = yp_step_outputs(s, &s->steps[i])[0];
+        if (s->steps[i].phase == YP_PHASE_FORWARD && s->steps[i].node >= 0) x->fwd_t[s->steps[i].node] = s->steps[i].a.y[0];
+}
+
+/* The first fused step of the schedule, or -1. */
+static int first_fused(const yp_schedule *s) {
+    for (int i = 0; i < s->n_steps; i++)
+        if (s->steps[i].fused) return i;
+    return -1;
 }
 
 /* The loss's configuration, and the host buffer its target assignment is staged in before
@@ -237,8 +206,9 @@ yp_elem yp_exec_elem(yp_dtype d) {
     }
 }
 
-/* The first op entry a training step needs that the table lacks, or NULL (the fused entries
- * bn_silu_*, conv2d_backward and sgd_ema_step are optional: the step runs the separate ones). */
+/* The first op entry a training step needs that the table lacks, or NULL (conv2d_backward and
+ * sgd_ema_step are optional: the step runs the separate ones; bn_silu_* only for a plan that
+ * fuses, which yp_exec_init checks apart). */
 #define NEED_OP(f)            \
     do {                      \
         if (!o->f) return #f; \
@@ -266,6 +236,12 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
     if (missing)
         return yp_err_set(err, "backend %s has no %s op yet, which a training step needs; use the cpu backend",
                           be->name, missing);
+    int fused = first_fused(x->s);
+    if (fused >= 0 && !(yp_exec_fusions(be) & YP_FUSE_BN_SILU))
+        return yp_err_set(err, "the plan fuses BN and SiLU steps (step %d is %s; candidate fusions: bn_silu), but backend %s "
+                          "has no bn_silu_apply and bn_silu_backward ops to run them; plan for this backend "
+                          "(yp_exec_candidate_for) or without fusions", fused, yp_fused_name(x->s->steps[fused].fused),
+                          be->name);
     if (x->s->opts.eval) /* the planner sizes validation with it; running it comes with validation */
         return yp_err_set(err, "the executor runs training schedules; an evaluation schedule (the planner's sizing "
                           "of validation) is not something it steps through");
@@ -291,7 +267,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
         return -1;
     }
     mark_nodes(x);
-    if (yp_exec_prepare_convs(x, err)) {
+    if (yp_exec_prepare_steps(x, err)) {
         yp_exec_free(x);
         return -1;
     }
@@ -311,6 +287,6 @@ void yp_exec_free(yp_exec *x) {
     if (x->arena && x->be) x->be->mem_free(x->be, x->arena);
     free(x->prof_s), free(x->prof_n);
     free(x->loss_stage);
-    free(x->fuse), free(x->fuse_bn), free(x->bn_sums), free(x->offset), free(x->fwd_t), free(x->opt_m), free(x->opt_v), free(x->ema);
+    free(x->offset), free(x->fwd_t), free(x->opt_m), free(x->opt_v), free(x->ema);
     memset(x, 0, sizeof *x);
 }

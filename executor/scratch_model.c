@@ -1,5 +1,6 @@
 /* scratch_model.c - the backends' conv scratch models by name (planner/yp_scratch.h): the
- * resolver the planner asks for "onednn:T", and the model a backend needs now. */
+ * resolver the planner asks for "onednn:T", the model a backend needs now, and a candidate made
+ * for a backend (its model, and the fusions its op table runs). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,11 +68,22 @@ void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n) {
 /* The instance's own rule under its model's name: for a CPU instance the same answers as the
  * resolved "onednn:T" rule, without an instance per query. The alignment: the largest of the
  * candidate's, the backend's and YP_ALIGN_DEFAULT (all powers of two, so it is a multiple of each;
- * the CPU's 64 leaves 256, so CPU plans keep their figures). */
+ * the CPU's 64 leaves 256, so CPU plans keep their figures). The fusions: those its op table runs. */
 void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
     yp_exec_scratch_model(be, c->scratch, sizeof c->scratch);
     c->scratch_rule.fn = yp_exec_conv_scratch;
     c->scratch_rule.ctx = be;
     int64_t a = (int64_t)be->alignment > YP_ALIGN_DEFAULT ? (int64_t)be->alignment : YP_ALIGN_DEFAULT;
     if (c->alignment < a) c->alignment = a;
+    c->fusions = yp_exec_fusions(be);
+}
+
+/* A CPU instance of one thread asked: every CPU instance shares one op table. */
+unsigned yp_exec_model_fusions(const char *model) {
+    if (!model || strncmp(model, ONEDNN_PREFIX, strlen(ONEDNN_PREFIX))) return 0;
+    const yp_cpu_config cfg = {1};
+    yp_backend *be = yp_backend_cpu_new(&cfg, NULL, 0);
+    unsigned f = yp_exec_fusions(be);
+    yp_backend_free(be);
+    return f;
 }

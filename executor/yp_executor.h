@@ -50,9 +50,6 @@ typedef struct {
     int64_t micro;           /* micro-batches accumulated since the last update */
     int64_t updates;         /* optimizer updates done (EMA ramp, Adam's t) */
     double last_grad_norm;
-    unsigned char *fuse;     /* per step: its part in a fused BN + SiLU (interp.c), 0 if none */
-    int *fuse_bn;            /* per fused SiLU step: the BN step it applies */
-    double *bn_sums;         /* a fused SiLU backward's per-channel sums for the BN backward after it */
     double *prof_s;          /* yp_exec_profile: seconds per (phase, op), NULL when off */
     int64_t *prof_n;         /* and calls */
 } yp_exec;
@@ -79,21 +76,32 @@ void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n);
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
 
 /* Makes candidate c plan for backend instance be: the model yp_exec_scratch_model names, with
- * be's own conv2d_scratch as the rule (be must outlive the plans built from c), and an arena
+ * be's own conv2d_scratch as the rule (be must outlive the plans built from c), an arena
  * alignment be can run: c->alignment raised to max(be->alignment, YP_ALIGN_DEFAULT) if below it
- * (a larger one is kept; powers of two, so it is a multiple of be's). A backend without a named
- * model gets its rule under the backend's name: such a plan runs, but a saved copy cannot be
- * loaded. */
+ * (a larger one is kept; powers of two, so it is a multiple of be's), and the schedule fusions
+ * be's op table runs (yp_exec_fusions). A backend without a named model gets its rule under the
+ * backend's name: such a plan runs, but a saved copy cannot be loaded. */
 void yp_exec_candidate_for(yp_candidate *c, yp_backend *be);
+
+/* The schedule fusions (bits 1u << yp_fusion, yp_schedule.h) the executor runs on backend be:
+ * YP_FUSE_BN_SILU when its op table has bn_silu_apply and bn_silu_backward. yp_exec_init refuses
+ * a plan with fused steps that be cannot run. */
+unsigned yp_exec_fusions(const yp_backend *be);
+
+/* The fusions of the backend a conv scratch model names (for a planner that plans for it by that
+ * name, `--scratch onednn:T`): "onednn:T" is the CPU backend's, what yp_exec_candidate_for gives a
+ * CPU instance; 0 for any other name (im2col is backend-neutral). */
+unsigned yp_exec_model_fusions(const char *model);
 
 /* The element type (yp_ops.h) the backend's ops are given for tensors of schedule dtype d. */
 yp_elem yp_exec_elem(yp_dtype d);
 
 /* Prepares p for backend be (only fp32 plans run on the CPU): allocates and binds the arena,
  * initialises the weights as PyTorch and YOLOv5 do (seeded), zeroes gradients and optimizer
- * state; builds the backend's per-conv state so that no step builds anything. 0, or -1 with err set
- * (no ops on this backend, AMP plan, a plan whose conv scratch is smaller than the backend needs,
- * out of memory). */
+ * state; builds the backend's per-conv state so that no step builds anything. The steps run as
+ * the schedule has them, fused ones included: the executor decides nothing about them. 0, or -1
+ * with err set (no ops on this backend, a plan with fused steps on a backend without the fused
+ * entries, AMP plan, a plan whose conv scratch is smaller than the backend needs, out of memory). */
 int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_bytes, uint64_t seed,
                  yp_err *err);
 void yp_exec_free(yp_exec *x);

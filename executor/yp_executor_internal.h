@@ -14,8 +14,10 @@ int yp_exec_guard_arm(yp_exec *x, int step, yp_err *err);
 int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targets, double loss_out[4],
                      yp_err *err);
 
-/* Builds what the backend prepares for every conv of the schedule and checks that the plan gave
- * each conv step at least the scratch the backend asks for. 0, or -1 with err naming the step. */
-int yp_exec_prepare_convs(yp_exec *x, yp_err *err);
+/* Checks every step against the executor's op table (exec_ops.h) before the first one runs: its
+ * named operands are exactly the tensors it lists, it has an adapter, every parameter has an
+ * initial value; then runs the rows' prepare (every conv's primitives built, its scratch checked
+ * against what the backend asks for). 0, or -1 with err naming the step. */
+int yp_exec_prepare_steps(yp_exec *x, yp_err *err);
 
 #endif

@@ -6,11 +6,16 @@
  * clip_grad_norm_'s; a second run with max_norm 1, which the norm (~2..4) exceeds at every
  * update, checks that clipping scales the update as PyTorch's does; plans that differ only in
  * checkpoint set or saving policy give the same gradients; the executor's arena is the planned
- * size to the byte; debug guards stay intact. */
+ * size to the byte; debug guards stay intact. The plans are the executor's own (yp_exec_candidate_for:
+ * BN+SiLU fused on the CPU); the same 3 updates on the unfused plan pass the same checks and give
+ * the same losses and weights bit for bit; on both, every tensor a step writes first is written
+ * whole, and no step reads bytes nothing wrote; a backend without the fused entries refuses a
+ * fused plan. */
 #include <math.h>
 
 #include "step_fixture.h"
 #include "yp_executor.h"
+#include "yp_executor_internal.h"
 #include "yp_test.h"
 #include "yp_yaml.h"
 
@@ -36,18 +41,22 @@ static yp_graph *graph;
 static yp_gpu gpu;
 static yp_backend *cpu; /* plans and runs every executor here (main) */
 
-/* A plan of yolov5t at batch 2, 128 px, fp32, room for 8 labels. */
-static int make_plan(yp_plan *p, yp_save_policy policy, uint64_t ckpt) {
+/* A plan of yolov5t at batch 2, 128 px, fp32, room for 8 labels, as the executor plans for the
+ * CPU (its fusions on), or with unfused set, without fusions. */
+static int make_plan_with(yp_plan *p, yp_save_policy policy, uint64_t ckpt, int unfused) {
     yp_err err;
     yp_candidate c = yp_candidate_default();
     c.batch = 2, c.img_w = c.img_h = 128, c.mosaic = 0, c.labels_per_image = 4, c.policy = policy, c.ckpt_layers = ckpt;
     yp_exec_candidate_for(&c, cpu);
+    if (unfused) c.fusions = 0;
     if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
     return 0;
 }
+
+static int make_plan(yp_plan *p, yp_save_policy policy, uint64_t ckpt) { return make_plan_with(p, policy, ckpt, 0); }
 
 /* An executor on plan p with the fixture's initial weights. */
 static int make_exec(yp_exec *x, const yp_plan *p, int64_t guard) {
@@ -103,13 +112,14 @@ static double grads_vs_fixture(const yp_exec *x, int verbose) {
 
 /* The 3 updates of fixture run `pre` ("" or "clip/") on x: each step's loss within 1e-3 of
  * PyTorch's, and the gradient norm before clipping within NORM_TOL of what clip_grad_norm_
- * returned, and at least min_norm. */
-static void three_steps(yp_exec *x, const char *pre, double min_norm) {
+ * returned, and at least min_norm. losses (may be NULL) receives the 3 steps' loss terms. */
+static void three_steps(yp_exec *x, const char *pre, double min_norm, double (*losses)[4]) {
     yp_err err;
     for (int step = 1; step <= 3; step++) {
         double loss[4];
         char name[32];
         CHECK(micro(x, loss) == 0);
+        if (losses) memcpy(losses[step - 1], loss, sizeof loss);
         snprintf(name, sizeof name, "%sloss/%d", pre, step);
         const fx_record *lr = fx_get(&fx, name);
         CHECK(lr != NULL);
@@ -228,7 +238,7 @@ static void test_three_sgd_steps(void) {
     yp_plan p;
     yp_exec x;
     REQUIRE(make_both(&p, &x, YP_SAVE_YOLOPLAN, 0, 0) == 0);
-    three_steps(&x, "", 0.0);
+    three_steps(&x, "", 0.0, NULL);
     /* Tolerance 1e-3 relative per tensor (max |a-b| / max |b|) for every tensor of magnitude
      * >= 1e-2. BN biases start at 0 and move by ~1e-4 in 3 steps; their gradients are sums of
      * dy with heavy cancellation, so per tensor they measure fp32 summation order, not the
@@ -302,7 +312,7 @@ static void test_clipped_steps(void) {
         const fx_record *norm = fx_get(&fx, name);
         CHECK(norm && norm->data[0] >= 1.5 * mn->data[0]);
     }
-    three_steps(&x, "clip/", 1.5 * mn->data[0]);
+    three_steps(&x, "clip/", 1.5 * mn->data[0], NULL);
     int n;
     double dm = changes_vs_fixture(&x, "clip/", 0, &n);
     CHECK(n > 0);
@@ -462,6 +472,159 @@ static void test_plan_alignment(void) {
     yp_plan_free(&p256);
 }
 
+static int count_fused(const yp_schedule *s) {
+    int n = 0;
+    for (int i = 0; i < s->n_steps; i++) n += s->steps[i].fused != YP_FUSED_NONE;
+    return n;
+}
+
+/* The fused plan (the executor's own) and the unfused one: the 3 PyTorch-matched updates on the
+ * unfused plan pass the checks test_three_sgd_steps holds the fused one to, and both give the same
+ * losses and the same weights, BN statistics and EMA, bit for bit (the fused kernels do the same
+ * operations in the same order). */
+static void test_fused_and_unfused_agree(void) {
+    yp_plan pf, pu;
+    yp_exec xf, xu;
+    REQUIRE(make_plan_with(&pf, YP_SAVE_YOLOPLAN, 0, 0) == 0);
+    if (make_exec(&xf, &pf, 0) || make_plan_with(&pu, YP_SAVE_YOLOPLAN, 0, 1) || make_exec(&xu, &pu, 0)) {
+        CHECK(0);
+        return;
+    }
+    CHECK(pf.cand.fusions == YP_FUSE_BN_SILU && pu.cand.fusions == 0);
+    int nf = count_fused(pf.sched), nu = count_fused(pu.sched);
+    printf("  fused plan: %d steps (%d fused), arena %lld; unfused: %d steps, arena %lld\n", pf.sched->n_steps, nf,
+           (long long)pf.arena_bytes, pu.sched->n_steps, (long long)pu.arena_bytes);
+    CHECK(nf > 0 && nu == 0 && pf.sched->n_steps < pu.sched->n_steps);
+    CHECK(pf.live.peak <= pu.live.peak);
+    double lf[3][4], lu[3][4];
+    three_steps(&xu, "", 0.0, lu);
+    three_steps(&xf, "", 0.0, lf);
+    int n_model, n_ema;
+    double dm = changes_vs_fixture(&xu, "", 0, &n_model), de = changes_vs_fixture(&xu, "", 1, &n_ema);
+    CHECK(n_model > 0 && n_ema == n_model);
+    CHECK(dm <= CHANGE_TOL);
+    CHECK(de <= CHANGE_TOL);
+    CHECK(memcmp(lf, lu, sizeof lf) == 0);
+    int compared = 0, differ = 0;
+    for (int t = 0; t < xu.s->n_tensors; t++) {
+        const yp_tensor *w = &xu.s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT && w->kind != YP_KIND_EMA) continue;
+        int v = yp_schedule_find(xf.s, w->name);
+        CHECK(v >= 0);
+        if (v < 0) continue;
+        compared++;
+        differ += memcmp(yp_exec_tensor(&xf, v), yp_exec_tensor(&xu, t), (size_t)w->bytes) != 0;
+    }
+    printf("  losses of the 3 updates equal; %d weight and EMA tensors compared, %d differ\n", compared, differ);
+    CHECK(compared > 0);
+    CHECK_EQ_I64(differ, 0);
+    yp_exec_free(&xf);
+    yp_exec_free(&xu);
+    yp_plan_free(&pf);
+    yp_plan_free(&pu);
+}
+
+/* Words of tensor t still holding the poison pattern (0xFFFFFFFF, a NaN no kernel makes from
+ * numbers, and one that arithmetic on it passes on). */
+static int64_t poisoned_words(const yp_exec *x, int t) {
+    const uint32_t *w = yp_exec_tensor(x, t);
+    int64_t n = 0;
+    for (int64_t k = 0; k < x->s->tensors[t].bytes / 4; k++) n += w[k] == 0xFFFFFFFFu;
+    return n;
+}
+
+static int persistent(yp_kind k) {
+    return k == YP_KIND_WEIGHT || k == YP_KIND_GRAD || k == YP_KIND_OPTSTATE || k == YP_KIND_EMA || k == YP_KIND_LOWP;
+}
+
+/* The bytes of a tensor nothing has written hold poison (every tensor is poisoned at the step it
+ * comes to life, except the state init sets and the batch). Step by step through a micro-batch:
+ * no step reads a poisoned word, and every tensor a step creates comes out without one (scratch
+ * and the loss's work buffers, which a step uses in part, aside). Returns the tensors checked. */
+static int check_every_byte_written(yp_exec *x) {
+    yp_err err;
+    const yp_schedule *s = x->s;
+    const fx_record *img = fx_get(&fx, "images"), *tg = fx_get(&fx, "targets");
+    int64_t nt = tg->numel / 6;
+    int checked = 0, bad = 0;
+    memcpy(yp_exec_tensor(x, x->images_t), img->data, (size_t)s->tensors[x->images_t].bytes);
+    memcpy(yp_exec_tensor(x, x->targets_t), tg->data, (size_t)nt * 6 * sizeof(float));
+    double loss[4] = {0, 0, 0, 0};
+    for (int i = 0; i < s->n_steps && s->steps[i].phase != YP_PHASE_OPTIMIZER; i++) {
+        const yp_step *st = &s->steps[i];
+        for (int t = 0; t < s->n_tensors; t++)
+            if (s->tensors[t].first == i && !persistent(s->tensors[t].kind) && t != x->images_t && t != x->targets_t)
+                memset(yp_exec_tensor(x, t), 0xFF, (size_t)s->tensors[t].bytes);
+        for (int k = 0; k < st->n_in; k++) {
+            int t = yp_step_inputs(s, st)[k];
+            if (t == x->targets_t || poisoned_words(x, t) == 0) continue;
+            fprintf(stderr, "  step %d reads %s before anything wrote it\n", i, s->tensors[t].name);
+            bad++;
+        }
+        if (yp_exec_run_step(x, i, yp_exec_tensor(x, x->targets_t), nt, loss, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            CHECK(0);
+            return checked;
+        }
+        for (int k = 0; k < st->n_out; k++) {
+            int t = yp_step_outputs(s, st)[k];
+            const yp_tensor *o = &s->tensors[t];
+            if (o->producer != i || o->kind == YP_KIND_WORKSPACE || o->kind == YP_KIND_LOSS) continue;
+            checked++;
+            int64_t left = poisoned_words(x, t);
+            if (left) fprintf(stderr, "  step %d leaves %lld words of %s unwritten\n", i, (long long)left, o->name);
+            bad += left > 0;
+        }
+    }
+    CHECK_EQ_I64(bad, 0);
+    CHECK(isfinite(loss[3]) && loss[3] > 0);
+    return checked;
+}
+
+static void test_every_byte_written(void) {
+    for (int unfused = 0; unfused < 2; unfused++) {
+        yp_plan p;
+        yp_exec x;
+        REQUIRE(make_plan_with(&p, YP_SAVE_YOLOPLAN, 1u << 4, unfused) == 0);
+        if (make_exec(&x, &p, 0)) {
+            yp_plan_free(&p);
+            CHECK(0);
+            return;
+        }
+        int sums = 0;
+        for (int t = 0; t < p.sched->n_tensors; t++) sums += p.sched->tensors[t].role == YP_ROLE_BN_SUMS;
+        CHECK(unfused ? sums == 0 : sums > 0);
+        int n = check_every_byte_written(&x);
+        printf("  %s plan: %d tensors checked whole after the step that creates them\n", unfused ? "unfused" : "fused", n);
+        CHECK(n > 100);
+        yp_exec_free(&x);
+        yp_plan_free(&p);
+    }
+}
+
+/* A backend whose op table lacks the fused entries runs no fusion (so yp_exec_candidate_for
+ * allows none for it) and refuses a fused plan at init, in one line, before it allocates
+ * anything. The stand-in shares the CPU instance's fields but not its context: only its op
+ * table may be read. */
+static void test_fused_plan_needs_fused_entries(void) {
+    yp_plan p;
+    yp_exec x;
+    REQUIRE(make_plan(&p, YP_SAVE_YOLOPLAN, 0) == 0);
+    yp_ops ops = *cpu->ops;
+    ops.bn_silu_backward = NULL;
+    yp_backend lacking = *cpu;
+    lacking.ops = &ops;
+    CHECK_EQ_I64(yp_exec_fusions(&lacking), 0);
+    CHECK_EQ_I64(yp_exec_fusions(cpu), YP_FUSE_BN_SILU);
+    yp_err err = {{0}};
+    CHECK(yp_exec_init(&x, &p, &lacking, 0, 1, &err) == -1);
+    CHECK_STR_HAS(err.msg, "fuses BN and SiLU steps");
+    CHECK_STR_HAS(err.msg, "bn_silu_backward");
+    CHECK(strchr(err.msg, '\n') == NULL);
+    CHECK(x.arena == NULL);
+    yp_plan_free(&p);
+}
+
 int main(void) {
     yp_err err;
     if (fx_load(YP_TEST_DATA "/step/step.bin", &fx)) {
@@ -486,6 +649,9 @@ int main(void) {
     YP_RUN(test_guards);
     YP_RUN(test_device_seam);
     YP_RUN(test_plan_alignment);
+    YP_RUN(test_fused_and_unfused_agree);
+    YP_RUN(test_every_byte_written);
+    YP_RUN(test_fused_plan_needs_fused_entries);
     yp_backend_free(cpu);
     yp_graph_free(graph);
     fx_free(&fx);

@@ -1,0 +1,58 @@
+/* exec_ops.c - the executor's op table (exec_ops.h): one row per op, the lookup of a step's
+ * adapter, the error every adapter reports, and the fusions a backend's entries can run. */
+#include "exec_ops.h"
+
+static const yp_exec_op_row rows[YP_OP_COUNT] = {
+    [YP_OP_CONV2D] = {.op = YP_OP_CONV2D, .forward = yp_exec_conv_forward, .recompute = yp_exec_conv_forward,
+        .backward = yp_exec_conv_backward, .prepare = yp_exec_conv_prepare, .init_param = yp_exec_conv_init},
+    [YP_OP_BATCHNORM2D] = {.op = YP_OP_BATCHNORM2D, .forward = yp_exec_bn_forward, .recompute = yp_exec_bn_recompute,
+        .backward = yp_exec_bn_backward,
+        .fused = {[YP_FUSED_BN_STATS] = yp_exec_bn_forward, [YP_FUSED_BN_BWD_SUMS] = yp_exec_bn_backward},
+        .init_param = yp_exec_bn_init},
+    [YP_OP_SILU] = {.op = YP_OP_SILU, .forward = yp_exec_silu_forward, .recompute = yp_exec_silu_forward,
+        .backward = yp_exec_silu_backward,
+        .fused = {[YP_FUSED_BN_SILU] = yp_exec_bn_silu_forward, [YP_FUSED_BN_SILU_BWD] = yp_exec_bn_silu_backward}},
+    [YP_OP_ADD] = {.op = YP_OP_ADD, .forward = yp_exec_add_forward, .recompute = yp_exec_add_forward,
+        .backward = yp_exec_add_backward},
+    [YP_OP_CONCAT] = {.op = YP_OP_CONCAT, .forward = yp_exec_concat_forward, .recompute = yp_exec_concat_forward,
+        .backward = yp_exec_concat_backward},
+    [YP_OP_UPSAMPLE_NEAREST] = {.op = YP_OP_UPSAMPLE_NEAREST, .forward = yp_exec_upsample_forward,
+        .recompute = yp_exec_upsample_forward, .backward = yp_exec_upsample_backward},
+    [YP_OP_MAXPOOL2D] = {.op = YP_OP_MAXPOOL2D, .forward = yp_exec_maxpool_forward,
+        .recompute = yp_exec_maxpool_forward, .backward = yp_exec_maxpool_backward},
+    [YP_OP_DETECT] = {.op = YP_OP_DETECT, .forward = yp_exec_detect_forward, .recompute = yp_exec_detect_forward,
+        .backward = yp_exec_detect_backward, .prepare = yp_exec_detect_prepare, .init_param = yp_exec_detect_init},
+    [YP_OP_SPACE_TO_DEPTH] = {.op = YP_OP_SPACE_TO_DEPTH, .forward = yp_exec_s2d_forward,
+        .recompute = yp_exec_s2d_forward, .backward = yp_exec_s2d_backward},
+};
+
+const yp_exec_op_row *yp_exec_op_row_get(yp_op op) {
+    YP_ASSERT(op >= 0 && op < YP_OP_COUNT);
+    return &rows[op];
+}
+
+yp_exec_step_fn yp_exec_step_adapter(const yp_step *st) {
+    if (st->op < 0 || st->op >= YP_OP_COUNT) return NULL;
+    const yp_exec_op_row *r = &rows[st->op];
+    if (st->fused != YP_FUSED_NONE) return (unsigned)st->fused < YP_FUSED_COUNT ? r->fused[st->fused] : NULL;
+    switch (st->phase) {
+    case YP_PHASE_FORWARD: return r->forward;
+    case YP_PHASE_RECOMPUTE: return r->recompute;
+    case YP_PHASE_BACKWARD: return r->backward;
+    default: return NULL;
+    }
+}
+
+int yp_exec_fail(const yp_exec_call *c, const char *what) {
+    const yp_step *st = c->st;
+    const char *who = st->node >= 0 ? c->x->s->g->nodes[st->node].name : st->label;
+    return yp_err_set(c->err, "step %d (%s %s %s): %s: %s", (int)(st - c->x->s->steps), yp_phase_name(st->phase),
+                      st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", who, what, c->x->be->last_error(c->x->be));
+}
+
+/* The fused rows' adapters call bn_silu_apply and bn_silu_backward (and bn_forward_train without
+ * an output, bn_backward with sums, which every BN entry takes). */
+unsigned yp_exec_fusions(const yp_backend *be) {
+    const yp_ops *o = be ? be->ops : NULL;
+    return o && o->bn_silu_apply && o->bn_silu_backward ? YP_FUSE_BN_SILU : 0u;
+}

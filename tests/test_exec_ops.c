@@ -1,0 +1,82 @@
+/* test_exec_ops.c - the executor's op table (executor/exec_ops.h): every op has a complete row
+ * (a half-added op fails here), and every step the schedule builds for the bundled models, a
+ * Focus model and a four-level one, under every saving policy, with checkpoints, frozen layers
+ * and the BN+SiLU fusion, finds the adapter it runs with; every parameter finds its initial value
+ * and every conv its preparation. */
+#include <stdio.h>
+
+#include "exec_ops.h"
+#include "yp_test.h"
+#include "yp_test_models.h"
+#include "yp_yaml.h"
+
+static void test_rows_complete(void) {
+    for (int op = 0; op < YP_OP_COUNT; op++) {
+        const yp_exec_op_row *r = yp_exec_op_row_get((yp_op)op);
+        CHECK_EQ_I64(r->op, op);
+        CHECK(r->forward != NULL);
+        CHECK(r->recompute != NULL);
+        CHECK(r->backward != NULL);
+        CHECK(r->fused[YP_FUSED_NONE] == NULL); /* unused: an unfused step runs forward/recompute/backward */
+        if (yp_op_get((yp_op)op)->matrix_math) CHECK(r->prepare != NULL); /* the backend's conv entries */
+    }
+}
+
+/* Every step of s has an adapter, a fused one the row of its op; every parameter an initial
+ * value; every conv step a preparation. Counts the fused steps into *fused. */
+static void check_schedule(const yp_schedule *s, int *fused) {
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *st = &s->steps[i];
+        if (st->phase == YP_PHASE_LOSS || st->phase == YP_PHASE_OPTIMIZER) {
+            CHECK(yp_exec_step_adapter(st) == NULL); /* the interpreter runs these itself */
+            continue;
+        }
+        REQUIRE(st->op >= 0 && st->op < YP_OP_COUNT);
+        yp_exec_step_fn fn = yp_exec_step_adapter(st);
+        if (!fn) fprintf(stderr, "  step %d: %s %s %s has no adapter\n", i, yp_phase_name(st->phase),
+                         yp_op_get((yp_op)st->op)->name, yp_fused_name(st->fused));
+        CHECK(fn != NULL);
+        if (st->fused) {
+            ++*fused;
+            CHECK(fn == yp_exec_op_row_get((yp_op)st->op)->fused[st->fused]);
+        }
+        if (st->a.scratch_image >= 0 || st->a.scratch_fixed >= 0) CHECK(yp_exec_op_row_get((yp_op)st->op)->prepare != NULL);
+    }
+    for (int t = 0; t < s->n_tensors; t++)
+        if (s->tensors[t].kind == YP_KIND_WEIGHT) CHECK(yp_exec_op_row_get(s->g->nodes[s->tensors[t].node].op)->init_param != NULL);
+}
+
+static void test_every_step_has_an_adapter(void) {
+    yp_err err;
+    yp_graph *gs[] = {yp_test_model("yolov5n"), yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5s-v5.0.yaml", 0, &err),
+                      yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err)};
+    int ops_seen[YP_OP_COUNT] = {0}, fused = 0;
+    for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) {
+        REQUIRE(gs[m] != NULL);
+        for (int i = 0; i < gs[m]->n_nodes; i++) ops_seen[gs[m]->nodes[i].op] = 1;
+        for (int pol = 0; pol < YP_SAVE_COUNT; pol++)
+            for (int v = 0; v < 4; v++) {
+                int s64 = yp_graph_max_stride(gs[m]) * 2;
+                yp_sched_opts o = yp_sched_opts_default(2, s64, s64);
+                o.policy = (yp_save_policy)pol;
+                o.fusions = v & 1 ? YP_FUSE_BN_SILU : 0;
+                if (v & 2) o.ckpt_layers = pol == YP_SAVE_PYTORCH ? 0 : 0x1f6, o.freeze = 1;
+                yp_schedule *s = yp_schedule_build(gs[m], &o, &err);
+                REQUIRE(s != NULL);
+                check_schedule(s, &fused);
+                yp_schedule_free(s);
+            }
+    }
+    for (int op = 0; op < YP_OP_COUNT; op++) {
+        if (!ops_seen[op]) fprintf(stderr, "  no test model has a %s node\n", yp_op_get((yp_op)op)->name);
+        CHECK(ops_seen[op]); /* so every row was asked for */
+    }
+    CHECK(fused > 0);
+    for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) yp_graph_free(gs[m]);
+}
+
+int main(void) {
+    YP_RUN(test_rows_complete);
+    YP_RUN(test_every_step_has_an_adapter);
+    return yp_test_summary();
+}
