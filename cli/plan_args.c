@@ -184,11 +184,13 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
 
 /* --scratch MODEL: the conv scratch rule every plan of the search is made with (planner/yp_scratch.h;
  * the backends' models resolved by the executor's resolver). The CPU's oneDNN model plans for the
- * CPU executor, which trains in fp32 only: the search keeps to fp32. */
+ * CPU executor: with the schedule fusions that executor runs (what it would plan itself with,
+ * yp_exec_candidate_for), and in fp32 only, which it trains in: the search keeps to fp32. */
 static int scratch_model(plan_args *pa, const raw_opts *r, yp_err *err) {
     yp_err why;
     if (yp_candidate_set_scratch(&pa->search.base, r->scratch, yp_exec_scratch_resolver(), &why))
         return yp_err_set(err, "--scratch: %s", why.msg);
+    pa->search.base.fusions = yp_exec_model_fusions(r->scratch);
     if (strncmp(r->scratch, "onednn:", 7)) return 0;
     if (r->precision && strcmp(r->precision, "fp32"))
         return yp_err_set(err, "--scratch %s plans for the CPU executor, which trains in fp32 only; drop --precision %s",

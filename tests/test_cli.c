@@ -213,17 +213,24 @@ static void test_plan_with_dataset(void) {
 
 static void test_save_and_load_plan(void) {
     CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 320 --save-plan %s/plan.json", dir), 0);
+    char plan[128];
+    snprintf(plan, sizeof plan, "%s/plan.json", dir);
+    static char text[1 << 24];
+    FILE *f = fopen(plan, "rb");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    CHECK_STR_HAS(text, "\"fusions\":[]"); /* the planner's sweep fuses nothing */
+    CHECK(strstr(text, "\"fused\"") == NULL);
     CHECK_EQ_I64(run("--load-plan %s/plan.json", dir), 0);
     CHECK_STR_HAS(out, "verified");
     CHECK_EQ_I64(run("--load-plan %s/plan.json --gpu 8GB", dir), 2);
-    char plan[128];
-    snprintf(plan, sizeof plan, "%s/plan.json", dir);
     unlink(plan);
 }
 
 /* --scratch names the conv scratch model: it is written to plan.json and read back by
- * --load-plan; unknown, unavailable or malformed names are refused in one line naming the model
- * and the known ones. */
+ * --load-plan (onednn:T with the CPU executor's fusions); unknown, unavailable or malformed names
+ * are refused in one line naming the model and the known ones. */
 static void test_scratch_option(void) {
     char plan[128];
     snprintf(plan, sizeof plan, "%s/s1.json", dir);
@@ -235,6 +242,8 @@ static void test_scratch_option(void) {
     text[n] = 0;
     CHECK_STR_HAS(text, "\"conv_scratch\":\"onednn:1\"");
     CHECK_STR_HAS(text, "\"precision\":\"fp32\"");
+    CHECK_STR_HAS(text, "\"fusions\":[\"bn_silu\"]"); /* planned as the CPU executor plans for itself */
+    CHECK_STR_HAS(text, "\"fused\":\"bn+silu\"");
     CHECK_EQ_I64(run("--load-plan %s", plan), 0);
     CHECK_STR_HAS(out, "verified");
     CHECK_EQ_I64(run("--load-plan %s --scratch im2col", plan), 2);
