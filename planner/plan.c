@@ -1,4 +1,5 @@
-/* plan.c - building a plan: schedule, liveness, arena, validation, timing, host memory. */
+/* plan.c - building a plan (schedule, liveness, arena, validation, timing, host memory) and the
+ * plan checker. */
 #include <string.h>
 
 #include "yp_plan.h"
@@ -19,24 +20,6 @@ yp_host_memory yp_host_memory_estimate(const yp_candidate *c, int64_t n_images) 
     return h;
 }
 
-/* Arena bytes of validation: the training whole-step region plus the validation pass's own
- * transient arena (its tensors packed by the same heuristic above that region). */
-static int val_need(const yp_graph *g, const yp_candidate *c, int64_t persistent, int64_t *out, yp_err *err) {
-    yp_sched_opts vo = yp_candidate_val_opts(c, g->n_layers);
-    yp_schedule *v = yp_schedule_build(g, &vo, err);
-    if (!v) return -1;
-    yp_liveness l;
-    yp_arena a;
-    int rc = yp_liveness_compute(v, c->alignment, &l, err);
-    if (!rc) {
-        rc = yp_arena_plan(v, c->alignment, l.peak, &a, err);
-        if (!rc) *out = persistent + (a.size - a.persistent), yp_arena_free(&a);
-        yp_liveness_free(&l);
-    }
-    yp_schedule_free(v);
-    return rc;
-}
-
 int yp_plan_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, int64_t reserve, int64_t n_images,
                   yp_plan *out, yp_err *err) {
     memset(out, 0, sizeof *out);
@@ -46,10 +29,11 @@ int yp_plan_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, i
     out->sched = yp_schedule_build(g, &o, err);
     if (!out->sched || yp_liveness_compute(out->sched, c->alignment, &out->live, err) ||
         yp_arena_plan(out->sched, c->alignment, out->live.peak, &out->arena, err) ||
-        val_need(g, c, out->arena.persistent, &out->val_bytes, err)) {
+        yp_val_plan_build(g, c, out->sched, &out->arena, &out->val, err)) {
         yp_plan_free(out);
         return -1;
     }
+    out->val_bytes = out->val.bytes;
     out->arena_bytes = out->arena.size > out->val_bytes ? out->arena.size : out->val_bytes;
     out->device_bytes = out->arena_bytes + gpu->fixed_bytes + reserve;
     out->budget_bytes = gpu->mem_bytes - gpu->fixed_bytes - reserve;
@@ -64,7 +48,17 @@ void yp_plan_free(yp_plan *p) {
     yp_schedule_free(p->sched);
     yp_liveness_free(&p->live);
     yp_arena_free(&p->arena);
+    yp_val_plan_free(&p->val);
     p->sched = NULL;
+}
+
+int yp_plan_check(const yp_plan *p, yp_err *err) {
+    if (yp_arena_check(p->sched, &p->arena, err)) return -1;
+    if (p->arena.size > p->arena_bytes)
+        return yp_err_set(err, "arena: training needs %lld bytes, the plan allocates %lld", (long long)p->arena.size,
+                          (long long)p->arena_bytes);
+    yp_val_target t = {p->sched, &p->arena, p->arena_bytes};
+    return yp_val_plan_check(&p->val, &t, err);
 }
 
 yp_plan_groups yp_plan_groups_at_peak(const yp_plan *p) {

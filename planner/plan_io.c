@@ -79,6 +79,48 @@ static cJSON *step_json(const yp_schedule *s, int i) {
     return j;
 }
 
+/* Validation (yp_val_plan.h): its batch and size, its arena bytes, and per eval tensor where it
+ * lies and, for a parameter, the training tensor it aliases by id, name and role. */
+static cJSON *val_tensor_json(const yp_plan *p, int t) {
+    const yp_val_plan *v = &p->val;
+    const yp_tensor *x = &v->sched->tensors[t];
+    cJSON *j = cJSON_CreateObject();
+    add_i64(j, "id", t);
+    cJSON_AddStringToObject(j, "name", x->name);
+    cJSON_AddStringToObject(j, "role", yp_role_name(x->role));
+    cJSON_AddStringToObject(j, "kind", yp_kind_name(x->kind));
+    cJSON_AddStringToObject(j, "dtype", yp_dtype_name(x->dtype));
+    int sh[4] = {(int)x->shape.n, (int)x->shape.c, (int)x->shape.h, (int)x->shape.w};
+    cJSON_AddItemToObject(j, "shape", cJSON_CreateIntArray(sh, 4));
+    add_i64(j, "bytes", x->bytes), add_i64(j, "offset", v->offsets[t]);
+    add_i64(j, "first", x->first), add_i64(j, "last", x->last);
+    if (v->alias[t] < 0) {
+        cJSON_AddNullToObject(j, "aliases");
+    } else {
+        const yp_tensor *a = &p->sched->tensors[v->alias[t]];
+        cJSON *al = cJSON_AddObjectToObject(j, "aliases");
+        add_i64(al, "id", v->alias[t]);
+        cJSON_AddStringToObject(al, "name", a->name);
+        cJSON_AddStringToObject(al, "role", yp_role_name(a->role));
+    }
+    return j;
+}
+
+static cJSON *val_json(const yp_plan *p) {
+    const yp_val_plan *v = &p->val;
+    cJSON *j = cJSON_CreateObject();
+    add_i64(j, "batch", v->sched->opts.batch);
+    int img[2] = {(int)v->sched->opts.w, (int)v->sched->opts.h};
+    cJSON_AddItemToObject(j, "img", cJSON_CreateIntArray(img, 2));
+    add_i64(j, "arena_bytes", v->bytes), add_i64(j, "base_bytes", v->base);
+    cJSON_AddStringToObject(j, "reads", v->reads_ema ? "ema" : "weights");
+    add_i64(j, "loss_step", v->sched->loss_step);
+    cJSON *ts = cJSON_AddArrayToObject(j, "tensors"), *ss = cJSON_AddArrayToObject(j, "steps");
+    for (int t = 0; t < v->sched->n_tensors; t++) cJSON_AddItemToArray(ts, val_tensor_json(p, t));
+    for (int i = 0; i < v->sched->n_steps; i++) cJSON_AddItemToArray(ss, step_json(v->sched, i));
+    return j;
+}
+
 static cJSON *plan_json(const yp_plan *p) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", YP_PLAN_FORMAT);
@@ -95,6 +137,7 @@ static cJSON *plan_json(const yp_plan *p) {
     cJSON *ts = cJSON_AddArrayToObject(j, "tensors"), *ss = cJSON_AddArrayToObject(j, "steps");
     for (int t = 0; t < p->sched->n_tensors; t++) cJSON_AddItemToArray(ts, tensor_json(p, t));
     for (int i = 0; i < p->sched->n_steps; i++) cJSON_AddItemToArray(ss, step_json(p->sched, i));
+    cJSON_AddItemToObject(j, "validation", val_json(p));
     return j;
 }
 
@@ -271,6 +314,69 @@ static int verify(ctx *c, const cJSON *j, const yp_plan *p) {
     return 0;
 }
 
+/* A number of the validation section equal to the re-planned one. */
+static int val_num_is(ctx *c, const cJSON *o, const char *path, const char *key, int64_t want) {
+    double v;
+    if (num(c, o, path, key, &v)) return -1;
+    if ((int64_t)v != want)
+        return yp_err_set(c->err, "%s: %s.%s: %.0f, but re-planning gives %lld; save the plan again", c->file, path, key,
+                          v, (long long)want);
+    return 0;
+}
+
+/* validation.tensors[t]: where it lies and what it aliases, as re-planned. */
+static int verify_val_tensor(ctx *c, const cJSON *x, int t, const yp_plan *p) {
+    const yp_val_plan *v = &p->val;
+    const yp_tensor *y = &v->sched->tensors[t];
+    char path[48];
+    snprintf(path, sizeof path, "validation.tensors[%d]", t);
+    const char *name = str(c, x, path, "name");
+    const cJSON *al = name ? need(c, x, path, "aliases") : NULL;
+    if (!al) return -1;
+    if (strcmp(name, y->name))
+        return yp_err_set(c->err, "%s: %s.name: \"%s\", but re-planning gives \"%s\"; save the plan again", c->file,
+                          path, name, y->name);
+    if (val_num_is(c, x, path, "offset", v->offsets[t]) || val_num_is(c, x, path, "bytes", y->bytes)) return -1;
+    int a = v->alias[t];
+    if (cJSON_IsNull(al) != (a < 0))
+        return yp_err_set(c->err, "%s: %s (%s).aliases: %s, but re-planning %s; save the plan again", c->file, path,
+                          name, cJSON_IsNull(al) ? "null" : "a training tensor",
+                          a < 0 ? "gives it bytes of its own" : "maps it onto a training tensor");
+    if (a < 0) return 0;
+    char apath[64];
+    snprintf(apath, sizeof apath, "%s.aliases", path);
+    const char *an = str(c, al, apath, "name");
+    if (!an || val_num_is(c, al, apath, "id", a)) return -1;
+    if (strcmp(an, p->sched->tensors[a].name))
+        return yp_err_set(c->err, "%s: %s.name: \"%s\", but re-planning maps %s onto \"%s\"; save the plan again",
+                          c->file, apath, an, name, p->sched->tensors[a].name);
+    return 0;
+}
+
+/* The recorded validation section must equal the re-planned one. */
+static int verify_val(ctx *c, const cJSON *j, const yp_plan *p) {
+    const yp_val_plan *v = &p->val;
+    const cJSON *val = need(c, j, "", "validation");
+    const cJSON *ts = val ? need(c, val, "validation", "tensors") : NULL;
+    const cJSON *ss = ts ? need(c, val, "validation", "steps") : NULL;
+    const char *reads = ss ? str(c, val, "validation", "reads") : NULL;
+    if (!reads || val_num_is(c, val, "validation", "batch", v->sched->opts.batch) ||
+        val_num_is(c, val, "validation", "arena_bytes", v->bytes) ||
+        val_num_is(c, val, "validation", "base_bytes", v->base))
+        return -1;
+    if (strcmp(reads, v->reads_ema ? "ema" : "weights"))
+        return yp_err_set(c->err, "%s: validation.reads: \"%s\", but re-planning reads \"%s\"; save the plan again",
+                          c->file, reads, v->reads_ema ? "ema" : "weights");
+    if (cJSON_GetArraySize(ts) != v->sched->n_tensors || cJSON_GetArraySize(ss) != v->sched->n_steps)
+        return yp_err_set(c->err, "%s: validation: %d tensors and %d steps, but re-planning gives %d and %d; save the "
+                          "plan again", c->file, cJSON_GetArraySize(ts), cJSON_GetArraySize(ss), v->sched->n_tensors,
+                          v->sched->n_steps);
+    int t = 0;
+    for (const cJSON *x = ts->child; x; x = x->next, t++)
+        if (verify_val_tensor(c, x, t, p)) return -1;
+    return 0;
+}
+
 static char *slurp(const char *path, yp_err *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -328,7 +434,7 @@ int yp_plan_load_with(const char *path, const yp_scratch_resolver *r, yp_plan *o
     *graph = ir ? yp_ir_load_buffer(ir, strlen(ir), path, err) : NULL;
     free(ir);
     if (!*graph || yp_plan_build(*graph, &cand, &gpu, (int64_t)reserve, 0, out, err)) goto done;
-    rc = verify(&c, j, out);
+    rc = verify(&c, j, out) || verify_val(&c, j, out) ? -1 : 0;
 done:
     cJSON_Delete(j);
     if (rc) {

@@ -2,8 +2,9 @@
  *
  * A plan is one candidate made concrete: its training schedule (every tensor with kind, dtype,
  * shape, bytes and life; every step with its operands), the liveness simulation, the arena with
- * every tensor's byte offset, the validation pass's need, the predicted timing and the device
- * and host memory it takes. Reports draw it; the executor allocates arena_bytes once and runs
+ * every tensor's byte offset, the validation pass planned into the same arena (yp_val_plan.h:
+ * its parameters alias training's EMA copies, its transient tensors lie above training's
+ * whole-step region), the predicted timing and the device and host memory it takes. Reports draw it; the executor allocates arena_bytes once and runs
  * the steps verbatim. Ownership: yp_plan_build fills a plan whose members the caller releases
  * with yp_plan_free; the graph must outlive the plan. */
 #ifndef YP_PLAN_H
@@ -11,6 +12,7 @@
 
 #include "yp_arena.h"
 #include "yp_cost.h"
+#include "yp_val_plan.h"
 
 /* Host (CPU) memory of the data pipeline, bytes (docs/architecture.md §6). */
 typedef struct {
@@ -31,7 +33,8 @@ typedef struct {
     yp_schedule *sched;       /* training step at its worst-case size and label count */
     yp_liveness live;
     yp_arena arena;
-    int64_t val_bytes;        /* arena bytes validation needs: whole-step region + its transient arena */
+    yp_val_plan val;          /* validation: the evaluation schedule, its layout and its mapping onto training's tensors */
+    int64_t val_bytes;        /* arena bytes validation needs (val.bytes): whole-step region + its transient arena */
     int64_t arena_bytes;      /* what the executor allocates: max(training arena, val_bytes) */
     int64_t device_bytes;     /* arena_bytes + gpu.fixed_bytes + reserve_bytes */
     int64_t budget_bytes;     /* gpu.mem_bytes - gpu.fixed_bytes - reserve_bytes */
@@ -46,6 +49,10 @@ typedef struct {
 int yp_plan_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, int64_t reserve, int64_t n_images,
                   yp_plan *out, yp_err *err);
 void yp_plan_free(yp_plan *p);
+
+/* The plan checker: the training arena is valid (yp_arena_check) and within arena_bytes, and so is
+ * validation's mapping onto it (yp_val_plan_check). 0, or -1 with err naming the first violation. */
+int yp_plan_check(const yp_plan *p, yp_err *err);
 
 /* Memory at the peak step grouped as the table shows it. */
 typedef struct {

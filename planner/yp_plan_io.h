@@ -1,8 +1,11 @@
 /* yp_plan_io.h - plan.json: the chosen plan written completely (the model IR, the candidate, the
- * GPU, every tensor with dtype, shape, bytes, offset and life, every step with its operands), so
- * the executor can run it verbatim. Loading re-plans from the embedded model and candidate and
- * checks that every tensor and step comes out identical; a file from another planner version or
- * edited by hand is refused, naming the first difference.
+ * GPU, every tensor with dtype, shape, bytes, offset and life, every step with its operands, and
+ * the "validation" section: the evaluation pass's batch, arena bytes, tensors, steps and, per
+ * parameter, the training tensor it aliases by id, name and role; yp_val_plan.h), so the
+ * executor can run it verbatim. Loading re-plans from the embedded model and candidate and checks
+ * that every tensor and step, and the validation section, comes out identical; a file from
+ * another planner version or edited by hand is refused with one line naming the file and the
+ * first field that differs.
  * Ownership: yp_plan_load returns a plan (free with yp_plan_free) and the graph it refers to
  * (free with yp_graph_free after the plan). */
 #ifndef YP_PLAN_IO_H

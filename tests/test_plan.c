@@ -1,7 +1,9 @@
 /* test_plan.c - the planner: the scaled family equals the real schedule at any size, the search
  * returns plans whose real arena fits and is valid, plan.json round-trips and refuses tampering,
  * the conv scratch model travels in it by name, so does the arena alignment, which the liveness
- * and the arena honour, and what-if remedies save memory. */
+ * and the arena honour, validation's plan maps its parameters onto training's EMA copies (the
+ * checker refuses a corrupted mapping, plan.json carries it and a disagreeing file is refused),
+ * and what-if remedies save memory. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -117,6 +119,7 @@ static void test_search_and_realize(void) {
         CHECK(p.fits);
         CHECK(p.arena_bytes + gpu.fixed_bytes <= gpu.mem_bytes);
         CHECK(yp_arena_check(p.sched, &p.arena, &err) == 0);
+        CHECK(yp_plan_check(&p, &err) == 0); /* validation's mapping too */
         CHECK((double)p.arena.size / (double)p.live.peak <= 1.02);
         CHECK(p.cand.batch >= r.rows[i].cand.batch - 2); /* alignment costs at most a little */
         yp_plan_free(&p);
@@ -178,6 +181,256 @@ static void test_plan_json_round_trip(void) {
     unlink(path);
     CHECK(yp_plan_load("/nonexistent/plan.json", &q, &g2, &err) == -1);
     CHECK_STR_HAS(err.msg, "cannot open");
+    yp_plan_free(&p);
+    yp_graph_free(g);
+}
+
+/* ---------------------------------------------------------------- validation's plan */
+
+/* A plan of yolov5n at batch 2, 128 px, EMA on or off. */
+static int val_test_plan(yp_graph *g, int ema, yp_plan *p) {
+    yp_gpu gpu;
+    yp_err err;
+    yp_gpu_parse("8GB", &gpu, &err);
+    yp_candidate c = yp_candidate_default();
+    c.batch = 2, c.img_w = c.img_h = 128, c.ema = ema;
+    if (yp_plan_build(g, &c, &gpu, 0, 0, p, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The first eval tensor of this role, or -1. */
+static int val_find_role(const yp_val_plan *v, yp_role r) {
+    for (int t = 0; t < v->sched->n_tensors; t++)
+        if (v->sched->tensors[t].role == r) return t;
+    return -1;
+}
+
+/* Validation's plan: its figure is what the planner always charged (training's whole-step bytes
+ * plus the evaluation arena's transient part); every eval parameter aliases the training tensor
+ * it reads (the EMA copy with EMA on, also of the BN running statistics; the parameter with it
+ * off) at that tensor's offset; every other eval tensor lies above the whole-step region. */
+static void test_val_plan_mapping(void) {
+    yp_graph *g = yp_test_model("yolov5n");
+    REQUIRE(g != NULL);
+    for (int ema = 1; ema >= 0; ema--) {
+        yp_plan p;
+        yp_err err;
+        if (val_test_plan(g, ema, &p)) {
+            CHECK(0);
+            break;
+        }
+        const yp_val_plan *v = &p.val;
+        CHECK(yp_plan_check(&p, &err) == 0);
+        CHECK_EQ_I64(v->sched->opts.batch, 4); /* YOLOv5 validates at twice the batch */
+        CHECK(v->sched->opts.eval && v->reads_ema == ema);
+        /* the figure, computed as the planner always did */
+        yp_sched_opts vo = yp_candidate_val_opts(&p.cand, g->n_layers);
+        yp_schedule *vs = yp_schedule_build(g, &vo, &err);
+        yp_liveness l;
+        yp_arena a;
+        REQUIRE(vs && yp_liveness_compute(vs, p.cand.alignment, &l, &err) == 0 &&
+                yp_arena_plan(vs, p.cand.alignment, l.peak, &a, &err) == 0);
+        CHECK_EQ_I64(p.val_bytes, p.arena.persistent + (a.size - a.persistent));
+        CHECK_EQ_I64(v->bytes, p.val_bytes);
+        yp_arena_free(&a), yp_liveness_free(&l), yp_schedule_free(vs);
+        int n_alias = 0, n_stats = 0, n_transient = 0;
+        for (int t = 0; t < v->sched->n_tensors; t++) {
+            const yp_tensor *x = &v->sched->tensors[t];
+            if (v->alias[t] < 0) {
+                CHECK(!yp_role_is_param(x->role));
+                CHECK(v->offsets[t] >= p.arena.persistent);
+                n_transient++;
+                continue;
+            }
+            const yp_tensor *y = &p.sched->tensors[v->alias[t]];
+            const yp_tensor *w = ema ? &p.sched->tensors[y->param] : y;
+            CHECK(y->role == (ema ? YP_ROLE_EMA : x->role) && !strcmp(w->name, x->name));
+            CHECK_EQ_I64(v->offsets[t], p.arena.offsets[v->alias[t]]);
+            n_alias++;
+            n_stats += x->role == YP_ROLE_RUNNING_MEAN || x->role == YP_ROLE_RUNNING_VAR;
+        }
+        CHECK(n_alias > 0 && n_stats > 0 && n_transient > 0);
+        printf("  ema %s: %d parameters alias training tensors (%d running statistics), %d transient; validation "
+               "needs %lld of %lld bytes\n", ema ? "on" : "off", n_alias, n_stats, n_transient,
+               (long long)v->bytes, (long long)p.arena_bytes);
+        yp_plan_free(&p);
+    }
+    yp_graph_free(g);
+}
+
+/* The plan checker refuses each way a mapping can be wrong, naming it. */
+static void test_val_plan_check_refuses(void) {
+    yp_graph *g = yp_test_model("yolov5n");
+    REQUIRE(g != NULL);
+    yp_plan p;
+    REQUIRE(val_test_plan(g, 1, &p) == 0);
+    yp_val_plan *v = &p.val;
+    yp_err err;
+    int w = val_find_role(v, YP_ROLE_CONV_WEIGHT), img = val_find_role(v, YP_ROLE_IMAGES);
+    int dec = val_find_role(v, YP_ROLE_DECODED), other = -1;
+    REQUIRE(w >= 0 && img >= 0 && dec >= 0);
+    for (int t = w + 1; t < v->sched->n_tensors && other < 0; t++) /* another conv weight */
+        if (v->sched->tensors[t].role == YP_ROLE_CONV_WEIGHT) other = t;
+    REQUIRE(other >= 0);
+    int wa = v->alias[w];
+    int64_t woff = v->offsets[w], ioff = v->offsets[img];
+
+    v->alias[w] = v->alias[other], v->offsets[w] = v->offsets[other]; /* another parameter's EMA */
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "which is not the EMA copy of that parameter");
+    v->alias[w] = p.sched->tensors[wa].param, v->offsets[w] = p.arena.offsets[v->alias[w]]; /* the live weight */
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "which is not the EMA copy");
+    v->alias[w] = -1;
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "aliases no training tensor");
+    v->alias[w] = wa, v->offsets[w] = woff + p.arena.align;
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "which it aliases, is at");
+    v->offsets[w] = woff;
+    v->sched->tensors[w].bytes += 4; /* an eval parameter of another size than its alias */
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "differ");
+    v->sched->tensors[w].bytes -= 4;
+    CHECK(yp_plan_check(&p, &err) == 0);
+
+    v->alias[img] = wa; /* a transient tensor aliasing a training tensor */
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "is no parameter but aliases");
+    v->alias[img] = -1, v->offsets[img] = woff; /* over the EMA weights */
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "overlaps the whole-step training tensor");
+    v->offsets[img] = p.arena_bytes; /* past the arena */
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "outside");
+    v->offsets[img] = ioff + p.arena.align / 2; /* misaligned */
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "misaligned");
+    /* two eval tensors live at the same step on the same bytes: the first conv's output is
+     * written while the images are read */
+    int y0 = v->sched->steps[0].a.y[0];
+    REQUIRE(y0 >= 0 && v->alias[y0] < 0);
+    v->offsets[img] = v->offsets[y0];
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "overlap while both live");
+    v->offsets[img] = ioff;
+    CHECK(yp_plan_check(&p, &err) == 0);
+
+    /* two eval parameters on one training tensor: BN beta relabelled as its node's gamma */
+    int gm = val_find_role(v, YP_ROLE_BN_GAMMA), bt = val_find_role(v, YP_ROLE_BN_BETA);
+    REQUIRE(gm >= 0 && bt >= 0 && v->sched->tensors[gm].node == v->sched->tensors[bt].node);
+    int ba = v->alias[bt];
+    int64_t boff = v->offsets[bt];
+    v->sched->tensors[bt].role = YP_ROLE_BN_GAMMA, v->alias[bt] = v->alias[gm], v->offsets[bt] = v->offsets[gm];
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "both alias");
+    v->sched->tensors[bt].role = YP_ROLE_BN_BETA, v->alias[bt] = ba, v->offsets[bt] = boff;
+
+    v->reads_ema = 0; /* the mapping says EMA copies; the flag must agree */
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "which is not the training tensor of that parameter");
+    v->reads_ema = 1;
+    int64_t bytes = v->bytes;
+    v->bytes = p.arena_bytes + 1;
+    CHECK(yp_plan_check(&p, &err) == -1);
+    CHECK_STR_HAS(err.msg, "validation: needs");
+    v->bytes = bytes;
+    CHECK(yp_plan_check(&p, &err) == 0);
+    yp_plan_free(&p);
+    yp_graph_free(g);
+}
+
+/* Writes j to path; 0 on success. */
+static int write_json(const char *path, const cJSON *j) {
+    char *s = cJSON_PrintUnformatted(j);
+    FILE *f = s ? fopen(path, "wb") : NULL;
+    int rc = f && fputs(s, f) >= 0 ? 0 : -1;
+    if (f) rc |= fclose(f);
+    free(s);
+    return rc;
+}
+
+static cJSON *read_json(const char *path) {
+    FILE *f = fopen(path, "rb");
+    static char text[1 << 24];
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    return cJSON_Parse(text);
+}
+
+/* plan.json carries the validation section; a loaded plan rebuilds the same one, and a file whose
+ * section disagrees with the rebuilt one (or lacks it) is refused, naming the file and the field. */
+static void test_val_plan_json(void) {
+    yp_graph *g = yp_test_model("yolov5n"), *g2 = NULL;
+    REQUIRE(g != NULL);
+    yp_plan p, q;
+    yp_err err;
+    REQUIRE(val_test_plan(g, 1, &p) == 0);
+    char path[] = "/tmp/yp_test_val_plan_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    REQUIRE(yp_plan_save(&p, path, &err) == 0);
+    cJSON *j = read_json(path);
+    REQUIRE(j != NULL);
+    const cJSON *val = cJSON_GetObjectItem(j, "validation");
+    CHECK(cJSON_GetObjectItem(val, "batch")->valuedouble == 4);
+    CHECK(cJSON_GetObjectItem(val, "arena_bytes")->valuedouble == (double)p.val_bytes);
+    CHECK(!strcmp(cJSON_GetObjectItem(val, "reads")->valuestring, "ema"));
+    const cJSON *ts = cJSON_GetObjectItem(val, "tensors");
+    CHECK_EQ_I64(cJSON_GetArraySize(ts), p.val.sched->n_tensors);
+    int w = val_find_role(&p.val, YP_ROLE_CONV_WEIGHT);
+    const cJSON *wt = cJSON_GetArrayItem(ts, w), *al = cJSON_GetObjectItem(wt, "aliases");
+    CHECK(!strcmp(cJSON_GetObjectItem(wt, "name")->valuestring, "model.0.conv.weight"));
+    CHECK(!strcmp(cJSON_GetObjectItem(al, "name")->valuestring, "ema:model.0.conv.weight"));
+    CHECK(!strcmp(cJSON_GetObjectItem(al, "role")->valuestring, "ema"));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(ts, p.val.sched->images_t), "aliases")));
+
+    CHECK(yp_plan_load(path, &q, &g2, &err) == 0);
+    if (g2) {
+        CHECK_EQ_I64(q.val.bytes, p.val.bytes);
+        CHECK_EQ_I64(q.val.sched->n_tensors, p.val.sched->n_tensors);
+        CHECK(memcmp(q.val.alias, p.val.alias, (size_t)p.val.sched->n_tensors * sizeof(int)) == 0);
+        CHECK(memcmp(q.val.offsets, p.val.offsets, (size_t)p.val.sched->n_tensors * sizeof(int64_t)) == 0);
+        CHECK(yp_plan_check(&q, &err) == 0);
+        yp_plan_free(&q);
+        yp_graph_free(g2);
+    }
+    /* each edit below is refused with the file and the field */
+    struct { const char *field; const char *expect; } edits[] = {
+        {"arena_bytes", "validation.arena_bytes"},
+        {"batch", "validation.batch"},
+        {"alias", ".aliases.name"},
+        {"offset", "validation.tensors[0].offset"},
+        {"null", ".aliases: null"},
+        {"missing", "validation: missing"},
+    };
+    for (size_t k = 0; k < sizeof edits / sizeof *edits; k++) {
+        cJSON *e = cJSON_Duplicate(j, 1), *ve = cJSON_GetObjectItem(e, "validation");
+        cJSON *te = cJSON_GetObjectItem(ve, "tensors"), *we = cJSON_GetArrayItem(te, w);
+        const char *f = edits[k].field;
+        if (!strcmp(f, "arena_bytes") || !strcmp(f, "batch"))
+            cJSON_SetNumberValue(cJSON_GetObjectItem(ve, f), cJSON_GetObjectItem(ve, f)->valuedouble + 1);
+        else if (!strcmp(f, "alias"))
+            cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetObjectItem(we, "aliases"), "name"), "model.0.conv.weight");
+        else if (!strcmp(f, "offset"))
+            cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(te, 0), "offset"), 0);
+        else if (!strcmp(f, "null"))
+            cJSON_ReplaceItemInObject(we, "aliases", cJSON_CreateNull());
+        else
+            cJSON_DeleteItemFromObject(e, "validation");
+        CHECK(write_json(path, e) == 0);
+        cJSON_Delete(e);
+        CHECK(yp_plan_load(path, &q, &g2, &err) == -1);
+        CHECK_STR_HAS(err.msg, path);
+        CHECK_STR_HAS(err.msg, edits[k].expect);
+        CHECK(strchr(err.msg, '\n') == NULL);
+    }
+    cJSON_Delete(j);
+    unlink(path);
     yp_plan_free(&p);
     yp_graph_free(g);
 }
@@ -406,6 +659,9 @@ int main(void) {
     YP_RUN(test_plan_json_round_trip);
     YP_RUN(test_scratch_model_round_trip);
     YP_RUN(test_arena_alignment);
+    YP_RUN(test_val_plan_mapping);
+    YP_RUN(test_val_plan_check_refuses);
+    YP_RUN(test_val_plan_json);
     YP_RUN(test_whatif);
     return yp_test_summary();
 }
