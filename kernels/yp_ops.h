@@ -10,13 +10,13 @@
  * holds what the ops need beyond their operands: the thread count, library handles, the stream,
  * per-shape caches. Call an entry of be->ops with that same be.
  *
- * Element type (yp_elem): conv, BN, pooling and the loss carry it in their descriptor (`dtype`);
- * every other op takes it as the parameter right after `be`. It is the type of the tensor
- * operands: the activations and their gradients (x, y, dx, dy, a conv's weights and bias as the
- * conv reads them, the loss's predictions and their gradients), and for the optimizer ops w, grad
- * and the states. BN's per-channel operands (gamma, beta, stats, running stats) are fp32 whatever
- * the type, as in PyTorch's mixed precision, and so are the loss's objmap and positives; `sums`
- * and the loss's terms are double. Buffers are typed after the fp32 path (float *); under another type they hold that type.
+ * Element type (yp_elem): conv, BN, pooling, the loss and the decode carry it in their descriptor
+ * (`dtype`); every other op takes it as the parameter right after `be`. It is the type of the
+ * tensor operands: the activations and their gradients (x, y, dx, dy, a conv's weights and bias as
+ * the conv reads them, the loss's predictions and their gradients, the decode's input), and for
+ * the optimizer ops w, grad and the states. BN's per-channel operands (gamma, beta, stats, running
+ * stats) are fp32 whatever the type, as in PyTorch's mixed precision, and so are the loss's objmap
+ * and positives and the decoded boxes; `sums` and the loss's terms are double. Buffers are typed after the fp32 path (float *); under another type they hold that type.
  * A backend refuses a type it lacks: -1, and last_error names the op and the type (the CPU runs
  * YP_ELEM_F32 only). YP_ELEM_F32 is 0, so a zero-initialised descriptor is fp32.
  *
@@ -125,6 +125,18 @@ typedef struct {
     double obj; /* balance[level] x the mean objectness BCE over its batch*h*w*na (image, cell, anchor)s */
     double cls; /* mean class BCE over positives x nc; 0 without positives or when nc == 1 */
 } yp_loss_terms;
+
+/* What the evaluation decode needs to know of YOLOv5's Detect (detect_decode). */
+#define YP_DECODE_MAX_LEVELS 4  /* = YP_MAX_LEVELS of graph/yp_graph.h */
+#define YP_DECODE_MAX_ANCHORS 8 /* = YP_MAX_ANCHORS of graph/yp_graph.h */
+typedef struct {
+    int64_t n;                   /* images */
+    int nl, na, nc;              /* levels, anchors per level, classes: each cell has na*(nc+5) channels */
+    int64_t h[YP_DECODE_MAX_LEVELS], w[YP_DECODE_MAX_LEVELS];       /* level l's grid */
+    float stride[YP_DECODE_MAX_LEVELS];                              /* level l's pixels per cell */
+    float anchors[YP_DECODE_MAX_LEVELS][YP_DECODE_MAX_ANCHORS][2];   /* pixels (w, h), as yp_graph's */
+    yp_elem dtype;               /* of x and y */
+} yp_decode_desc;
 
 /* The stages a conv's scratch is asked for: forward (also recompute and evaluation) and backward
  * (backward-data and backward-weights, run one after the other in one step). */
@@ -263,6 +275,15 @@ typedef struct yp_ops {
      * fp32). pred, pos, objmap and dpred are device memory. */
     int (*loss_level)(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
                       int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
+
+    /* Evaluation: Detect's raw outputs decoded into boxes, what YOLOv5's Detect returns in eval
+     * mode (models/yolo.py) and NMS reads. x[l] is level l's output (n, h[l], w[l], na*(nc+5)),
+     * the layout above; y is (n, R, nc+5) with R = sum over l of na*h[l]*w[l]: per image the
+     * levels in order, within a level anchor-major, then grid row gy, then column gx (PyTorch's
+     * view(n, na*h*w, nc+5) of the (n, na, h, w, nc+5) tensor). With s = sigmoid(raw) per field:
+     * box centre (2s - 0.5 + gx, 2s - 0.5 + gy) * stride[l], box size (2s)^2 * the anchor's (w, h)
+     * in pixels, objectness and class scores s. */
+    int (*detect_decode)(yp_backend *be, const yp_decode_desc *d, const float *const *x, float *y);
 } yp_ops;
 
 #endif

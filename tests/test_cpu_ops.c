@@ -1,5 +1,5 @@
 /* test_cpu_ops.c - the rest of the CPU backend's op table (kernels/yp_ops.h): add, concat,
- * upsample, space_to_depth, max pool, SGD/Adam/AdamW, EMA, sum of squares, against PyTorch
+ * upsample, space_to_depth, max pool, SGD/Adam/AdamW, EMA, sum of squares, Detect's eval decode, against PyTorch
  * references (tests/data/ops), the beta contract and argument errors; and that the table is
  * complete. Conv and batch norm are in test_cpu_conv.c. */
 #include "cpu_ops_fixture.h"
@@ -321,11 +321,56 @@ static void test_dtype_refused(void) {
     CHECK(ops->ema_update(cpu, f16, v, v, 4, 0.5f) == -1);
     CHECK(ops->sum_squares(cpu, bf16, v, 4, &ss) == -1);
     CHECK_STR_HAS(cpu->last_error(cpu), "sum_squares: dtype bf16");
+    yp_decode_desc dd = {1, 1, 1, 0, {1}, {1}, {8.0f}, {{{1.0f, 1.0f}}}, YP_ELEM_BF16};
+    const float *dx[1] = {v};
+    CHECK(ops->detect_decode(cpu, &dd, dx, v) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "detect_decode: dtype bf16");
     CHECK(ops->silu_forward(cpu, YP_ELEM_COUNT, v, v, 4) == -1);
     CHECK_STR_HAS(cpu->last_error(cpu), "dtype ?");
     pd.dtype = YP_ELEM_F32; /* and fp32 still runs */
     CHECK(ops->maxpool_forward(cpu, &pd, v, v) == 0);
     CHECK(ops->silu_forward(cpu, YP_ELEM_F32, v, v, 4) == 0);
+}
+
+/* ---- evaluation decode ---- */
+
+/* Detect's eval decode against yolov5.decode (bench/reference/yolov5.py), field by field: box
+ * centres (pixels up to ~100), sizes (up to ~500) and scores (0..1) are held apart, so a wrong
+ * score cannot hide under the large box values. Rows come in PyTorch's order (level, anchor, grid
+ * row, column), and the grids are not square, so a swapped row and column moves whole rows. */
+static void test_detect_decode(void) {
+    enum { N = 2, NL = 2, NA = 3, NC = 2, NO = NC + 5 };
+    const int64_t h[NL] = {4, 2}, w[NL] = {3, 5}, rows = NA * (4 * 3 + 2 * 5);
+    yp_decode_desc d = {N, NL, NA, NC, {4, 2}, {3, 5}, {0}, {{{0}}}, YP_ELEM_F32};
+    float *x0 = fx("decode.x0", N * h[0] * w[0] * NA * NO), *x1 = fx("decode.x1", N * h[1] * w[1] * NA * NO);
+    float *want = fx("decode.y", N * rows * NO), *st = fx("decode.strides", NL), *an = fx("decode.anchors", NL * NA * 2);
+    float *y = nan_buf(N * rows * NO);
+    if (x0 && x1 && want && st && an) {
+        for (int l = 0; l < NL; l++) {
+            d.stride[l] = st[l];
+            for (int a = 0; a < NA; a++) d.anchors[l][a][0] = an[(l * NA + a) * 2], d.anchors[l][a][1] = an[(l * NA + a) * 2 + 1];
+        }
+        const float *xs[NL] = {x0, x1};
+        CHECK(ops->detect_decode(cpu, &d, xs, y) == 0);
+        static const struct { const char *what; int lo, hi; } groups[] = {
+            {"decode xy", 0, 2}, {"decode wh", 2, 4}, {"decode scores", 4, NO}};
+        for (size_t k = 0; k < sizeof groups / sizeof *groups; k++) {
+            int64_t m = 0;
+            float *got = malloc(sizeof(float) * N * rows * NO), *ref = malloc(sizeof(float) * N * rows * NO);
+            for (int64_t r = 0; r < N * rows; r++)
+                for (int f = groups[k].lo; f < groups[k].hi; f++) got[m] = y[r * NO + f], ref[m++] = want[r * NO + f];
+            CHECK_CLOSE(groups[k].what, got, ref, m, 1e-5);
+            free(got), free(ref);
+        }
+        /* argument errors, before any write */
+        const float *none[NL] = {x0, NULL};
+        CHECK(ops->detect_decode(cpu, &d, none, y) == -1);
+        CHECK_STR_HAS(cpu->last_error(cpu), "detect_decode: NULL input of level 1");
+        d.nl = 0;
+        CHECK(ops->detect_decode(cpu, &d, xs, y) == -1);
+        CHECK_STR_HAS(cpu->last_error(cpu), "out of range");
+    }
+    free(x0), free(x1), free(want), free(st), free(an), free(y);
 }
 
 static void test_table_complete(void) {
@@ -338,6 +383,7 @@ static void test_table_complete(void) {
     CHECK(ops->sgd_step && ops->adam_step && ops->ema_update && ops->sum_squares);
     CHECK(ops->conv2d_scratch && ops->conv2d_prepare);
     CHECK(ops->loss_level); /* checked against PyTorch in test_loss */
+    CHECK(ops->detect_decode);
 }
 
 int main(int argc, char **argv) {
@@ -357,6 +403,7 @@ int main(int argc, char **argv) {
     YP_RUN(test_adam);
     YP_RUN(test_adamw);
     YP_RUN(test_ema_sum_squares);
+    YP_RUN(test_detect_decode);
     YP_RUN(test_dtype_refused);
     free(fx_data);
     return yp_test_summary();

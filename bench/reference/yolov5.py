@@ -21,7 +21,10 @@ What it reproduces exactly:
   exchanged with an Ultralytics model of the same size;
 * BatchNorm2d eps 1e-3, momentum 0.03; Detect bias initialisation;
 * the training-mode Detect output: a list of three (bs, na, ny, nx, nc + 5)
-  raw tensors (no sigmoid) at strides 8, 16, 32.
+  raw tensors (no sigmoid) at strides 8, 16, 32;
+* the eval-mode Detect output, as Ultralytics' models/yolo.py: the boxes
+  decoded from those raw tensors (``decode``), (bs, sum na * ny * nx, nc + 5),
+  and the raw list beside them.
 
 Deliberate differences from Ultralytics (none changes the maths or the
 parameters):
@@ -31,7 +34,8 @@ parameters):
   ``pytorch`` saving policy describes: SiLU saves its input;
 * strides and the anchors' grid units are computed arithmetically instead of by
   a dummy forward pass (so building a model never touches the BN statistics);
-* no fusing, no inference-mode decoding, no AutoAnchor.
+* no fusing, no AutoAnchor; the eval-mode grids are built on each call, not
+  cached.
 
 Run it as a script to print and check the parameter counts of all five
 models: ``/usr/bin/python3 bench/reference/yolov5.py``.
@@ -120,6 +124,29 @@ BN_MOMENTUM = 0.03
 def make_divisible(x, divisor=8):
     """Round x up to a multiple of divisor (channel scaling rule)."""
     return int(math.ceil(x / divisor) * divisor)
+
+
+def decode(xs, anchors, strides):
+    """YOLOv5 Detect's inference decode (models/yolo.py in eval mode).
+
+    xs: per level the raw (bs, na, ny, nx, no) output; anchors: (nl, na, 2) in
+    grid units of each level (pixels / stride, the Detect buffer); strides: per
+    level.  With s = sigmoid(raw): xy = (2s + grid) * stride with
+    grid = (x, y) - 0.5, wh = (2s)^2 * anchors * stride, scores s.  Returns
+    (bs, sum na * ny * nx, no): levels in order, each viewed as
+    (bs, na * ny * nx, no).
+    """
+    z = []
+    for i, x in enumerate(xs):
+        bs, na, ny, nx, no = x.shape
+        yv, xv = torch.meshgrid(torch.arange(ny, dtype=x.dtype), torch.arange(nx, dtype=x.dtype), indexing="ij")
+        grid = torch.stack((xv, yv), 2).expand(1, na, ny, nx, 2) - 0.5
+        anchor_grid = (anchors[i] * strides[i]).view(1, na, 1, 1, 2).expand(1, na, ny, nx, 2).to(x.dtype)
+        xy, wh, conf = x.sigmoid().split((2, 2, no - 4), 4)
+        xy = (xy * 2 + grid) * strides[i]
+        wh = (wh * 2) ** 2 * anchor_grid
+        z.append(torch.cat((xy, wh, conf), 4).view(bs, na * ny * nx, no))
+    return torch.cat(z, 1)
 
 
 # ---------------------------------------------------------------------------
@@ -214,7 +241,8 @@ class Detect(nn.Module):
     """Detection head: one 1x1 conv with bias per level to na * (nc + 5).
 
     Training-mode output: list of nl tensors of shape (bs, na, ny, nx, nc + 5),
-    raw (no sigmoid), contiguous.  ``anchors`` is a buffer of shape
+    raw (no sigmoid), contiguous.  Eval mode returns (decode(that list), that
+    list), as Ultralytics.  ``anchors`` is a buffer of shape
     (nl, na, 2) in grid units of its level (pixels / stride), as in an
     Ultralytics checkpoint.
     """
@@ -239,7 +267,9 @@ class Detect(nn.Module):
             bs, _, ny, nx = x.shape
             x = x.view(bs, self.na, self.no, ny, nx)
             out.append(x.permute(0, 1, 3, 4, 2).contiguous())
-        return out
+        if self.training:
+            return out
+        return decode(out, self.anchors, self.stride), out
 
     @torch.no_grad()
     def initialize_biases(self, image_size=640):
@@ -362,8 +392,13 @@ def main():
         out = model(torch.zeros(1, 3, 64, 64))
     shapes = [tuple(o.shape) for o in out]
     assert shapes == [(1, 3, 8, 8, 85), (1, 3, 4, 4, 85), (1, 3, 2, 2, 85)], shapes
-    print("yolov5s per-layer parameters, state-dict names (349 items) and "
-          "training-mode output shapes: OK")
+    model.eval()
+    with torch.no_grad():
+        boxes, raw = model(torch.zeros(1, 3, 64, 64))
+    assert tuple(boxes.shape) == (1, 3 * (64 + 16 + 4), 85), boxes.shape
+    assert [tuple(o.shape) for o in raw] == shapes
+    print("yolov5s per-layer parameters, state-dict names (349 items), "
+          "training- and eval-mode output shapes: OK")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 /* ops_cpu.c - the CPU backend's op table (yp_ops.h) and the small argument checks its op files
- * share. The kernels themselves live in conv.c, bn.c, eltwise.c, pool.c, optim.c and loss.c (with
- * ciou.c). */
+ * share. The kernels themselves live in conv.c, bn.c, eltwise.c, pool.c, optim.c, loss.c (with
+ * ciou.c) and decode.c. */
 #include <string.h>
 
 #include "yp_cpu.h"
@@ -69,4 +69,5 @@ const yp_ops yp_cpu_ops = {
     .sgd_ema_step = yp_cpu_sgd_ema_step,
     .sum_squares = yp_cpu_sum_squares,
     .loss_level = yp_cpu_loss_level,
+    .detect_decode = yp_cpu_detect_decode,
 };

@@ -121,4 +121,7 @@ int yp_cpu_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, do
 int yp_cpu_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
                       int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
 
+/* decode.c */
+int yp_cpu_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *const *x, float *y);
+
 #endif

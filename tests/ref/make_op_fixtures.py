@@ -21,7 +21,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "ops")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "reference"))
+import yolov5  # noqa: E402  (Detect's eval decode)
+
+OUT = os.path.join(HERE, "..", "data", "ops")
 
 tensors = []  # (name, float32 array)
 
@@ -161,6 +165,22 @@ def optim_case(name, gen, make_opt, n=1000, steps=3):
         put(name + ".v", st["exp_avg_sq"])
 
 
+def decode_case(name, gen, n, nc, grids, strides, anchors):
+    """Detect's eval decode (yolov5.decode) of random raw outputs: per level the NHWC
+    (n, h, w, na*(nc+5)) input as the kernels read it, then the (n, rows, nc+5) boxes; also the
+    strides and the pixel anchors (nl, na, 2)."""
+    na, no = len(anchors[0]), nc + 5
+    xs = [f32((n, na, h, w, no), gen, scale=2.0) for h, w in grids]
+    a = torch.tensor(anchors, dtype=torch.float64)
+    s = torch.tensor(strides, dtype=torch.float64)
+    y = yolov5.decode(xs, a / s.view(-1, 1, 1), s)
+    for l, x in enumerate(xs):
+        put("%s.x%d" % (name, l), x.permute(0, 2, 3, 1, 4).reshape(n, x.shape[2], x.shape[3], na * no))
+    put(name + ".y", y)
+    put(name + ".strides", s)
+    put(name + ".anchors", a)
+
+
 def main():
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(20240605)
@@ -181,6 +201,10 @@ def main():
     optim_case("sgd", gen, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.937, nesterov=True, weight_decay=5e-4))
     optim_case("adam", gen, lambda p: torch.optim.Adam(p, lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=5e-4))
     optim_case("adamw", gen, lambda p: torch.optim.AdamW(p, lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05))
+    # two levels of non-square grids (rows != columns), 3 anchors, 2 classes; last, so the cases
+    # above keep their random draws
+    decode_case("decode", gen, 2, 2, [(4, 3), (2, 5)], [8, 16], [[[10, 13], [16, 30], [33, 23]],
+                                                                 [[30, 61], [62, 45], [59, 119]]])
 
     os.makedirs(OUT, exist_ok=True)
     offset = 0
