@@ -1,9 +1,10 @@
 /* exec_bn.c - the batchnorm2d row of the executor's op table (exec_ops.h) and the BN applied
  * inside SiLU steps, the fused forms of the SiLU row: a training forward (batch statistics; in
  * a fused schedule statistics only, YP_FUSED_BN_STATS), the recompute with the saved statistics,
- * the backward (taking the sums a fused SiLU backward handed it, YP_FUSED_BN_BWD_SUMS), and
- * silu(bn(x)) and its gradient straight from the BN's input (YP_FUSED_BN_SILU, _BWD). What is
- * fused is the schedule's decision (graph/schedule_fuse.c); these only run what it says. */
+ * the backward (taking the sums a fused SiLU backward handed it, YP_FUSED_BN_BWD_SUMS), the
+ * evaluation pass's forward (the running statistics), and silu(bn(x)) and its gradient straight
+ * from the BN's input (YP_FUSED_BN_SILU, _BWD). What is fused is the schedule's decision
+ * (graph/schedule_fuse.c); these only run what it says. */
 #include "exec_ops.h"
 
 /* BN node n over input tensor x. */
@@ -44,6 +45,17 @@ int yp_exec_bn_backward(const yp_exec_call *c) {
                                       sums_of(c), OPT(c, dx), OPT(c, a->dgamma), OPT(c, a->dbeta),
                                       (yp_betas){beta_of(c, dx), 1.0f}),
                "bn backward");
+    return 0;
+}
+
+/* Eval mode: normalised with the running statistics, which stay as they are (the evaluation
+ * pass has no batch statistics; its running_mean and running_var are the EMA's, yp_val_plan.h). */
+int yp_exec_bn_eval(const yp_exec_call *c) {
+    const yp_operands *a = &c->st->a;
+    yp_bn_desc d = bn_desc(c, node_of(c), a->x[0]);
+    YP_EXEC_OK(c->x->ops->bn_forward_eval(c->x->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta), F(c, a->y[0]),
+                                          F(c, a->running_mean), F(c, a->running_var)),
+               "batchnorm (eval)");
     return 0;
 }
 

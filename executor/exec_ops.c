@@ -1,12 +1,13 @@
 /* exec_ops.c - the executor's op table (exec_ops.h): one row per op, the lookup of a step's
- * adapter, the error every adapter reports, and the fusions a backend's entries can run. */
+ * adapter (a training step's, an evaluation step's), the error every adapter reports, and the
+ * fusions a backend's entries can run. */
 #include "exec_ops.h"
 
 static const yp_exec_op_row rows[YP_OP_COUNT] = {
     [YP_OP_CONV2D] = {.op = YP_OP_CONV2D, .forward = yp_exec_conv_forward, .recompute = yp_exec_conv_forward,
         .backward = yp_exec_conv_backward, .prepare = yp_exec_conv_prepare, .init_param = yp_exec_conv_init},
     [YP_OP_BATCHNORM2D] = {.op = YP_OP_BATCHNORM2D, .forward = yp_exec_bn_forward, .recompute = yp_exec_bn_recompute,
-        .backward = yp_exec_bn_backward,
+        .backward = yp_exec_bn_backward, .eval = yp_exec_bn_eval,
         .fused = {[YP_FUSED_BN_STATS] = yp_exec_bn_forward, [YP_FUSED_BN_BWD_SUMS] = yp_exec_bn_backward},
         .init_param = yp_exec_bn_init},
     [YP_OP_SILU] = {.op = YP_OP_SILU, .forward = yp_exec_silu_forward, .recompute = yp_exec_silu_forward,
@@ -41,6 +42,12 @@ yp_exec_step_fn yp_exec_step_adapter(const yp_step *st) {
     case YP_PHASE_BACKWARD: return r->backward;
     default: return NULL;
     }
+}
+
+yp_exec_step_fn yp_exec_eval_adapter(const yp_step *st) {
+    if (st->op < 0 || st->op >= YP_OP_COUNT || st->phase != YP_PHASE_FORWARD || st->fused != YP_FUSED_NONE)
+        return NULL;
+    return rows[st->op].eval ? rows[st->op].eval : rows[st->op].forward;
 }
 
 int yp_exec_fail(const yp_exec_call *c, const char *what) {

@@ -1,7 +1,8 @@
 /* exec_ops.h - the executor's op table: one row per op, indexed by yp_op as graph/ops.c's rows
  * are, holding everything the executor does with the op: run its forward, recompute and
  * backward steps through the backend's entries (the fused forms of a fused schedule too,
- * yp_step.fused), prepare its steps at init, and give its parameters their initial values.
+ * yp_step.fused, and the evaluation pass's), prepare its steps at init, and give its parameters
+ * their initial values.
  * Nothing else in the executor switches on an op. The adapters live by family, one idea a file:
  * exec_conv.c (conv2d, detect), exec_bn.c (batchnorm2d, and the BN applied inside SiLU steps),
  * exec_pointwise.c (silu), exec_join.c (add, concat), exec_resample.c (upsample_nearest,
@@ -32,6 +33,9 @@ typedef struct {
     yp_exec_step_fn forward;   /* a forward step: training mode (BN with batch statistics) */
     yp_exec_step_fn recompute; /* a recompute step (BN applying the saved statistics) */
     yp_exec_step_fn backward;  /* a backward step */
+    /* A forward step of the evaluation pass (yp_sched_opts.eval): BN with the running statistics;
+     * NULL: the op's eval forward is its forward. */
+    yp_exec_step_fn eval;
     /* A step of fused kind k (yp_step.fused, in any phase) runs fused[k]; NULL where the op has
      * no such form. fused[YP_FUSED_NONE] is unused. */
     yp_exec_step_fn fused[YP_FUSED_COUNT];
@@ -49,6 +53,11 @@ const yp_exec_op_row *yp_exec_op_row_get(yp_op op);
 /* The adapter that runs step st (by its op, phase and fused kind), or NULL when st's op has
  * none (a step without an op: the loss, the optimizer; or a row missing an entry). */
 yp_exec_step_fn yp_exec_step_adapter(const yp_step *st);
+
+/* The adapter that runs node step st of an evaluation schedule (yp_sched_opts.eval: forward steps,
+ * never fused): its row's eval entry, else its forward; NULL for any other step (the loss and the
+ * decode have no op: eval.c runs them). */
+yp_exec_step_fn yp_exec_eval_adapter(const yp_step *st);
 
 /* Sets c->err to "step N (phase op node): what: <the backend's last error>"; returns -1. */
 int yp_exec_fail(const yp_exec_call *c, const char *what);
@@ -96,6 +105,7 @@ void yp_exec_detect_init(const yp_exec *x, int t, uint64_t *rng, float *p);
 int yp_exec_bn_forward(const yp_exec_call *c); /* also YP_FUSED_BN_STATS (no output) */
 int yp_exec_bn_recompute(const yp_exec_call *c);
 int yp_exec_bn_backward(const yp_exec_call *c); /* also YP_FUSED_BN_BWD_SUMS (reads bn_sums) */
+int yp_exec_bn_eval(const yp_exec_call *c);     /* the evaluation pass: the running statistics */
 void yp_exec_bn_init(const yp_exec *x, int t, uint64_t *rng, float *p);
 int yp_exec_bn_silu_forward(const yp_exec_call *c);  /* YP_FUSED_BN_SILU, the SiLU row's */
 int yp_exec_bn_silu_backward(const yp_exec_call *c); /* YP_FUSED_BN_SILU_BWD, the SiLU row's */

@@ -1,7 +1,7 @@
-/* executor.c - the arena, tensor binding, guard canaries, weight initialisation (each op's row
- * gives its parameters' values, exec_ops.h). Every access to the arena goes through the
- * backend's memory entries (host values are staged and copied), so the same code binds a host
- * arena and a device one. */
+/* executor.c - the arena, tensor binding (validation's through eval.c), guard canaries, weight
+ * initialisation (each op's row gives its parameters' values, exec_ops.h). Every access to the
+ * arena goes through the backend's memory entries (host values are staged and copied), so the
+ * same code binds a host arena and a device one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,12 +260,17 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
         yp_exec_free(x);
         return -1;
     }
+    if (yp_exec_eval_bind(x, err)) { /* may raise arena_bytes under guards */
+        yp_exec_free(x);
+        return -1;
+    }
     x->arena = be->mem_alloc(be, (size_t)x->arena_bytes);
     if (!x->arena) {
         yp_err_set(err, "allocating the %lld-byte arena: %s", (long long)x->arena_bytes, be->last_error(be));
         yp_exec_free(x);
         return -1;
     }
+    x->eval->arena = x->arena;
     mark_nodes(x);
     if (yp_exec_prepare_steps(x, err)) {
         yp_exec_free(x);
@@ -284,6 +289,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
 }
 
 void yp_exec_free(yp_exec *x) {
+    yp_exec_eval_free(x);
     if (x->arena && x->be) x->be->mem_free(x->be, x->arena);
     free(x->prof_s), free(x->prof_n);
     free(x->loss_stage);

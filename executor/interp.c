@@ -1,8 +1,8 @@
 /* interp.c - the step interpreter: runs each step of the schedule through the adapter its op's
  * row of the executor's op table gives it (exec_ops.h; the fused forms of a fused schedule
- * too), the loss step itself, and checks at init that every step's named operands (yp_operands,
- * documented in yp_schedule.h) are exactly the tensors it lists and that every step has an
- * adapter. */
+ * too, and an evaluation schedule's node steps through the rows' eval entries), the loss step
+ * itself, and checks at init that every step's named operands (yp_operands, documented in
+ * yp_schedule.h) are exactly the tensors it lists and that every step has an adapter. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +42,14 @@ int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targe
     }
 }
 
+int yp_exec_run_eval_step(yp_exec *x, int step, yp_err *err) {
+    const yp_step *st = &x->s->steps[step];
+    call c = {x, st, err};
+    yp_exec_step_fn f = yp_exec_eval_adapter(st);
+    if (!f) return yp_err_set(err, "step %d (%s): not a node's forward step of the evaluation pass", step, st->label);
+    return f(&c);
+}
+
 static int in_list(const int *list, int n, int t) {
     for (int k = 0; k < n; k++)
         if (list[k] == t) return 1;
@@ -75,7 +83,8 @@ static int check_operands(const yp_schedule *s, int i, yp_err *err) {
 static int check_adapter(const yp_exec *x, int i, yp_err *err) {
     const yp_step *st = &x->s->steps[i];
     if (st->phase == YP_PHASE_LOSS || st->phase == YP_PHASE_OPTIMIZER) return 0;
-    if (!yp_exec_step_adapter(st))
+    if (x->s->opts.eval && st->a.decoded >= 0) return 0; /* the decode: eval.c runs it */
+    if (!(x->s->opts.eval ? yp_exec_eval_adapter(st) : yp_exec_step_adapter(st)))
         return yp_err_set(err, "step %d (%s %s%s%s): the executor's op table has no entry for it "
                           "(executor/exec_ops.c); this executor cannot run the plan", i, yp_phase_name(st->phase),
                           st->op >= 0 ? yp_op_get((yp_op)st->op)->name : st->label, st->fused ? " " : "",

@@ -2,7 +2,7 @@
  * plan->arena_bytes, every tensor bound to base + its planned offset, the schedule's steps
  * interpreted in order (forward, loss, the backward with the recomputation the plan's saving
  * policy and checkpoint set ask for), and the optimizer and EMA update, with no allocation inside
- * the step loop.
+ * the step loop. The plan's validation pass runs in the same arena (yp_exec_eval, below).
  *
  * Debug mode (yp_exec_init with guard_bytes > 0) spreads the same layout apart so that every
  * tensor has guard_bytes of canary before and after it (the mapping keeps every pair of tensors
@@ -32,7 +32,7 @@ typedef struct {
 /* hyp.scratch-low for the optimizer (SGD lr 0.01, or Adam/AdamW lr 0.001 as YOLOv5 uses). */
 yp_hyp yp_hyp_default(yp_optimizer opt);
 
-typedef struct {
+typedef struct yp_exec {
     const yp_plan *plan;
     const yp_schedule *s;
     yp_backend *be;          /* the instance every op and memory entry is called with */
@@ -52,6 +52,8 @@ typedef struct {
     double last_grad_norm;
     double *prof_s;          /* yp_exec_profile: seconds per (phase, op), NULL when off */
     int64_t *prof_n;         /* and calls */
+    struct yp_exec *eval;    /* the validation pass bound into the same arena (eval.c), NULL in a binding
+                              * that is itself one */
 } yp_exec;
 
 /* ---- conv scratch models (planner/yp_scratch.h) of the backends; scratch_model.c ----
@@ -141,5 +143,43 @@ int yp_exec_profile(yp_exec *x, int on);
 
 /* Index of the weight tensor (kind WEIGHT) with this name, or -1. */
 int yp_exec_find_param(const yp_exec *x, const char *name);
+
+/* ---- validation (eval.c) ----
+ * The plan's evaluation pass (planner/yp_val_plan.h) runs in the same arena, between training
+ * steps: yp_exec_init binds its tensors through the plan's mapping (its parameters are the
+ * training tensors it aliases: the EMA copies, BN running statistics included, or the weights
+ * with EMA off; everything else at its planned offset above training's whole-step region, which
+ * validation never writes) and prepares its convs, so a call allocates and builds nothing. The
+ * steps run through the backend: convs, BN in eval mode (bn_forward_eval), SiLU, add, concat,
+ * upsample, maxpool, Focus, Detect, the loss without gradients (loss_level, its targets assigned
+ * on the host as training's) and detect_decode. Training continues bit for bit as if validation
+ * had not run. */
+
+/* The validation pass's sizes: at most `batch` images (h, w) per call; each gives `boxes` rows
+ * of `fields` (x, y, w, h in pixels, objectness, nc class scores) floats. */
+typedef struct {
+    int64_t batch, h, w, boxes, fields;
+} yp_eval_shape;
+
+yp_eval_shape yp_exec_eval_shape(const yp_exec *x);
+
+/* One validation batch. */
+typedef struct {
+    const float *images;   /* (n_images, h, w, 3) NHWC floats in [0, 1], letterboxed to the plan's size */
+    int64_t n_images;      /* 1 .. yp_eval_shape.batch; the rest of the planned batch is run on zeros */
+    const float *targets;  /* n_targets rows (image, class, cx, cy, w, h), image < n_images: the loss is
+                            * computed over the n_images; NULL: no loss (n_targets ignored) */
+    int64_t n_targets;
+} yp_eval_batch;
+
+typedef struct {
+    float *decoded; /* host, n_images * boxes * fields floats: Detect's eval output (yp_ops.h
+                     * detect_decode); NULL: not copied */
+    double loss[4]; /* lbox, lobj, lcls, total (yp_loss_compute's) over the n_images; 0 without targets */
+} yp_eval_out;
+
+/* Runs the validation pass on one batch. 0, or -1 with err set (a batch larger than planned, too
+ * many labels, a backend without bn_forward_eval or detect_decode, an op's failure). */
+int yp_exec_eval(yp_exec *x, const yp_eval_batch *in, yp_eval_out *out, yp_err *err);
 
 #endif

@@ -135,7 +135,7 @@ typedef struct {
     int64_t h[YP_DECODE_MAX_LEVELS], w[YP_DECODE_MAX_LEVELS];       /* level l's grid */
     float stride[YP_DECODE_MAX_LEVELS];                              /* level l's pixels per cell */
     float anchors[YP_DECODE_MAX_LEVELS][YP_DECODE_MAX_ANCHORS][2];   /* pixels (w, h), as yp_graph's */
-    yp_elem dtype;               /* of x and y */
+    yp_elem dtype;               /* of x; y is fp32 whatever it is (box coordinates in pixels) */
 } yp_decode_desc;
 
 /* The stages a conv's scratch is asked for: forward (also recompute and evaluation) and backward

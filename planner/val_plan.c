@@ -145,7 +145,8 @@ static int same_layout(const yp_tensor *a, const yp_tensor *b) {
 /* Eval parameter i and training tensor a, which it aliases. */
 static int check_alias(const yp_val_plan *v, const yp_val_target *t, int i, int a, unsigned char *seen, yp_err *err) {
     const yp_tensor *x = &v->sched->tensors[i], *y = &t->sched->tensors[a];
-    const yp_tensor *p = !v->reads_ema ? y : y->role == YP_ROLE_EMA && y->param >= 0 ? &t->sched->tensors[y->param] : NULL;
+    const yp_tensor *p = y; /* the parameter the alias is, or is the EMA copy of */
+    if (v->reads_ema) p = y->role == YP_ROLE_EMA && y->param >= 0 ? &t->sched->tensors[y->param] : NULL;
     if (!p || !yp_role_is_param(p->role) || p->node != x->node || p->level != x->level || p->role != x->role)
         return yp_err_set(err, "validation: %s aliases %s, which is not %s of that parameter", x->name, y->name,
                           v->reads_ema ? "the EMA copy" : "the training tensor");
