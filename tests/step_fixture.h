@@ -1,5 +1,7 @@
-/* step_fixture.h - reads the records written by tests/ref/make_step_fixture.py:
- * per record u32 name length, name, u32 ndim, u32 dims, float32 data (little endian). */
+/* step_fixture.h - reads the records written by tests/ref/make_step_fixture.py and
+ * make_eval_fixture.py: per record u32 name length, name, u32 ndim, u32 dims, then the data
+ * (little endian): float32, or float16 when bit 31 of ndim is set (weights stored at half the
+ * size; the fixture's PyTorch run used exactly those values). Records are read into float. */
 #ifndef YP_STEP_FIXTURE_H
 #define YP_STEP_FIXTURE_H
 
@@ -19,6 +21,35 @@ typedef struct {
     fx_record *r;
 } fx_file;
 
+/* IEEE half to float, exactly (subnormals, infinities and NaN included). */
+static inline float fx_half(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, e = h >> 10 & 31, m = h & 1023, bits;
+    if (e == 31) {
+        bits = sign | 0x7F800000u | m << 13;
+    } else if (e) {
+        bits = sign | (e + 112) << 23 | m << 13;
+    } else if (m) { /* subnormal: normalise */
+        e = 113;
+        while (!(m & 1024)) m <<= 1, e--;
+        bits = sign | e << 23 | (m & 1023) << 13;
+    } else {
+        bits = sign;
+    }
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+/* Reads n values of record data (float16 when half) into out. 0, or -1 on a short read. */
+static inline int fx_read_values(FILE *fp, float *out, int64_t n, int half) {
+    if (!half) return fread(out, sizeof(float), (size_t)n, fp) == (size_t)n ? 0 : -1;
+    uint16_t *h = malloc((size_t)n * sizeof *h + 1);
+    int rc = h && fread(h, sizeof *h, (size_t)n, fp) == (size_t)n ? 0 : -1;
+    for (int64_t i = 0; i < n && !rc; i++) out[i] = fx_half(h[i]);
+    free(h);
+    return rc;
+}
+
 static inline int fx_load(const char *path, fx_file *f) {
     FILE *fp = fopen(path, "rb");
     memset(f, 0, sizeof *f);
@@ -27,12 +58,14 @@ static inline int fx_load(const char *path, fx_file *f) {
     while (fread(&len, 4, 1, fp) == 1) {
         fx_record rec = {{0}, 1, NULL};
         if (len >= sizeof rec.name || fread(rec.name, 1, len, fp) != len || fread(&ndim, 4, 1, fp) != 1) break;
+        int half = (ndim >> 31) != 0;
+        ndim &= 0x7FFFFFFFu;
         for (uint32_t i = 0; i < ndim; i++) {
             if (fread(&dim, 4, 1, fp) != 1) break;
             rec.numel *= dim;
         }
         rec.data = malloc((size_t)rec.numel * sizeof(float));
-        if (!rec.data || fread(rec.data, sizeof(float), (size_t)rec.numel, fp) != (size_t)rec.numel) {
+        if (!rec.data || fx_read_values(fp, rec.data, rec.numel, half)) {
             free(rec.data);
             break;
         }
