@@ -2,7 +2,7 @@
  * (a half-added op fails here), and every step the schedule builds for the bundled models, a
  * Focus model and a four-level one, under every saving policy, with checkpoints, frozen layers
  * and the BN+SiLU fusion, finds the adapter it runs with; every parameter finds its initial value
- * and every conv its preparation. */
+ * and every conv its preparation; every step of their evaluation pass finds its eval adapter. */
 #include <stdio.h>
 
 #include "exec_ops.h"
@@ -75,8 +75,45 @@ static void test_every_step_has_an_adapter(void) {
     for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) yp_graph_free(gs[m]);
 }
 
+/* The evaluation pass of the same models (BN in eval mode, the loss, the decode): every node step
+ * finds its eval adapter -- BN's row's eval entry, every other op's forward -- and the loss and
+ * the decode, which have no op, none (eval.c runs them). */
+static void test_eval_steps_have_adapters(void) {
+    yp_err err;
+    yp_graph *gs[] = {yp_test_model("yolov5n"), yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5s-v5.0.yaml", 0, &err),
+                      yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err)};
+    int n_bn = 0, n_decode = 0;
+    for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) {
+        REQUIRE(gs[m] != NULL);
+        int s64 = yp_graph_max_stride(gs[m]) * 2;
+        yp_sched_opts o = yp_sched_opts_default(2, s64, s64);
+        o.eval = 1, o.freeze = gs[m]->n_layers, o.ema = 0;
+        yp_schedule *s = yp_schedule_build(gs[m], &o, &err);
+        REQUIRE(s != NULL);
+        for (int i = 0; i < s->n_steps; i++) {
+            const yp_step *st = &s->steps[i];
+            yp_exec_step_fn fn = yp_exec_eval_adapter(st);
+            if (st->op < 0) {
+                CHECK(fn == NULL);
+                n_decode += st->a.decoded >= 0;
+                continue;
+            }
+            const yp_exec_op_row *r = yp_exec_op_row_get((yp_op)st->op);
+            CHECK(st->phase == YP_PHASE_FORWARD && !st->fused);
+            CHECK(fn != NULL && fn == (r->eval ? r->eval : r->forward));
+            if (st->op != YP_OP_BATCHNORM2D) continue;
+            CHECK(fn == yp_exec_bn_eval && fn != r->forward);
+            n_bn++;
+        }
+        yp_schedule_free(s);
+    }
+    CHECK(n_bn > 0 && n_decode == 3);
+    for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) yp_graph_free(gs[m]);
+}
+
 int main(void) {
     YP_RUN(test_rows_complete);
     YP_RUN(test_every_step_has_an_adapter);
+    YP_RUN(test_eval_steps_have_adapters);
     return yp_test_summary();
 }
