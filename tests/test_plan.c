@@ -33,31 +33,37 @@ static double peak_unaligned(const yp_schedule *s, int skip_whole, double *whole
     return peak;
 }
 
-/* The family's prediction equals the real schedules' peaks and cost, for assorted candidates. */
+/* The family's prediction equals the real schedules' peaks and cost, for assorted candidates
+ * (one with the BN+SiLU fusion, whose pass the family must see). */
 static void test_family_is_exact(void) {
     yp_graph *g = yp_test_model("yolov5s");
     REQUIRE(g != NULL);
     yp_gpu gpu;
     yp_err err;
     CHECK(yp_gpu_parse("a100-40gb", &gpu, &err) == 0);
-    struct { int64_t b, w, h; yp_precision p; uint64_t ck; int mosaic, ms, freeze; yp_optimizer opt; } cases[] = {
-        {1, 320, 320, YP_PREC_FP32, 0, 1, 0, 0, YP_OPT_SGD},
-        {16, 640, 640, YP_PREC_AMP_FP16, 0, 1, 0, 0, YP_OPT_SGD},
-        {7, 640, 384, YP_PREC_AMP_BF16, 1u << 2 | 1u << 17, 0, 0, 0, YP_OPT_ADAM},
-        {3, 1280, 1280, YP_PREC_FP32, 1u << 4 | 1u << 6 | 1u << 9, 1, 1, 0, YP_OPT_ADAMW},
-        {32, 416, 416, YP_PREC_AMP_FP16, 0, 1, 0, 10, YP_OPT_SGD},
+    struct { int64_t b, w, h; yp_precision p; uint64_t ck; int mosaic, ms, freeze; yp_optimizer opt; unsigned fus; } cases[] = {
+        {1, 320, 320, YP_PREC_FP32, 0, 1, 0, 0, YP_OPT_SGD, 0},
+        {16, 640, 640, YP_PREC_AMP_FP16, 0, 1, 0, 0, YP_OPT_SGD, 0},
+        {7, 640, 384, YP_PREC_AMP_BF16, 1u << 2 | 1u << 17, 0, 0, 0, YP_OPT_ADAM, 0},
+        {3, 1280, 1280, YP_PREC_FP32, 1u << 4 | 1u << 6 | 1u << 9, 1, 1, 0, YP_OPT_ADAMW, 0},
+        {32, 416, 416, YP_PREC_AMP_FP16, 0, 1, 0, 10, YP_OPT_SGD, 0},
+        {5, 416, 320, YP_PREC_FP32, 1u << 6, 0, 0, 0, YP_OPT_SGD, YP_FUSE_BN_SILU},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         yp_candidate c = yp_candidate_default();
         c.batch = cases[i].b, c.img_w = cases[i].w, c.img_h = cases[i].h, c.precision = cases[i].p;
         c.ckpt_layers = cases[i].ck, c.mosaic = cases[i].mosaic, c.multi_scale = cases[i].ms;
-        c.freeze = cases[i].freeze, c.optimizer = cases[i].opt;
+        c.freeze = cases[i].freeze, c.optimizer = cases[i].opt, c.fusions = cases[i].fus;
         yp_family f;
         CHECK(yp_family_build(g, &c, &gpu, &f, &err) == 0);
         yp_sched_opts to = yp_candidate_train_opts(&c, 32), vo = yp_candidate_val_opts(&c, g->n_layers);
         yp_schedule *ts = yp_schedule_build(g, &to, &err), *vs = yp_schedule_build(g, &vo, &err);
         CHECK(ts && vs);
+        CHECK_EQ_I64(to.fusions, cases[i].fus);
         if (ts && vs) {
+            int fused = 0;
+            for (int k = 0; k < ts->n_steps; k++) fused += ts->steps[k].fused != YP_FUSED_NONE;
+            CHECK(!fused == !cases[i].fus);
             double whole, vwhole, train = peak_unaligned(ts, 0, &whole), val = peak_unaligned(vs, 1, &vwhole);
             double expect = train > whole + val ? train : whole + val, got = yp_family_peak(&f, g, &c, c.batch);
             if (fabs(got - expect) > 0.5) fprintf(stderr, "case %zu: family %.0f vs real %.0f\n", i, got, expect);
