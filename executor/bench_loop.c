@@ -50,8 +50,8 @@ int yp_bench_run(yp_exec *x, const yp_bench_cfg *cfg, yp_bench_result *r, yp_err
     if (cfg->steps < 1 || cfg->warmup < 0 || cfg->boxes_per_image < 0)
         return yp_err_set(err, "benchmark loop: %ld steps after %ld of warm-up, %d boxes per image: need at least "
                           "one step and no negative count", cfg->steps, cfg->warmup, cfg->boxes_per_image);
-    const yp_schedule *s = x->s;
-    const yp_tensor *in = &s->tensors[x->images_t], *tt = &s->tensors[x->targets_t];
+    const yp_schedule *s = x->train.s;
+    const yp_tensor *in = &s->tensors[x->train.images_t], *tt = &s->tensors[x->train.targets_t];
     r->batch = s->opts.batch, r->h = s->opts.h, r->w = s->opts.w;
     int64_t n_img = r->batch * r->h * r->w * 3, capacity = tt->bytes / (6 * (int64_t)sizeof(float));
     r->boxes = r->batch * cfg->boxes_per_image < capacity ? r->batch * cfg->boxes_per_image : capacity;
@@ -60,7 +60,7 @@ int yp_bench_run(yp_exec *x, const yp_bench_cfg *cfg, yp_bench_result *r, yp_err
     double *step_ms = calloc((size_t)cfg->steps, sizeof *step_ms), t0 = 0;
     uint64_t seed = cfg->seed;
     int rc = 0;
-    if (x->be->thread_init) x->be->thread_init(x->be); /* the batch's OpenMP loop runs with the instance's threads */
+    if (x->train.be->thread_init) x->train.be->thread_init(x->train.be); /* the batch's OpenMP loop runs with the instance's threads */
     for (long i = 0; img && tg && step_ms && !rc && i < cfg->warmup + cfg->steps; i++) {
         double ts = now_s();
         if (i == cfg->warmup) {

@@ -1,11 +1,12 @@
 /* eval.c - validation on the executor: the plan's evaluation pass (planner/yp_val_plan.h) bound
  * into the training arena and run between training steps (contract in yp_executor.h).
  *
- * The binding is a second yp_exec over the same arena, x->eval: its schedule is the plan's
+ * The binding is a second yp_binding over the same arena, x->eval: its schedule is the plan's
  * evaluation schedule and its offsets are the validation plan's (each parameter at the training
  * tensor it aliases, so the interpreter reads the EMA copies in place; the rest above training's
  * whole-step region), so interp.c runs its node steps as it runs training's. It owns only its
- * tables: the arena, the backend and the plan are x's, and it has no optimizer state. */
+ * tables: the arena is the executor's, the backend and the plan the training binding's; no
+ * trainer state is involved and nothing is profiled. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,9 +44,9 @@ static int64_t distinct(int64_t *a, int64_t n) {
  * training's whole-step offsets (all below base, k distinct) and their own, so each keeps g bytes
  * clear of every other and of training's whole-step tensors and their guards; the arena grows to
  * what they reach. */
-static int guard_layout(yp_exec *x, yp_exec *v, yp_err *err) {
-    const yp_val_plan *vp = &x->plan->val;
-    const yp_schedule *tr = x->s;
+static int guard_layout(yp_binding *train, yp_binding *v, yp_err *err) {
+    const yp_val_plan *vp = &train->plan->val;
+    const yp_schedule *tr = train->s;
     int n = vp->sched->n_tensors;
     int64_t *mine = malloc(((size_t)n + 1) * sizeof *mine);
     int64_t *below = malloc(((size_t)tr->n_tensors + 1) * sizeof *below);
@@ -53,35 +54,36 @@ static int guard_layout(yp_exec *x, yp_exec *v, yp_err *err) {
         free(mine), free(below);
         return yp_err_set(err, "out of memory binding validation");
     }
-    int64_t n_mine = 0, n_below = 0, g = x->guard;
+    int64_t n_mine = 0, n_below = 0, g = train->guard;
     for (int t = 0; t < n; t++)
         if (vp->alias[t] < 0) mine[n_mine++] = vp->offsets[t];
     for (int t = 0; t < tr->n_tensors; t++)
-        if (x->plan->arena.offsets[t] < vp->base) below[n_below++] = x->plan->arena.offsets[t];
+        if (train->plan->arena.offsets[t] < vp->base) below[n_below++] = train->plan->arena.offsets[t];
     n_mine = distinct(mine, n_mine);
     int64_t k = distinct(below, n_below);
     for (int t = 0; t < n; t++) {
         if (vp->alias[t] >= 0) continue;
         v->offset[t] = vp->offsets[t] + 2 * g * (k + rank_below(mine, n_mine, vp->offsets[t])) + g;
         int64_t end = v->offset[t] + vp->sched->tensors[t].bytes + g;
-        if (end > x->arena_bytes) x->arena_bytes = end;
+        if (end > train->arena_bytes) train->arena_bytes = end;
     }
     free(mine), free(below);
     return 0;
 }
 
-/* v's offsets: an aliased parameter where x binds its training tensor, the rest as planned. */
-static int layout(yp_exec *x, yp_exec *v, yp_err *err) {
-    const yp_val_plan *vp = &x->plan->val;
+/* v's offsets: an aliased parameter where the training binding puts the training tensor, the rest
+ * as planned. */
+static int layout(yp_binding *train, yp_binding *v, yp_err *err) {
+    const yp_val_plan *vp = &train->plan->val;
     int n = vp->sched->n_tensors;
     v->offset = malloc((size_t)n * sizeof *v->offset);
     if (!v->offset) return yp_err_set(err, "out of memory binding validation");
-    for (int t = 0; t < n; t++) v->offset[t] = vp->alias[t] >= 0 ? x->offset[vp->alias[t]] : vp->offsets[t];
-    return x->guard ? guard_layout(x, v, err) : 0;
+    for (int t = 0; t < n; t++) v->offset[t] = vp->alias[t] >= 0 ? train->offset[vp->alias[t]] : vp->offsets[t];
+    return train->guard ? guard_layout(train, v, err) : 0;
 }
 
 /* Each node's forward output in the evaluation schedule (the decode step has no node). */
-static int mark_nodes(yp_exec *v, yp_err *err) {
+static int mark_nodes(yp_binding *v, yp_err *err) {
     const yp_schedule *s = v->s;
     v->fwd_t = malloc((size_t)s->g->n_nodes * sizeof *v->fwd_t);
     if (!v->fwd_t) return yp_err_set(err, "out of memory binding validation");
@@ -92,47 +94,41 @@ static int mark_nodes(yp_exec *v, yp_err *err) {
     return 0;
 }
 
-/* The loss as validation computes it (the same model and gains, at the validation size), and the
- * host buffer its target assignment is staged in (as large as the pass's loss:assign). */
-static int loss_config(yp_exec *v, yp_err *err) {
-    const yp_graph *g = v->s->g;
-    float anchors[YP_LOSS_MAX_LEVELS][YP_LOSS_MAX_ANCHORS][2];
-    memcpy(anchors, g->anchors, sizeof anchors);
-    yp_loss_cfg_default(&v->loss, g->nc, g->nl, g->na, (const float(*)[YP_LOSS_MAX_ANCHORS][2])anchors, g->strides,
-                        v->s->opts.w, v->s->opts.h);
-    int assign = v->s->steps[v->s->loss_step].a.loss_assign;
-    v->loss_stage = malloc((size_t)(assign >= 0 ? v->s->tensors[assign].bytes : 0) + 1);
-    return v->loss_stage ? 0 : yp_err_set(err, "out of memory staging validation's target assignment");
-}
-
-int yp_exec_eval_bind(yp_exec *x, yp_err *err) {
-    const yp_plan *p = x->plan;
+yp_binding *yp_exec_eval_bind(yp_binding *train, yp_err *err) {
+    const yp_plan *p = train->plan;
     yp_val_target target = {p->sched, &p->arena, p->arena_bytes};
     yp_err why;
-    if (yp_val_plan_check(&p->val, &target, &why))
-        return yp_err_set(err, "the plan's validation pass cannot be bound: %s; re-plan", why.msg);
-    yp_exec *v = x->eval = calloc(1, sizeof *v);
-    if (!v) return yp_err_set(err, "out of memory binding validation");
-    v->plan = p, v->s = p->val.sched, v->be = x->be, v->ops = x->ops, v->guard = x->guard, v->hyp = x->hyp;
+    if (yp_val_plan_check(&p->val, &target, &why)) {
+        yp_err_set(err, "the plan's validation pass cannot be bound: %s; re-plan", why.msg);
+        return NULL;
+    }
+    yp_binding *v = calloc(1, sizeof *v);
+    if (!v) {
+        yp_err_set(err, "out of memory binding validation");
+        return NULL;
+    }
+    v->plan = p, v->s = p->val.sched, v->be = train->be, v->ops = train->ops, v->guard = train->guard;
     v->images_t = v->s->images_t, v->targets_t = v->s->targets_t;
-    if (layout(x, v, err) || mark_nodes(v, err) || loss_config(v, err)) return -1;
-    v->arena_bytes = x->arena_bytes;
-    return yp_exec_prepare_steps(v, err); /* every eval step's operands, adapter and conv scratch */
+    if (layout(train, v, err) || mark_nodes(v, err) ||
+        (yp_bind_loss(v) && yp_err_set(err, "out of memory staging validation's target assignment")) ||
+        yp_exec_prepare_steps(v, err)) { /* every eval step's operands, adapter and conv scratch */
+        yp_exec_eval_free(v);
+        return NULL;
+    }
+    v->arena_bytes = train->arena_bytes; /* as layout left it */
+    return v;
 }
 
-void yp_exec_eval_free(yp_exec *x) {
-    yp_exec *v = x->eval;
+void yp_exec_eval_free(yp_binding *v) {
     if (!v) return;
-    free(v->offset), free(v->fwd_t), free(v->loss_stage);
-    free(v->prof_s), free(v->prof_n);
+    yp_bind_free(v);
     free(v);
-    x->eval = NULL;
 }
 
 /* ---------------------------------------------------------------- running */
 
 yp_eval_shape yp_exec_eval_shape(const yp_exec *x) {
-    const yp_schedule *s = x->plan->val.sched;
+    const yp_schedule *s = x->train.plan->val.sched;
     yp_eval_shape e = {s->opts.batch, s->opts.h, s->opts.w, 0, s->g->nc + 5};
     for (int t = 0; t < s->n_tensors; t++)
         if (s->tensors[t].role == YP_ROLE_DECODED) e.boxes = s->tensors[t].shape.h;
@@ -141,14 +137,14 @@ yp_eval_shape yp_exec_eval_shape(const yp_exec *x) {
 
 /* The batch into the pass's input tensors: n_images images, zeros for the rest of the planned
  * batch (so every step reads defined values), and the label rows. */
-static int upload(yp_exec *v, const yp_eval_batch *in, yp_err *err) {
+static int upload(const yp_binding *v, const yp_eval_batch *in, yp_err *err) {
     yp_backend *be = v->be;
     const yp_tensor *img = &v->s->tensors[v->images_t];
     size_t given = (size_t)(img->bytes / img->shape.n * in->n_images);
-    unsigned char *at = yp_exec_tensor(v, v->images_t);
+    unsigned char *at = yp_bind_tensor(v, v->images_t);
     if (be->mem_copy(be, at, in->images, given, YP_COPY_HOST_TO_DEVICE) ||
         be->mem_set(be, at + given, 0, (size_t)img->bytes - given) ||
-        (in->targets && be->mem_copy(be, yp_exec_tensor(v, v->targets_t), in->targets,
+        (in->targets && be->mem_copy(be, yp_bind_tensor(v, v->targets_t), in->targets,
                                      (size_t)in->n_targets * 6 * sizeof(float), YP_COPY_HOST_TO_DEVICE)))
         return yp_err_set(err, "validation: uploading the batch: %s", be->last_error(be));
     return 0;
@@ -156,16 +152,16 @@ static int upload(yp_exec *v, const yp_eval_batch *in, yp_err *err) {
 
 /* The loss step without gradients over the n_images given (the padding is no part of it), through
  * the backend's loss_level; the labels are assigned on the host from the caller's rows. */
-static int eval_loss(yp_exec *v, const yp_step *st, const yp_eval_batch *in, double out[4], yp_err *err) {
+static int eval_loss(const yp_binding *v, const yp_step *st, const yp_eval_batch *in, double out[4], yp_err *err) {
     const yp_operands *a = &st->a;
     const float *preds[YP_MAX_LEVELS];
     yp_loss_desc d = {.cfg = v->loss, .batch = in->n_images, .dtype = yp_exec_elem(v->s->tensors[a->x[0]].dtype)};
     for (int l = 0; l < v->s->g->nl; l++) {
         const yp_tensor *t = &v->s->tensors[a->x[l]];
-        preds[l] = yp_exec_tensor(v, a->x[l]), d.grid_h[l] = t->shape.h, d.grid_w[l] = t->shape.w;
+        preds[l] = yp_bind_tensor(v, a->x[l]), d.grid_h[l] = t->shape.h, d.grid_w[l] = t->shape.w;
     }
-    const yp_loss_buffers b = {preds, NULL, yp_exec_tensor(v, a->loss_assign), v->s->tensors[a->loss_assign].bytes,
-                               yp_exec_tensor(v, a->loss_objmap), v->s->tensors[a->loss_objmap].bytes, v->loss_stage};
+    const yp_loss_buffers b = {preds, NULL, yp_bind_tensor(v, a->loss_assign), v->s->tensors[a->loss_assign].bytes,
+                               yp_bind_tensor(v, a->loss_objmap), v->s->tensors[a->loss_objmap].bytes, v->loss_stage};
     char msg[256];
     if (yp_loss_compute(v->be, &d, in->targets, in->n_targets, &b, out, msg, sizeof msg))
         return yp_err_set(err, "validation loss: %s", msg);
@@ -173,7 +169,7 @@ static int eval_loss(yp_exec *v, const yp_step *st, const yp_eval_batch *in, dou
 }
 
 /* The decode step: Detect's outputs of the n_images into boxes (detect_decode). */
-static int eval_decode(yp_exec *v, const yp_step *st, int64_t n_images, yp_err *err) {
+static int eval_decode(const yp_binding *v, const yp_step *st, int64_t n_images, yp_err *err) {
     const yp_graph *g = v->s->g;
     const yp_operands *a = &st->a;
     yp_decode_desc d = {n_images, g->nl, g->na, g->nc, {0}, {0}, {0}, {{{0}}},
@@ -183,14 +179,14 @@ static int eval_decode(yp_exec *v, const yp_step *st, int64_t n_images, yp_err *
         const yp_tensor *t = &v->s->tensors[a->x[l]];
         d.h[l] = t->shape.h, d.w[l] = t->shape.w, d.stride[l] = (float)g->strides[l];
         memcpy(d.anchors[l], g->anchors[l], sizeof d.anchors[l]);
-        xs[l] = yp_exec_tensor(v, a->x[l]);
+        xs[l] = yp_bind_tensor(v, a->x[l]);
     }
-    if (v->ops->detect_decode(v->be, &d, xs, yp_exec_tensor(v, a->decoded)))
+    if (v->ops->detect_decode(v->be, &d, xs, yp_bind_tensor(v, a->decoded)))
         return yp_err_set(err, "validation decode: %s", v->be->last_error(v->be));
     return 0;
 }
 
-static int eval_step(yp_exec *v, int i, const yp_eval_batch *in, yp_eval_out *out, yp_err *err) {
+static int eval_step(const yp_binding *v, int i, const yp_eval_batch *in, yp_eval_out *out, yp_err *err) {
     const yp_step *st = &v->s->steps[i];
     if (st->phase == YP_PHASE_LOSS) return in->targets ? eval_loss(v, st, in, out->loss, err) : 0;
     if (st->a.decoded >= 0) return eval_decode(v, st, in->n_images, err);
@@ -198,7 +194,7 @@ static int eval_step(yp_exec *v, int i, const yp_eval_batch *in, yp_eval_out *ou
 }
 
 /* The batch fits the plan: images and labels within what was planned. */
-static int check_batch(const yp_exec *v, const yp_eval_batch *in, yp_err *err) {
+static int check_batch(const yp_binding *v, const yp_eval_batch *in, yp_err *err) {
     int64_t batch = v->s->opts.batch, rows = v->s->tensors[v->targets_t].bytes / (6 * (int64_t)sizeof(float));
     if (!in->images || in->n_images < 1 || in->n_images > batch)
         return yp_err_set(err, "validation: %lld images given; the plan validates 1..%lld per call (twice the "
@@ -210,7 +206,7 @@ static int check_batch(const yp_exec *v, const yp_eval_batch *in, yp_err *err) {
 }
 
 int yp_exec_eval(yp_exec *x, const yp_eval_batch *in, yp_eval_out *out, yp_err *err) {
-    yp_exec *v = x->eval;
+    const yp_binding *v = x->eval;
     if (!v) return yp_err_set(err, "validation: this executor has no validation pass bound");
     const char *missing = !v->ops->bn_forward_eval ? "bn_forward_eval"
                           : !v->ops->detect_decode ? "detect_decode"
@@ -222,8 +218,8 @@ int yp_exec_eval(yp_exec *x, const yp_eval_batch *in, yp_eval_out *out, yp_err *
     memset(out->loss, 0, sizeof out->loss);
     if (v->be->thread_init) v->be->thread_init(v->be);
     for (int i = 0; i < v->s->n_steps; i++) {
-        if (yp_exec_guard_arm(v, i, err) || (i == 0 && upload(v, in, err)) || eval_step(v, i, in, out, err) ||
-            yp_exec_check_guards(v, i, err))
+        if (yp_bind_guard_arm(v, i, err) || (i == 0 && upload(v, in, err)) || eval_step(v, i, in, out, err) ||
+            yp_bind_check_guards(v, i, err))
             return -1;
     }
     if (v->be->sync(v->be)) return yp_err_set(err, "validation's queued work failed: %s", v->be->last_error(v->be));
@@ -231,7 +227,7 @@ int yp_exec_eval(yp_exec *x, const yp_eval_batch *in, yp_eval_out *out, yp_err *
     yp_eval_shape e = yp_exec_eval_shape(x);
     int t = v->s->steps[v->s->n_steps - 1].a.decoded;
     size_t bytes = (size_t)(in->n_images * e.boxes * e.fields) * sizeof(float);
-    if (t < 0 || v->be->mem_copy(v->be, out->decoded, yp_exec_tensor(v, t), bytes, YP_COPY_DEVICE_TO_HOST))
+    if (t < 0 || v->be->mem_copy(v->be, out->decoded, yp_bind_tensor(v, t), bytes, YP_COPY_DEVICE_TO_HOST))
         return yp_err_set(err, "validation: copying the boxes out: %s",
                           t < 0 ? "no decode step" : v->be->last_error(v->be));
     return 0;

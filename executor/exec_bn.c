@@ -15,13 +15,13 @@ static yp_bn_desc bn_desc(const yp_exec_call *c, const yp_node *n, int x) {
 
 /* The per-channel sums tensor of the step (yp_operands.bn_sums: f64), or NULL. */
 static double *sums_of(const yp_exec_call *c) {
-    return c->st->a.bn_sums >= 0 ? yp_exec_tensor(c->x, c->st->a.bn_sums) : NULL;
+    return c->st->a.bn_sums >= 0 ? yp_bind_tensor(c->b, c->st->a.bn_sums) : NULL;
 }
 
 int yp_exec_bn_forward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     yp_bn_desc d = bn_desc(c, node_of(c), a->x[0]);
-    YP_EXEC_OK(c->x->ops->bn_forward_train(c->x->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta),
+    YP_EXEC_OK(c->b->ops->bn_forward_train(c->b->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta),
                                            OPT(c, a->y[0]), F(c, a->stats), F(c, a->running_mean),
                                            F(c, a->running_var)),
                "batchnorm");
@@ -31,7 +31,7 @@ int yp_exec_bn_forward(const yp_exec_call *c) {
 int yp_exec_bn_recompute(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     yp_bn_desc d = bn_desc(c, node_of(c), a->x[0]);
-    YP_EXEC_OK(c->x->ops->bn_apply(c->x->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta), F(c, a->stats),
+    YP_EXEC_OK(c->b->ops->bn_apply(c->b->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta), F(c, a->stats),
                                    F(c, a->y[0])),
                "bn apply");
     return 0;
@@ -41,7 +41,7 @@ int yp_exec_bn_backward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     int dx = a->dx[0];
     yp_bn_desc d = bn_desc(c, node_of(c), a->x[0]);
-    YP_EXEC_OK(c->x->ops->bn_backward(c->x->be, &d, F(c, a->x[0]), F(c, a->stats), F(c, a->gamma), F(c, a->dy[0]),
+    YP_EXEC_OK(c->b->ops->bn_backward(c->b->be, &d, F(c, a->x[0]), F(c, a->stats), F(c, a->gamma), F(c, a->dy[0]),
                                       sums_of(c), OPT(c, dx), OPT(c, a->dgamma), OPT(c, a->dbeta),
                                       (yp_betas){beta_of(c, dx), 1.0f}),
                "bn backward");
@@ -53,15 +53,15 @@ int yp_exec_bn_backward(const yp_exec_call *c) {
 int yp_exec_bn_eval(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     yp_bn_desc d = bn_desc(c, node_of(c), a->x[0]);
-    YP_EXEC_OK(c->x->ops->bn_forward_eval(c->x->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta), F(c, a->y[0]),
+    YP_EXEC_OK(c->b->ops->bn_forward_eval(c->b->be, &d, F(c, a->x[0]), F(c, a->gamma), F(c, a->beta), F(c, a->y[0]),
                                           F(c, a->running_mean), F(c, a->running_var)),
                "batchnorm (eval)");
     return 0;
 }
 
 /* PyTorch's BatchNorm2d: weight 1, bias 0, running mean 0, running var 1. */
-void yp_exec_bn_init(const yp_exec *x, int t, uint64_t *rng, float *p) {
-    const yp_tensor *w = &x->s->tensors[t];
+void yp_exec_bn_init(const yp_binding *b, int t, uint64_t *rng, float *p) {
+    const yp_tensor *w = &b->s->tensors[t];
     float v = w->role == YP_ROLE_BN_GAMMA || w->role == YP_ROLE_RUNNING_VAR ? 1.0f : 0.0f;
     (void)rng;
     for (int64_t i = 0; i < w->shape.w; i++) p[i] = v;
@@ -71,13 +71,13 @@ void yp_exec_bn_init(const yp_exec *x, int t, uint64_t *rng, float *p) {
 
 /* The BN applied inside fused SiLU step c (yp_step.fused_node), over its bn_x. */
 static yp_bn_desc fused_desc(const yp_exec_call *c) {
-    return bn_desc(c, &c->x->s->g->nodes[c->st->fused_node], c->st->a.bn_x);
+    return bn_desc(c, &c->b->s->g->nodes[c->st->fused_node], c->st->a.bn_x);
 }
 
 int yp_exec_bn_silu_forward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     yp_bn_desc d = fused_desc(c);
-    YP_EXEC_OK(c->x->ops->bn_silu_apply(c->x->be, &d, F(c, a->bn_x), F(c, a->bn_gamma), F(c, a->bn_beta),
+    YP_EXEC_OK(c->b->ops->bn_silu_apply(c->b->be, &d, F(c, a->bn_x), F(c, a->bn_gamma), F(c, a->bn_beta),
                                         F(c, a->bn_stats), F(c, a->y[0])),
                "bn + silu");
     return 0;
@@ -87,7 +87,7 @@ int yp_exec_bn_silu_backward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     if (beta_of(c, a->dx[0]) != 0.0f) return yp_err_set(c->err, "silu backward cannot accumulate");
     yp_bn_desc d = fused_desc(c);
-    YP_EXEC_OK(c->x->ops->bn_silu_backward(c->x->be, &d, F(c, a->bn_x), F(c, a->bn_gamma), F(c, a->bn_beta),
+    YP_EXEC_OK(c->b->ops->bn_silu_backward(c->b->be, &d, F(c, a->bn_x), F(c, a->bn_gamma), F(c, a->bn_beta),
                                            F(c, a->bn_stats), F(c, a->dy[0]), F(c, a->dx[0]), sums_of(c)),
                "bn + silu backward");
     return 0;

@@ -52,9 +52,9 @@ yp_exec_step_fn yp_exec_eval_adapter(const yp_step *st) {
 
 int yp_exec_fail(const yp_exec_call *c, const char *what) {
     const yp_step *st = c->st;
-    const char *who = st->node >= 0 ? c->x->s->g->nodes[st->node].name : st->label;
-    return yp_err_set(c->err, "step %d (%s %s %s): %s: %s", (int)(st - c->x->s->steps), yp_phase_name(st->phase),
-                      st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", who, what, c->x->be->last_error(c->x->be));
+    const char *who = st->node >= 0 ? c->b->s->g->nodes[st->node].name : st->label;
+    return yp_err_set(c->err, "step %d (%s %s %s): %s: %s", (int)(st - c->b->s->steps), yp_phase_name(st->phase),
+                      st->op >= 0 ? yp_op_get((yp_op)st->op)->name : "-", who, what, c->b->be->last_error(c->b->be));
 }
 
 /* The fused rows' adapters call bn_silu_apply and bn_silu_backward (and bn_forward_train without

@@ -13,9 +13,10 @@
 
 #include "yp_executor_internal.h"
 
-/* One step being run or prepared: the executor, the step, and where an error goes. */
+/* One step being run or prepared: the binding of its schedule (all an adapter reads: tensors,
+ * backend, nodes), the step, and where an error goes. */
 typedef struct {
-    yp_exec *x;
+    const yp_binding *b;
     const yp_step *st;
     yp_err *err;
 } yp_exec_call;
@@ -26,7 +27,7 @@ typedef int (*yp_exec_step_fn)(const yp_exec_call *c);
 
 /* The initial value of parameter tensor t (kind WEIGHT, a parameter of one of the op's nodes)
  * into host memory p, drawing from *rng where the value is random. */
-typedef void (*yp_exec_init_fn)(const yp_exec *x, int t, uint64_t *rng, float *p);
+typedef void (*yp_exec_init_fn)(const yp_binding *b, int t, uint64_t *rng, float *p);
 
 typedef struct {
     yp_op op;
@@ -69,8 +70,8 @@ int yp_exec_fail(const yp_exec_call *c, const char *what);
     } while (0)
 
 /* ---- a step's operands (t: a tensor index from yp_operands) ---- */
-static inline float *F(const yp_exec_call *c, int t) { return yp_exec_tensor(c->x, t); }
-static inline const yp_tensor *T(const yp_exec_call *c, int t) { return &c->x->s->tensors[t]; }
+static inline float *F(const yp_exec_call *c, int t) { return yp_bind_tensor(c->b, t); }
+static inline const yp_tensor *T(const yp_exec_call *c, int t) { return &c->b->s->tensors[t]; }
 /* An optional operand: NULL when the step has none (a conv without bias, an unwanted gradient). */
 static inline float *OPT(const yp_exec_call *c, int t) { return t >= 0 ? F(c, t) : NULL; }
 /* The element type of tensor t as the backend's ops take it. */
@@ -82,13 +83,13 @@ static inline yp_dims dims(const yp_exec_call *c, int t) {
 static inline int64_t numel(const yp_exec_call *c, int t) { return yp_shape_numel(T(c, t)->shape); }
 /* Dims of graph value v (a node's output, or the image) from its forward tensor. */
 static inline yp_dims value_dims(const yp_exec_call *c, int v) {
-    return dims(c, v == YP_INPUT_IMAGE ? c->x->images_t : c->x->fwd_t[v]);
+    return dims(c, v == YP_INPUT_IMAGE ? c->b->images_t : c->b->fwd_t[v]);
 }
 /* The node of the step. */
-static inline const yp_node *node_of(const yp_exec_call *c) { return &c->x->s->g->nodes[c->st->node]; }
+static inline const yp_node *node_of(const yp_exec_call *c) { return &c->b->s->g->nodes[c->st->node]; }
 /* beta for an activation gradient the step writes: 0 when the step creates it, 1 to add. */
 static inline float beta_of(const yp_exec_call *c, int t) {
-    return t < 0 || T(c, t)->producer == (int)(c->st - c->x->s->steps) ? 0.0f : 1.0f;
+    return t < 0 || T(c, t)->producer == (int)(c->st - c->b->s->steps) ? 0.0f : 1.0f;
 }
 
 /* ---- the adapters, by family ---- */
@@ -96,17 +97,17 @@ static inline float beta_of(const yp_exec_call *c, int t) {
 int yp_exec_conv_forward(const yp_exec_call *c); /* forward and recompute */
 int yp_exec_conv_backward(const yp_exec_call *c);
 int yp_exec_conv_prepare(const yp_exec_call *c);
-void yp_exec_conv_init(const yp_exec *x, int t, uint64_t *rng, float *p);
+void yp_exec_conv_init(const yp_binding *b, int t, uint64_t *rng, float *p);
 int yp_exec_detect_forward(const yp_exec_call *c);
 int yp_exec_detect_backward(const yp_exec_call *c);
 int yp_exec_detect_prepare(const yp_exec_call *c);
-void yp_exec_detect_init(const yp_exec *x, int t, uint64_t *rng, float *p);
+void yp_exec_detect_init(const yp_binding *b, int t, uint64_t *rng, float *p);
 /* exec_bn.c */
 int yp_exec_bn_forward(const yp_exec_call *c); /* also YP_FUSED_BN_STATS (no output) */
 int yp_exec_bn_recompute(const yp_exec_call *c);
 int yp_exec_bn_backward(const yp_exec_call *c); /* also YP_FUSED_BN_BWD_SUMS (reads bn_sums) */
 int yp_exec_bn_eval(const yp_exec_call *c);     /* the evaluation pass: the running statistics */
-void yp_exec_bn_init(const yp_exec *x, int t, uint64_t *rng, float *p);
+void yp_exec_bn_init(const yp_binding *b, int t, uint64_t *rng, float *p);
 int yp_exec_bn_silu_forward(const yp_exec_call *c);  /* YP_FUSED_BN_SILU, the SiLU row's */
 int yp_exec_bn_silu_backward(const yp_exec_call *c); /* YP_FUSED_BN_SILU_BWD, the SiLU row's */
 /* exec_pointwise.c */

@@ -5,7 +5,7 @@
 
 int yp_exec_upsample_forward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
-    YP_EXEC_OK(c->x->ops->upsample_forward(c->x->be, E(c, a->y[0]), dims(c, a->x[0]), node_of(c)->a.up.scale,
+    YP_EXEC_OK(c->b->ops->upsample_forward(c->b->be, E(c, a->y[0]), dims(c, a->x[0]), node_of(c)->a.up.scale,
                                            F(c, a->x[0]), F(c, a->y[0])),
                "upsample");
     return 0;
@@ -15,7 +15,7 @@ int yp_exec_upsample_backward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     int dx = a->dx[0];
     if (dx < 0) return 0; /* the input needs no gradient */
-    YP_EXEC_OK(c->x->ops->upsample_backward(c->x->be, E(c, dx), dims(c, dx), node_of(c)->a.up.scale, F(c, a->dy[0]),
+    YP_EXEC_OK(c->b->ops->upsample_backward(c->b->be, E(c, dx), dims(c, dx), node_of(c)->a.up.scale, F(c, a->dy[0]),
                                             F(c, dx), beta_of(c, dx)),
                "upsample backward");
     return 0;
@@ -30,7 +30,7 @@ static yp_pool_desc pool_desc(const yp_exec_call *c, const yp_node *n, int x, in
 int yp_exec_maxpool_forward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     yp_pool_desc d = pool_desc(c, node_of(c), a->x[0], a->y[0]);
-    YP_EXEC_OK(c->x->ops->maxpool_forward(c->x->be, &d, F(c, a->x[0]), F(c, a->y[0])), "maxpool");
+    YP_EXEC_OK(c->b->ops->maxpool_forward(c->b->be, &d, F(c, a->x[0]), F(c, a->y[0])), "maxpool");
     return 0;
 }
 
@@ -39,14 +39,14 @@ int yp_exec_maxpool_backward(const yp_exec_call *c) {
     int dx = a->dx[0];
     if (dx < 0) return 0;
     yp_pool_desc d = pool_desc(c, node_of(c), a->x[0], a->dy[0]);
-    YP_EXEC_OK(c->x->ops->maxpool_backward(c->x->be, &d, F(c, a->x[0]), F(c, a->dy[0]), F(c, dx), beta_of(c, dx)),
+    YP_EXEC_OK(c->b->ops->maxpool_backward(c->b->be, &d, F(c, a->x[0]), F(c, a->dy[0]), F(c, dx), beta_of(c, dx)),
                "maxpool backward");
     return 0;
 }
 
 int yp_exec_s2d_forward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
-    YP_EXEC_OK(c->x->ops->space_to_depth_forward(c->x->be, E(c, a->y[0]), dims(c, a->x[0]), F(c, a->x[0]),
+    YP_EXEC_OK(c->b->ops->space_to_depth_forward(c->b->be, E(c, a->y[0]), dims(c, a->x[0]), F(c, a->x[0]),
                                                  F(c, a->y[0])),
                "s2d");
     return 0;
@@ -56,7 +56,7 @@ int yp_exec_s2d_backward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     int dx = a->dx[0];
     if (dx < 0) return 0; /* the input needs no gradient */
-    YP_EXEC_OK(c->x->ops->space_to_depth_backward(c->x->be, E(c, dx), dims(c, dx), F(c, a->dy[0]), F(c, dx),
+    YP_EXEC_OK(c->b->ops->space_to_depth_backward(c->b->be, E(c, dx), dims(c, dx), F(c, a->dy[0]), F(c, dx),
                                                   beta_of(c, dx)),
                "s2d backward");
     return 0;

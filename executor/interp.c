@@ -1,4 +1,5 @@
-/* interp.c - the step interpreter: runs each step of the schedule through the adapter its op's
+/* interp.c - the step interpreter: runs each step of a binding's schedule (yp_binding.h: the
+ * training one or the evaluation pass's; it needs nothing else) through the adapter its op's
  * row of the executor's op table gives it (exec_ops.h; the fused forms of a fused schedule
  * too, and an evaluation schedule's node steps through the rows' eval entries), the loss step
  * itself, and checks at init that every step's named operands (yp_operands, documented in
@@ -11,30 +12,30 @@
 typedef yp_exec_call call;
 
 /* The loss: predictions in, gradients of the predictions out, through the backend's loss_level;
- * the targets (host memory, the caller's batch) are assigned on the host, staged in x->loss_stage. */
+ * the targets (host memory, the caller's batch) are assigned on the host, staged in b->loss_stage. */
 static int loss_step(const call *c, const float *targets, int64_t n_targets, double out4[4]) {
-    yp_exec *x = c->x;
+    const yp_binding *b = c->b;
     const yp_operands *a = &c->st->a;
     const float *preds[YP_MAX_LEVELS];
     float *dpreds[YP_MAX_LEVELS];
-    yp_loss_desc d = {.cfg = x->loss, .batch = x->s->opts.batch, .dtype = E(c, a->x[0])};
-    int nl = x->s->g->nl, has_grad = a->dx[0] >= 0;
+    yp_loss_desc d = {.cfg = b->loss, .batch = b->s->opts.batch, .dtype = E(c, a->x[0])};
+    int nl = b->s->g->nl, has_grad = a->dx[0] >= 0;
     for (int l = 0; l < nl; l++) {
         preds[l] = F(c, a->x[l]), d.grid_h[l] = T(c, a->x[l])->shape.h, d.grid_w[l] = T(c, a->x[l])->shape.w;
         dpreds[l] = has_grad ? F(c, a->dx[l]) : NULL;
     }
-    const yp_loss_buffers b = {preds, has_grad ? dpreds : NULL, F(c, a->loss_assign), T(c, a->loss_assign)->bytes,
-                               F(c, a->loss_objmap), T(c, a->loss_objmap)->bytes, x->loss_stage};
+    const yp_loss_buffers lb = {preds, has_grad ? dpreds : NULL, F(c, a->loss_assign), T(c, a->loss_assign)->bytes,
+                                F(c, a->loss_objmap), T(c, a->loss_objmap)->bytes, b->loss_stage};
     char msg[256];
-    if (yp_loss_compute(x->be, &d, targets, n_targets, &b, out4, msg, sizeof msg))
+    if (yp_loss_compute(b->be, &d, targets, n_targets, &lb, out4, msg, sizeof msg))
         return yp_err_set(c->err, "loss: %s", msg);
     return 0;
 }
 
-int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targets, double loss_out[4],
+int yp_exec_run_step(const yp_binding *b, int step, const float *targets, int64_t n_targets, double loss_out[4],
                      yp_err *err) {
-    const yp_step *st = &x->s->steps[step];
-    call c = {x, st, err};
+    const yp_step *st = &b->s->steps[step];
+    call c = {b, st, err};
     switch (st->phase) {
     case YP_PHASE_LOSS: return loss_step(&c, targets, n_targets, loss_out);
     case YP_PHASE_OPTIMIZER: return 0; /* the optimizer and EMA run in yp_exec_update */
@@ -42,9 +43,9 @@ int yp_exec_run_step(yp_exec *x, int step, const float *targets, int64_t n_targe
     }
 }
 
-int yp_exec_run_eval_step(yp_exec *x, int step, yp_err *err) {
-    const yp_step *st = &x->s->steps[step];
-    call c = {x, st, err};
+int yp_exec_run_eval_step(const yp_binding *b, int step, yp_err *err) {
+    const yp_step *st = &b->s->steps[step];
+    call c = {b, st, err};
     yp_exec_step_fn f = yp_exec_eval_adapter(st);
     if (!f) return yp_err_set(err, "step %d (%s): not a node's forward step of the evaluation pass", step, st->label);
     return f(&c);
@@ -80,11 +81,11 @@ static int check_operands(const yp_schedule *s, int i, yp_err *err) {
 }
 
 /* Step i runs: it has an adapter, and a fused one only on a backend with the fused entries. */
-static int check_adapter(const yp_exec *x, int i, yp_err *err) {
-    const yp_step *st = &x->s->steps[i];
+static int check_adapter(const yp_binding *b, int i, yp_err *err) {
+    const yp_step *st = &b->s->steps[i];
     if (st->phase == YP_PHASE_LOSS || st->phase == YP_PHASE_OPTIMIZER) return 0;
-    if (x->s->opts.eval && st->a.decoded >= 0) return 0; /* the decode: eval.c runs it */
-    if (!(x->s->opts.eval ? yp_exec_eval_adapter(st) : yp_exec_step_adapter(st)))
+    if (b->s->opts.eval && st->a.decoded >= 0) return 0; /* the decode: eval.c runs it */
+    if (!(b->s->opts.eval ? yp_exec_eval_adapter(st) : yp_exec_step_adapter(st)))
         return yp_err_set(err, "step %d (%s %s%s%s): the executor's op table has no entry for it "
                           "(executor/exec_ops.c); this executor cannot run the plan", i, yp_phase_name(st->phase),
                           st->op >= 0 ? yp_op_get((yp_op)st->op)->name : st->label, st->fused ? " " : "",
@@ -93,11 +94,11 @@ static int check_adapter(const yp_exec *x, int i, yp_err *err) {
 }
 
 /* Every parameter's op has an initial value for it. */
-static int check_init(const yp_exec *x, yp_err *err) {
-    for (int t = 0; t < x->s->n_tensors; t++) {
-        const yp_tensor *w = &x->s->tensors[t];
+static int check_init(const yp_binding *b, yp_err *err) {
+    for (int t = 0; t < b->s->n_tensors; t++) {
+        const yp_tensor *w = &b->s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT) continue;
-        yp_op op = x->s->g->nodes[w->node].op;
+        yp_op op = b->s->g->nodes[w->node].op;
         if (!yp_exec_op_row_get(op)->init_param)
             return yp_err_set(err, "parameter %s: the executor's %s row has no initial value for it "
                               "(executor/exec_ops.c)", w->name, yp_op_get(op)->name);
@@ -105,18 +106,18 @@ static int check_init(const yp_exec *x, yp_err *err) {
     return 0;
 }
 
-int yp_exec_prepare_steps(yp_exec *x, yp_err *err) {
-    if (check_init(x, err)) return -1;
-    for (int i = 0; i < x->s->n_steps; i++)
-        if (x->s->steps[i].phase != YP_PHASE_OPTIMIZER && (check_operands(x->s, i, err) || check_adapter(x, i, err)))
+int yp_exec_prepare_steps(const yp_binding *b, yp_err *err) {
+    if (check_init(b, err)) return -1;
+    for (int i = 0; i < b->s->n_steps; i++)
+        if (b->s->steps[i].phase != YP_PHASE_OPTIMIZER && (check_operands(b->s, i, err) || check_adapter(b, i, err)))
             return -1;
-    for (int i = 0; i < x->s->n_steps; i++) {
-        const yp_step *st = &x->s->steps[i];
+    for (int i = 0; i < b->s->n_steps; i++) {
+        const yp_step *st = &b->s->steps[i];
         if (st->node < 0 || (st->phase != YP_PHASE_FORWARD && st->phase != YP_PHASE_RECOMPUTE &&
                              st->phase != YP_PHASE_BACKWARD))
             continue;
         yp_exec_step_fn prepare = yp_exec_op_row_get((yp_op)st->op)->prepare;
-        call c = {x, st, err};
+        call c = {b, st, err};
         if (prepare && prepare(&c)) return -1;
     }
     return 0;

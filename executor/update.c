@@ -1,4 +1,4 @@
-/* update.c - one micro-batch through the schedule, and the optimizer + EMA update
+/* update.c - one micro-batch through the training binding's steps, and the optimizer + EMA update
  * (YOLOv5 train.py: clip_grad_norm_ 10, SGD/Adam/AdamW over three parameter groups, ModelEMA). */
 #include <math.h>
 #include <stdlib.h>
@@ -30,28 +30,29 @@ static void prof_add(yp_exec *x, int phase, int op, double t0) {
 
 int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, int64_t n_targets, double loss_out[4],
                        yp_err *err) {
-    const yp_tensor *img = &x->s->tensors[x->images_t], *tg = &x->s->tensors[x->targets_t];
+    const yp_binding *b = &x->train;
+    const yp_schedule *s = b->s;
+    yp_backend *be = b->be;
+    const yp_tensor *img = &s->tensors[b->images_t], *tg = &s->tensors[b->targets_t];
     int64_t capacity = tg->bytes / (6 * (int64_t)sizeof(float));
     if (n_targets < 0 || n_targets > capacity)
         return yp_err_set(err, "this batch has %lld labels; the plan holds at most %lld: re-plan with a higher --labels",
                           (long long)n_targets, (long long)capacity);
     double sum[4] = {0, 0, 0, 0};
-    if (x->be->thread_init) x->be->thread_init(x->be); /* cheap; the caller's thread may have changed */
-    for (int i = 0; i < x->s->n_steps; i++) {
-        const yp_step *st = &x->s->steps[i];
+    if (be->thread_init) be->thread_init(be); /* cheap; the caller's thread may have changed */
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *st = &s->steps[i];
         if (st->phase == YP_PHASE_OPTIMIZER) break;
-        if (yp_exec_guard_arm(x, i, err)) return -1;
-        if (i == 0 && (x->be->mem_copy(x->be, yp_exec_tensor(x, x->images_t), images, (size_t)img->bytes, YP_COPY_HOST_TO_DEVICE) ||
-                       x->be->mem_copy(x->be, yp_exec_tensor(x, x->targets_t), targets, (size_t)n_targets * 6 * sizeof(float),
-                                       YP_COPY_HOST_TO_DEVICE)))
-            return yp_err_set(err, "uploading the batch: %s", x->be->last_error(x->be));
+        if (yp_bind_guard_arm(b, i, err)) return -1;
+        if (i == 0 && (be->mem_copy(be, yp_bind_tensor(b, b->images_t), images, (size_t)img->bytes, YP_COPY_HOST_TO_DEVICE) ||
+                       be->mem_copy(be, yp_bind_tensor(b, b->targets_t), targets, (size_t)n_targets * 6 * sizeof(float),
+                                    YP_COPY_HOST_TO_DEVICE)))
+            return yp_err_set(err, "uploading the batch: %s", be->last_error(be));
         double t0 = x->prof_s ? now_s() : 0;
-        if (yp_exec_run_step(x, i, targets, n_targets, sum, err) ||
-            yp_exec_check_guards(x, i, err))
-            return -1;
+        if (yp_exec_run_step(b, i, targets, n_targets, sum, err) || yp_bind_check_guards(b, i, err)) return -1;
         prof_add(x, st->phase, st->op, t0);
     }
-    if (x->be->sync(x->be)) return yp_err_set(err, "the step's queued work failed: %s", x->be->last_error(x->be));
+    if (be->sync(be)) return yp_err_set(err, "the step's queued work failed: %s", be->last_error(be));
     if (loss_out) memcpy(loss_out, sum, sizeof sum);
     x->micro++;
     return 0;
@@ -62,14 +63,14 @@ static int decays(const yp_tensor *w) {
     return w->role == YP_ROLE_CONV_WEIGHT;
 }
 
-static double grad_norm(const yp_exec *x, yp_err *err) {
+static double grad_norm(const yp_binding *b, yp_err *err) {
     double total = 0;
-    for (int t = 0; t < x->s->n_tensors; t++) {
-        const yp_tensor *g = &x->s->tensors[t];
+    for (int t = 0; t < b->s->n_tensors; t++) {
+        const yp_tensor *g = &b->s->tensors[t];
         double ss = 0;
         if (g->kind != YP_KIND_GRAD) continue;
-        if (x->ops->sum_squares(x->be, yp_exec_elem(g->dtype), yp_exec_tensor(x, t), g->shape.w, &ss)) {
-            yp_err_set(err, "gradient norm: %s", x->be->last_error(x->be));
+        if (b->ops->sum_squares(b->be, yp_exec_elem(g->dtype), yp_bind_tensor(b, t), g->shape.w, &ss)) {
+            yp_err_set(err, "gradient norm: %s", b->be->last_error(b->be));
             return -1;
         }
         total += ss;
@@ -79,9 +80,10 @@ static double grad_norm(const yp_exec *x, yp_err *err) {
 
 /* The optimizer step of weight t; `fused` (SGD with sgd_ema_step): its gradient zeroing and EMA
  * update (decay d) in the same pass. */
-static int step_param(yp_exec *x, int t, float scale, int fused, float d) {
-    const yp_tensor *w = &x->s->tensors[t];
-    float *p = yp_exec_tensor(x, t), *g = yp_exec_tensor(x, w->grad), *m = yp_exec_tensor(x, x->opt_m[t]);
+static int step_param(const yp_exec *x, int t, float scale, int fused, float d) {
+    const yp_binding *b = &x->train;
+    const yp_tensor *w = &b->s->tensors[t];
+    float *p = yp_bind_tensor(b, t), *g = yp_bind_tensor(b, w->grad), *m = yp_bind_tensor(b, x->opt_m[t]);
     const yp_hyp *h = &x->hyp;
     const yp_optim_hyp oh = {
         .lr = (float)h->lr,
@@ -89,49 +91,52 @@ static int step_param(yp_exec *x, int t, float scale, int fused, float d) {
         .beta2 = (float)h->beta2,
         .eps = (float)h->eps,
         .weight_decay = decays(w) ? (float)h->weight_decay : 0.0f,
-        .decoupled = x->s->opts.optimizer == YP_OPT_ADAMW,
+        .decoupled = b->s->opts.optimizer == YP_OPT_ADAMW,
         .step = x->updates + 1,
         .grad_scale = scale,
         .ema_decay = d,
     };
     const yp_elem dt = yp_exec_elem(w->dtype);
     if (fused)
-        return x->ops->sgd_ema_step(x->be, dt, p, g, m, x->ema[t] >= 0 ? yp_exec_tensor(x, x->ema[t]) : NULL,
+        return b->ops->sgd_ema_step(b->be, dt, p, g, m, x->ema[t] >= 0 ? yp_bind_tensor(b, x->ema[t]) : NULL,
                                     w->shape.w, &oh);
-    if (x->s->opts.optimizer == YP_OPT_SGD) return x->ops->sgd_step(x->be, dt, p, g, m, w->shape.w, &oh);
-    return x->ops->adam_step(x->be, dt, p, g, m, yp_exec_tensor(x, x->opt_v[t]), w->shape.w, &oh);
+    if (b->s->opts.optimizer == YP_OPT_SGD) return b->ops->sgd_step(b->be, dt, p, g, m, w->shape.w, &oh);
+    return b->ops->adam_step(b->be, dt, p, g, m, yp_bind_tensor(b, x->opt_v[t]), w->shape.w, &oh);
 }
 
 int yp_exec_update(yp_exec *x, yp_err *err) {
+    const yp_binding *b = &x->train;
+    const yp_schedule *s = b->s;
+    yp_backend *be = b->be;
     double t0 = x->prof_s ? now_s() : 0;
-    if (x->be->thread_init) x->be->thread_init(x->be);
-    double norm = grad_norm(x, err);
+    if (be->thread_init) be->thread_init(be);
+    double norm = grad_norm(b, err);
     if (norm < 0) return -1;
     x->last_grad_norm = norm;
     double coef = x->hyp.max_grad_norm / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
     float scale = coef < 1.0 ? (float)coef : 1.0f;
     double d = x->hyp.ema_decay * (1.0 - exp(-(double)(x->updates + 1) / x->hyp.ema_tau));
     /* SGD, zeroing and the EMA of a trained tensor in one pass when the backend has it */
-    const int fused = x->s->opts.optimizer == YP_OPT_SGD && x->ops->sgd_ema_step;
-    for (int t = 0; t < x->s->n_tensors; t++) {
-        const yp_tensor *w = &x->s->tensors[t];
+    const int fused = s->opts.optimizer == YP_OPT_SGD && b->ops->sgd_ema_step;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *w = &s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
         if (x->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
         if (step_param(x, t, scale, fused, (float)d))
-            return yp_err_set(err, "optimizer step of %s: %s", w->name, x->be->last_error(x->be));
-        if (!fused && x->be->mem_set(x->be, yp_exec_tensor(x, w->grad), 0, (size_t)x->s->tensors[w->grad].bytes))
-            return yp_err_set(err, "zeroing %s: %s", x->s->tensors[w->grad].name, x->be->last_error(x->be));
+            return yp_err_set(err, "optimizer step of %s: %s", w->name, be->last_error(be));
+        if (!fused && be->mem_set(be, yp_bind_tensor(b, w->grad), 0, (size_t)s->tensors[w->grad].bytes))
+            return yp_err_set(err, "zeroing %s: %s", s->tensors[w->grad].name, be->last_error(be));
     }
     x->updates++;
-    for (int t = 0; t < x->s->n_tensors; t++) {
-        const yp_tensor *w = &x->s->tensors[t];
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *w = &s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || x->ema[t] < 0 || (fused && w->grad >= 0)) continue;
-        if (x->ops->ema_update(x->be, yp_exec_elem(w->dtype), yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t),
+        if (b->ops->ema_update(be, yp_exec_elem(w->dtype), yp_bind_tensor(b, x->ema[t]), yp_bind_tensor(b, t),
                                w->shape.w, (float)d))
-            return yp_err_set(err, "EMA update of %s: %s", w->name, x->be->last_error(x->be));
+            return yp_err_set(err, "EMA update of %s: %s", w->name, be->last_error(be));
     }
     x->micro = 0;
-    if (x->be->sync(x->be)) return yp_err_set(err, "the update's queued work failed: %s", x->be->last_error(x->be));
+    if (be->sync(be)) return yp_err_set(err, "the update's queued work failed: %s", be->last_error(be));
     prof_add(x, YP_PHASE_OPTIMIZER, -1, t0);
     return 0;
 }

@@ -9,15 +9,16 @@
  * that are live together apart), writes a tensor's canaries when it comes to life and checks
  * those of every live tensor after each step; the arena is then larger than planned by the guards.
  *
- * Ownership: yp_exec_init allocates the arena and the binding tables; yp_exec_free releases
+ * An executor is the training schedule's binding onto the arena (yp_binding.h), the training
+ * state, and the validation pass's binding into the same arena.
+ *
+ * Ownership: yp_exec_init allocates the arena and the bindings' tables; yp_exec_free releases
  * them. The plan and the backend instance must outlive the executor (free the instance after
  * yp_exec_free). The executor runs the backend from one thread at a time. */
 #ifndef YP_EXECUTOR_H
 #define YP_EXECUTOR_H
 
-#include "yp_backend.h"
-#include "yp_loss.h"
-#include "yp_plan.h"
+#include "yp_binding.h"
 
 typedef struct {
     double lr;            /* learning rate of every group (train.py's warmup ramps it; lr0 0.01) */
@@ -33,27 +34,16 @@ typedef struct {
 yp_hyp yp_hyp_default(yp_optimizer opt);
 
 typedef struct yp_exec {
-    const yp_plan *plan;
-    const yp_schedule *s;
-    yp_backend *be;          /* the instance every op and memory entry is called with */
-    const yp_ops *ops;       /* be->ops */
-    unsigned char *arena;    /* the one allocation */
-    int64_t arena_bytes;     /* == plan->arena_bytes unless guards are on */
-    int64_t *offset;         /* per tensor, in the arena (the plan's, or spread apart for guards) */
-    int64_t guard;           /* canary bytes before and after each tensor (0: off) */
-    int *fwd_t;              /* per graph node: its forward output tensor (level 0) */
-    int *opt_m, *opt_v, *ema; /* per tensor: its optimizer states / EMA copy (-1 if none) */
-    int images_t, targets_t; /* input tensors */
-    yp_loss_cfg loss;
-    void *loss_stage;        /* host staging of the loss's positives (loss:assign's bytes), or NULL */
+    yp_binding train;         /* the training schedule bound onto the arena (its `arena`: the allocation) */
+    int *opt_m, *opt_v, *ema; /* per training tensor: its optimizer states / EMA copy (-1 if none) */
     yp_hyp hyp;
-    int64_t micro;           /* micro-batches accumulated since the last update */
-    int64_t updates;         /* optimizer updates done (EMA ramp, Adam's t) */
+    int64_t micro;            /* micro-batches accumulated since the last update */
+    int64_t updates;          /* optimizer updates done (EMA ramp, Adam's t) */
     double last_grad_norm;
-    double *prof_s;          /* yp_exec_profile: seconds per (phase, op), NULL when off */
-    int64_t *prof_n;         /* and calls */
-    struct yp_exec *eval;    /* the validation pass bound into the same arena (eval.c), NULL in a binding
-                              * that is itself one */
+    double *prof_s;           /* yp_exec_profile: seconds per (phase, op), NULL when off */
+    int64_t *prof_n;          /* and calls */
+    yp_binding *eval;         /* the validation pass bound into the same arena (eval.c); yp_exec_init
+                               * refuses a plan whose pass cannot be bound, so NULL only when zeroed */
 } yp_exec;
 
 /* ---- conv scratch models (planner/yp_scratch.h) of the backends; scratch_model.c ----
@@ -108,7 +98,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
                  yp_err *err);
 void yp_exec_free(yp_exec *x);
 
-/* The address of tensor t inside the arena. */
+/* The address of training tensor t inside the arena (yp_bind_tensor of x->train). */
 void *yp_exec_tensor(const yp_exec *x, int t);
 
 /* One micro-batch: images (batch, h, w, 3) NHWC float in [0, 1] and n_targets rows of
@@ -131,13 +121,14 @@ typedef struct {
 
 int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err *err);
 
-/* Checks the canaries of every tensor live at `step` (a no-op without guards). 0, or -1 with err
- * naming the tensor whose bytes were overwritten. */
+/* Checks the canaries of every training tensor live at `step` (yp_bind_check_guards of x->train;
+ * a no-op without guards). 0, or -1 with err naming the tensor whose bytes were overwritten. */
 int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err);
 
-/* Wall time per kind of step: yp_exec_profile(x, 1) starts counting (0 stops and clears); the
- * table has YP_PHASE_COUNT rows of YP_OP_COUNT + 1 entries (op -1, steps without an op, last);
- * the optimizer and EMA update counts as (YP_PHASE_OPTIMIZER, -1). 0, or -1 when out of memory. */
+/* Wall time per kind of training step: yp_exec_profile(x, 1) starts counting (0 stops and
+ * clears); the table has YP_PHASE_COUNT rows of YP_OP_COUNT + 1 entries (op -1, steps
+ * without an op, last); the optimizer and EMA update counts as (YP_PHASE_OPTIMIZER, -1).
+ * Validation is not counted. 0, or -1 when out of memory. */
 int yp_exec_profile(yp_exec *x, int on);
 #define YP_EXEC_PROF_INDEX(phase, op) ((phase) * (YP_OP_COUNT + 1) + ((op) >= 0 ? (op) : YP_OP_COUNT))
 

@@ -140,7 +140,7 @@ static void test_eval_matches_pytorch(void) {
     CHECK_EQ_I64(e.batch, 4);
     CHECK_EQ_I64(e.boxes, 3 * (8 * 8 + 4 * 4 + 2 * 2));
     CHECK_EQ_I64(e.fields, 85);
-    CHECK_EQ_I64(x.arena_bytes, p.arena_bytes); /* validation allocates nothing of its own */
+    CHECK_EQ_I64(x.train.arena_bytes, p.arena_bytes); /* validation allocates nothing of its own */
     const fx_record *want = fx_get(&fx, "eval/decoded"), *wl = fx_get(&fx, "eval/loss");
     REQUIRE(want && wl && want->numel == 3 * e.boxes * e.fields);
     float *got = decoded_buf(&x);
@@ -167,8 +167,8 @@ static void test_eval_matches_pytorch(void) {
 /* Copies every parameter of `from` (its EMA copies when ema) into `to` (its weights and EMA). */
 static int copy_params(const yp_exec *from, yp_exec *to, int ema) {
     yp_err err;
-    for (int t = 0; t < from->s->n_tensors; t++) {
-        const yp_tensor *w = &from->s->tensors[t];
+    for (int t = 0; t < from->train.s->n_tensors; t++) {
+        const yp_tensor *w = &from->train.s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT) continue;
         yp_named_tensor nt = {w->name, yp_exec_tensor(from, ema ? from->ema[t] : t), w->shape.w};
         if (yp_exec_load_params(to, &nt, 1, &err)) {
@@ -230,9 +230,9 @@ static void test_eval_reads_ema(void) {
 
 /* Every whole-step tensor of training (weights, gradients, optimizer state, EMA) of a and b equal. */
 static int same_state(const yp_exec *a, const yp_exec *b) {
-    for (int t = 0; t < a->s->n_tensors; t++) {
-        const yp_tensor *w = &a->s->tensors[t];
-        if (w->first == 0 && w->last == a->s->n_steps - 1 &&
+    for (int t = 0; t < a->train.s->n_tensors; t++) {
+        const yp_tensor *w = &a->train.s->tensors[t];
+        if (w->first == 0 && w->last == a->train.s->n_steps - 1 &&
             memcmp(yp_exec_tensor(a, t), yp_exec_tensor(b, t), (size_t)w->bytes)) {
             fprintf(stderr, "  %s differs\n", w->name);
             return 0;
@@ -274,7 +274,7 @@ static void test_eval_leaves_training(void) {
     /* not vacuous: the steps moved the weights */
     int w = yp_exec_find_param(&a, "model.0.conv.weight");
     const fx_record *w0 = fx_get(&fx, "init16/model.0.conv.weight");
-    CHECK(w >= 0 && w0 && memcmp(yp_exec_tensor(&a, w), w0->data, (size_t)a.s->tensors[w].bytes) != 0);
+    CHECK(w >= 0 && w0 && memcmp(yp_exec_tensor(&a, w), w0->data, (size_t)a.train.s->tensors[w].bytes) != 0);
     free(boxes);
     yp_exec_free(&a);
     yp_exec_free(&b);
@@ -292,7 +292,7 @@ static void test_eval_guards(void) {
         yp_plan_free(&p);
         return;
     }
-    CHECK(x.arena_bytes > p.arena_bytes);
+    CHECK(x.train.arena_bytes > p.arena_bytes);
     float *a = decoded_buf(&x), *b = decoded_buf(&x);
     double la[4], lb[4];
     CHECK(run_eval(&x, a, la) == 0);
@@ -302,12 +302,12 @@ static void test_eval_guards(void) {
     CHECK(train_step(&x, la) == 0 && train_step(&y, lb) == 0);
     CHECK(la[3] == lb[3]);
     CHECK(run_eval(&x, a, NULL) == 0);
-    const yp_exec *v = x.eval;
+    const yp_binding *v = x.eval;
     int last = v->s->n_steps - 1, t = v->s->steps[last].a.decoded;
     REQUIRE(t >= 0);
-    ((unsigned char *)yp_exec_tensor(v, t))[v->s->tensors[t].bytes] = 0;
+    ((unsigned char *)yp_bind_tensor(v, t))[v->s->tensors[t].bytes] = 0;
     yp_err err;
-    CHECK(yp_exec_check_guards(v, last, &err) == -1);
+    CHECK(yp_bind_check_guards(v, last, &err) == -1);
     CHECK_STR_HAS(err.msg, "decoded:");
     free(a), free(b);
     yp_exec_free(&x);

@@ -102,8 +102,8 @@ static double grads_vs_fixture(const yp_exec *x, int verbose) {
     for (int i = 0; i < fx.n; i++) {
         if (strncmp(fx.r[i].name, "grad/", 5)) continue;
         int t = yp_exec_find_param(x, fx.r[i].name + 5);
-        if (t < 0 || x->s->tensors[t].grad < 0) return 1e9;
-        double e = fx_rel_err(yp_exec_tensor(x, x->s->tensors[t].grad), fx.r[i].data, fx.r[i].numel);
+        if (t < 0 || x->train.s->tensors[t].grad < 0) return 1e9;
+        double e = fx_rel_err(yp_exec_tensor(x, x->train.s->tensors[t].grad), fx.r[i].data, fx.r[i].numel);
         if (e > 1e-3 && verbose) fprintf(stderr, "  grad %s: rel err %.2e\n", fx.r[i].name + 5, e);
         if (e > worst) worst = e;
     }
@@ -216,7 +216,7 @@ static void test_loss_and_grads(void) {
     yp_plan p;
     yp_exec x;
     REQUIRE(make_both(&p, &x, YP_SAVE_YOLOPLAN, 0, 0) == 0);
-    CHECK_EQ_I64(x.arena_bytes, p.arena_bytes); /* the executor allocates the planned arena to the byte */
+    CHECK_EQ_I64(x.train.arena_bytes, p.arena_bytes); /* the executor allocates the planned arena to the byte */
     double loss[4];
     CHECK(micro(&x, loss) == 0);
     const float *ref = fx_get(&fx, "loss/1")->data;
@@ -345,10 +345,10 @@ static void test_policies_agree(void) {
         }
         CHECK(micro(&b, loss) == 0);
         double worst = 0;
-        for (int t = 0; t < a.s->n_tensors; t++) {
-            const yp_tensor *w = &a.s->tensors[t];
+        for (int t = 0; t < a.train.s->n_tensors; t++) {
+            const yp_tensor *w = &a.train.s->tensors[t];
             if (w->kind != YP_KIND_GRAD) continue;
-            int u = yp_schedule_find(b.s, w->name);
+            int u = yp_schedule_find(b.train.s, w->name);
             double e = fx_rel_err(yp_exec_tensor(&b, u), yp_exec_tensor(&a, t), w->shape.w);
             worst = e > worst ? e : worst;
         }
@@ -366,13 +366,13 @@ static void test_guards(void) {
     yp_plan p;
     yp_exec x;
     REQUIRE(make_both(&p, &x, YP_SAVE_YOLOPLAN, 1u << 4, 256) == 0);
-    CHECK(x.arena_bytes > p.arena_bytes);
+    CHECK(x.train.arena_bytes > p.arena_bytes);
     double loss[4];
     CHECK(micro(&x, loss) == 0);
     CHECK(grads_vs_fixture(&x, 0) <= 1e-3);
     /* an out-of-bounds write is caught: scribble just past a live tensor and check */
-    int t = x.images_t;
-    ((unsigned char *)yp_exec_tensor(&x, t))[x.s->tensors[t].bytes] = 0;
+    int t = x.train.images_t;
+    ((unsigned char *)yp_exec_tensor(&x, t))[x.train.s->tensors[t].bytes] = 0;
     yp_err err;
     CHECK(yp_exec_check_guards(&x, 0, &err) == -1);
     CHECK_STR_HAS(err.msg, "input:images");
@@ -409,9 +409,9 @@ static void test_device_seam(void) {
         CHECK(micro(&x, got) == 0);
         CHECK(memcmp(got, want, sizeof got) == 0);
         int same = 1;
-        for (int t = 0; t < x.s->n_tensors; t++)
-            if (x.s->tensors[t].kind == YP_KIND_GRAD)
-                same &= !memcmp(yp_exec_tensor(&x, t), yp_exec_tensor(&ref, t), (size_t)x.s->tensors[t].bytes);
+        for (int t = 0; t < x.train.s->n_tensors; t++)
+            if (x.train.s->tensors[t].kind == YP_KIND_GRAD)
+                same &= !memcmp(yp_exec_tensor(&x, t), yp_exec_tensor(&ref, t), (size_t)x.train.s->tensors[t].bytes);
         CHECK(same);
         yp_exec_free(&x);
     }
@@ -454,10 +454,10 @@ static void test_plan_alignment(void) {
     CHECK(micro(&a, want) == 0 && micro(&b, got) == 0);
     CHECK(memcmp(got, want, sizeof got) == 0);
     int same = 1, aligned = 1;
-    for (int t = 0; t < b.s->n_tensors; t++) {
-        aligned &= b.offset[t] % 512 == 0 && (uintptr_t)yp_exec_tensor(&b, t) % cpu->alignment == 0;
-        if (b.s->tensors[t].kind == YP_KIND_GRAD)
-            same &= !memcmp(yp_exec_tensor(&b, t), yp_exec_tensor(&a, t), (size_t)b.s->tensors[t].bytes);
+    for (int t = 0; t < b.train.s->n_tensors; t++) {
+        aligned &= b.train.offset[t] % 512 == 0 && (uintptr_t)yp_exec_tensor(&b, t) % cpu->alignment == 0;
+        if (b.train.s->tensors[t].kind == YP_KIND_GRAD)
+            same &= !memcmp(yp_exec_tensor(&b, t), yp_exec_tensor(&a, t), (size_t)b.train.s->tensors[t].bytes);
     }
     CHECK(aligned);
     CHECK(same);
@@ -506,10 +506,10 @@ static void test_fused_and_unfused_agree(void) {
     CHECK(de <= CHANGE_TOL);
     CHECK(memcmp(lf, lu, sizeof lf) == 0);
     int compared = 0, differ = 0;
-    for (int t = 0; t < xu.s->n_tensors; t++) {
-        const yp_tensor *w = &xu.s->tensors[t];
+    for (int t = 0; t < xu.train.s->n_tensors; t++) {
+        const yp_tensor *w = &xu.train.s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT && w->kind != YP_KIND_EMA) continue;
-        int v = yp_schedule_find(xf.s, w->name);
+        int v = yp_schedule_find(xf.train.s, w->name);
         CHECK(v >= 0);
         if (v < 0) continue;
         compared++;
@@ -529,7 +529,7 @@ static void test_fused_and_unfused_agree(void) {
 static int64_t poisoned_words(const yp_exec *x, int t) {
     const uint32_t *w = yp_exec_tensor(x, t);
     int64_t n = 0;
-    for (int64_t k = 0; k < x->s->tensors[t].bytes / 4; k++) n += w[k] == 0xFFFFFFFFu;
+    for (int64_t k = 0; k < x->train.s->tensors[t].bytes / 4; k++) n += w[k] == 0xFFFFFFFFu;
     return n;
 }
 
@@ -543,25 +543,25 @@ static int persistent(yp_kind k) {
  * and the loss's work buffers, which a step uses in part, aside). Returns the tensors checked. */
 static int check_every_byte_written(yp_exec *x) {
     yp_err err;
-    const yp_schedule *s = x->s;
+    const yp_schedule *s = x->train.s;
     const fx_record *img = fx_get(&fx, "images"), *tg = fx_get(&fx, "targets");
     int64_t nt = tg->numel / 6;
     int checked = 0, bad = 0;
-    memcpy(yp_exec_tensor(x, x->images_t), img->data, (size_t)s->tensors[x->images_t].bytes);
-    memcpy(yp_exec_tensor(x, x->targets_t), tg->data, (size_t)nt * 6 * sizeof(float));
+    memcpy(yp_exec_tensor(x, x->train.images_t), img->data, (size_t)s->tensors[x->train.images_t].bytes);
+    memcpy(yp_exec_tensor(x, x->train.targets_t), tg->data, (size_t)nt * 6 * sizeof(float));
     double loss[4] = {0, 0, 0, 0};
     for (int i = 0; i < s->n_steps && s->steps[i].phase != YP_PHASE_OPTIMIZER; i++) {
         const yp_step *st = &s->steps[i];
         for (int t = 0; t < s->n_tensors; t++)
-            if (s->tensors[t].first == i && !persistent(s->tensors[t].kind) && t != x->images_t && t != x->targets_t)
+            if (s->tensors[t].first == i && !persistent(s->tensors[t].kind) && t != x->train.images_t && t != x->train.targets_t)
                 memset(yp_exec_tensor(x, t), 0xFF, (size_t)s->tensors[t].bytes);
         for (int k = 0; k < st->n_in; k++) {
             int t = yp_step_inputs(s, st)[k];
-            if (t == x->targets_t || poisoned_words(x, t) == 0) continue;
+            if (t == x->train.targets_t || poisoned_words(x, t) == 0) continue;
             fprintf(stderr, "  step %d reads %s before anything wrote it\n", i, s->tensors[t].name);
             bad++;
         }
-        if (yp_exec_run_step(x, i, yp_exec_tensor(x, x->targets_t), nt, loss, &err)) {
+        if (yp_exec_run_step(&x->train, i, yp_exec_tensor(x, x->train.targets_t), nt, loss, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             CHECK(0);
             return checked;
@@ -621,7 +621,7 @@ static void test_fused_plan_needs_fused_entries(void) {
     CHECK_STR_HAS(err.msg, "fuses BN and SiLU steps");
     CHECK_STR_HAS(err.msg, "bn_silu_backward");
     CHECK(strchr(err.msg, '\n') == NULL);
-    CHECK(x.arena == NULL);
+    CHECK(x.train.arena == NULL);
     yp_plan_free(&p);
 }
 
