@@ -70,9 +70,9 @@ static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f)
     enum { N = YP_PHASE_COUNT * (YP_OP_COUNT + 1) };
     int order[N], n = 0;
     for (int i = 0; i < N; i++)
-        if (x->prof_n[i]) order[n++] = i;
+        if (x->prof.n[i]) order[n++] = i;
     for (int i = 1; i < n; i++) /* insertion sort by time, descending */
-        for (int j = i; j > 0 && x->prof_s[order[j]] > x->prof_s[order[j - 1]]; j--) {
+        for (int j = i; j > 0 && x->prof.s[order[j]] > x->prof.s[order[j - 1]]; j--) {
             int t = order[j];
             order[j] = order[j - 1], order[j - 1] = t;
         }
@@ -80,11 +80,11 @@ static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f)
     double total = 0;
     for (int k = 0; k < n; k++) {
         int i = order[k], phase = i / (YP_OP_COUNT + 1), op = i % (YP_OP_COUNT + 1);
-        double ms = x->prof_s[i] * 1e3 / (double)steps;
+        double ms = x->prof.s[i] * 1e3 / (double)steps;
         total += ms;
         fprintf(f, "%-10s %-18s %8.1f %10.2f %6.1f%%\n", yp_phase_name((yp_phase)phase),
                 op < YP_OP_COUNT ? yp_op_get((yp_op)op)->name : (phase == YP_PHASE_OPTIMIZER ? "update + EMA" : "-"),
-                (double)x->prof_n[i] / (double)steps, ms, 100.0 * ms / ms_step);
+                (double)x->prof.n[i] / (double)steps, ms, 100.0 * ms / ms_step);
     }
     fprintf(f, "%-10s %-18s %8s %10.2f %6.1f%% (the rest: the batch and the loop)\n", "total", "", "", total,
             100.0 * total / ms_step);

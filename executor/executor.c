@@ -1,6 +1,6 @@
 /* executor.c - creates and frees an executor: the checks of the plan against the backend, the
- * training binding (binding.c), the parameters' links to their optimizer state and EMA, the
- * validation binding (eval.c), the one arena they share, and the weights' initialisation (each op's row gives its
+ * training binding (binding.c), the trainer's tables (update.c) and the validation binding
+ * (eval.c), the one arena they share, and the weights' initialisation (each op's row gives its
  * parameters' values, exec_ops.h) and loading. Every access to the arena goes through the
  * backend's memory entries (host values are staged and copied), so the same code serves a host
  * arena and a device one. */
@@ -9,38 +9,9 @@
 
 #include "exec_ops.h"
 
-yp_hyp yp_hyp_default(yp_optimizer opt) {
-    yp_hyp h;
-    h.lr = opt == YP_OPT_SGD ? 0.01 : 0.001;
-    h.momentum = 0.937, h.beta2 = 0.999, h.eps = 1e-8;
-    h.weight_decay = 5e-4, h.max_grad_norm = 10.0;
-    h.ema_decay = 0.9999, h.ema_tau = 2000.0;
-    return h;
-}
-
 void *yp_exec_tensor(const yp_exec *x, int t) { return yp_bind_tensor(&x->train, t); }
 
 int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err) { return yp_bind_check_guards(&x->train, step, err); }
-
-/* ---------------------------------------------------------------- parameter state */
-
-/* Links every parameter to its optimizer states and EMA copy through the schedule's roles. */
-static int link_state(yp_exec *x, yp_err *err) {
-    const yp_schedule *s = x->train.s;
-    int n = s->n_tensors;
-    x->opt_m = malloc((size_t)n * sizeof(int)), x->opt_v = malloc((size_t)n * sizeof(int));
-    x->ema = malloc((size_t)n * sizeof(int));
-    if (!x->opt_m || !x->opt_v || !x->ema) return yp_err_set(err, "out of memory binding the arena");
-    for (int t = 0; t < n; t++) x->opt_m[t] = x->opt_v[t] = x->ema[t] = -1;
-    for (int t = 0; t < n; t++) {
-        const yp_tensor *d = &s->tensors[t];
-        if (d->param < 0) continue;
-        if (d->role == YP_ROLE_EMA) x->ema[d->param] = t;
-        if (d->role == YP_ROLE_MOMENTUM || d->role == YP_ROLE_ADAM_M) x->opt_m[d->param] = t;
-        if (d->role == YP_ROLE_ADAM_V) x->opt_v[d->param] = t;
-    }
-    return 0;
-}
 
 /* ---------------------------------------------------------------- weights */
 
@@ -53,7 +24,7 @@ int yp_exec_find_param(const yp_exec *x, const char *name) {
 
 int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err *err) {
     const yp_binding *b = &x->train;
-    const int *ema = x->ema;
+    const int *ema = x->trainer.ema;
     for (int i = 0; i < n; i++) {
         int t = yp_exec_find_param(x, params[i].name);
         if (t < 0) return yp_err_set(err, "parameter %s: the plan's model has no tensor of that name", params[i].name);
@@ -73,7 +44,7 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
 static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
     const yp_binding *b = &x->train;
     const yp_schedule *s = b->s;
-    const int *ema = x->ema;
+    const int *ema = x->trainer.ema;
     yp_backend *be = b->be;
     if (be->mem_set(be, b->arena, 0, (size_t)b->arena_bytes))
         return yp_err_set(err, "zeroing the arena: %s", be->last_error(be));
@@ -165,11 +136,11 @@ static int check_runs(const yp_plan *p, yp_backend *be, int64_t guard_bytes, yp_
     return 0;
 }
 
-/* Binds training, links the parameters' state, binds validation (which may raise the arena's size under
+/* Binds training, links the trainer, binds validation (which may raise the arena's size under
  * guards), then allocates the one arena both bindings use. 0, or -1 with err set. */
 static int bind_all(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_bytes, yp_err *err) {
     yp_binding *b = &x->train;
-    if (yp_bind_train(b, p, be, guard_bytes, err) || link_state(x, err)) return -1;
+    if (yp_bind_train(b, p, be, guard_bytes, err) || yp_trainer_init(&x->trainer, p, err)) return -1;
     x->eval = yp_exec_eval_bind(b, err);
     if (!x->eval) return -1;
     b->arena = be->mem_alloc(be, (size_t)b->arena_bytes);
@@ -183,7 +154,6 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
                  yp_err *err) {
     memset(x, 0, sizeof *x);
     if (check_runs(p, be, guard_bytes, err)) return -1;
-    x->hyp = yp_hyp_default(p->cand.optimizer);
     if (bind_all(x, p, be, guard_bytes, err) || yp_exec_prepare_steps(&x->train, err) || init_weights(x, seed, err) ||
         yp_bind_guard_arm(&x->train, 0, err)) {
         yp_exec_free(x);
@@ -195,8 +165,8 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
 void yp_exec_free(yp_exec *x) {
     yp_exec_eval_free(x->eval);
     if (x->train.arena) x->train.be->mem_free(x->train.be, x->train.arena);
-    free(x->prof_s), free(x->prof_n);
-    free(x->opt_m), free(x->opt_v), free(x->ema);
+    yp_exec_profile(x, 0);
+    yp_trainer_free(&x->trainer);
     yp_bind_free(&x->train);
     memset(x, 0, sizeof *x);
 }

@@ -1,32 +1,49 @@
-/* update.c - one micro-batch through the training binding's steps, and the optimizer + EMA update
- * (YOLOv5 train.py: clip_grad_norm_ 10, SGD/Adam/AdamW over three parameter groups, ModelEMA). */
+/* update.c - the trainer (yp_trainer, yp_executor.h): its hyperparameters and optimizer/EMA
+ * links, one micro-batch through the training binding's steps (the interpreter runs each; this
+ * file times them into the profile), and the optimizer + EMA update (YOLOv5 train.py:
+ * clip_grad_norm_ 10, SGD/Adam/AdamW over three parameter groups, ModelEMA). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "yp_executor_internal.h"
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+yp_hyp yp_hyp_default(yp_optimizer opt) {
+    yp_hyp h;
+    h.lr = opt == YP_OPT_SGD ? 0.01 : 0.001;
+    h.momentum = 0.937, h.beta2 = 0.999, h.eps = 1e-8;
+    h.weight_decay = 5e-4, h.max_grad_norm = 10.0;
+    h.ema_decay = 0.9999, h.ema_tau = 2000.0;
+    return h;
 }
 
-int yp_exec_profile(yp_exec *x, int on) {
-    free(x->prof_s), free(x->prof_n);
-    x->prof_s = NULL, x->prof_n = NULL;
-    if (!on) return 0;
-    size_t n = (size_t)YP_PHASE_COUNT * (YP_OP_COUNT + 1);
-    x->prof_s = calloc(n, sizeof *x->prof_s), x->prof_n = calloc(n, sizeof *x->prof_n);
-    return x->prof_s && x->prof_n ? 0 : (yp_exec_profile(x, 0), -1);
+/* ---------------------------------------------------------------- the trainer's tables */
+
+int yp_trainer_init(yp_trainer *tr, const yp_plan *p, yp_err *err) {
+    const yp_schedule *s = p->sched;
+    int n = s->n_tensors;
+    memset(tr, 0, sizeof *tr);
+    tr->hyp = yp_hyp_default(p->cand.optimizer);
+    tr->opt_m = malloc((size_t)n * sizeof(int)), tr->opt_v = malloc((size_t)n * sizeof(int));
+    tr->ema = malloc((size_t)n * sizeof(int));
+    if (!tr->opt_m || !tr->opt_v || !tr->ema) return yp_err_set(err, "out of memory binding the arena");
+    for (int t = 0; t < n; t++) tr->opt_m[t] = tr->opt_v[t] = tr->ema[t] = -1;
+    for (int t = 0; t < n; t++) {
+        const yp_tensor *d = &s->tensors[t];
+        if (d->param < 0) continue;
+        if (d->role == YP_ROLE_EMA) tr->ema[d->param] = t;
+        if (d->role == YP_ROLE_MOMENTUM || d->role == YP_ROLE_ADAM_M) tr->opt_m[d->param] = t;
+        if (d->role == YP_ROLE_ADAM_V) tr->opt_v[d->param] = t;
+    }
+    return 0;
 }
 
-static void prof_add(yp_exec *x, int phase, int op, double t0) {
-    if (!x->prof_s) return;
-    x->prof_s[YP_EXEC_PROF_INDEX(phase, op)] += now_s() - t0;
-    x->prof_n[YP_EXEC_PROF_INDEX(phase, op)]++;
+void yp_trainer_free(yp_trainer *tr) {
+    free(tr->opt_m), free(tr->opt_v), free(tr->ema);
+    memset(tr, 0, sizeof *tr);
 }
+
+/* ---------------------------------------------------------------- micro-step and update */
 
 int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, int64_t n_targets, double loss_out[4],
                        yp_err *err) {
@@ -48,13 +65,13 @@ int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, in
                        be->mem_copy(be, yp_bind_tensor(b, b->targets_t), targets, (size_t)n_targets * 6 * sizeof(float),
                                     YP_COPY_HOST_TO_DEVICE)))
             return yp_err_set(err, "uploading the batch: %s", be->last_error(be));
-        double t0 = x->prof_s ? now_s() : 0;
+        double t0 = yp_profile_start(&x->prof);
         if (yp_exec_run_step(b, i, targets, n_targets, sum, err) || yp_bind_check_guards(b, i, err)) return -1;
-        prof_add(x, st->phase, st->op, t0);
+        yp_profile_add(&x->prof, st->phase, st->op, t0);
     }
     if (be->sync(be)) return yp_err_set(err, "the step's queued work failed: %s", be->last_error(be));
     if (loss_out) memcpy(loss_out, sum, sizeof sum);
-    x->micro++;
+    x->trainer.micro++;
     return 0;
 }
 
@@ -78,13 +95,12 @@ static double grad_norm(const yp_binding *b, yp_err *err) {
     return sqrt(total);
 }
 
-/* The optimizer step of weight t; `fused` (SGD with sgd_ema_step): its gradient zeroing and EMA
- * update (decay d) in the same pass. */
-static int step_param(const yp_exec *x, int t, float scale, int fused, float d) {
-    const yp_binding *b = &x->train;
+/* The optimizer step of weight t of b; `fused` (SGD with sgd_ema_step): its gradient zeroing and
+ * EMA update (decay d) in the same pass. */
+static int step_param(const yp_binding *b, const yp_trainer *tr, int t, float scale, int fused, float d) {
     const yp_tensor *w = &b->s->tensors[t];
-    float *p = yp_bind_tensor(b, t), *g = yp_bind_tensor(b, w->grad), *m = yp_bind_tensor(b, x->opt_m[t]);
-    const yp_hyp *h = &x->hyp;
+    float *p = yp_bind_tensor(b, t), *g = yp_bind_tensor(b, w->grad), *m = yp_bind_tensor(b, tr->opt_m[t]);
+    const yp_hyp *h = &tr->hyp;
     const yp_optim_hyp oh = {
         .lr = (float)h->lr,
         .momentum = (float)h->momentum,
@@ -92,51 +108,52 @@ static int step_param(const yp_exec *x, int t, float scale, int fused, float d) 
         .eps = (float)h->eps,
         .weight_decay = decays(w) ? (float)h->weight_decay : 0.0f,
         .decoupled = b->s->opts.optimizer == YP_OPT_ADAMW,
-        .step = x->updates + 1,
+        .step = tr->updates + 1,
         .grad_scale = scale,
         .ema_decay = d,
     };
     const yp_elem dt = yp_exec_elem(w->dtype);
     if (fused)
-        return b->ops->sgd_ema_step(b->be, dt, p, g, m, x->ema[t] >= 0 ? yp_bind_tensor(b, x->ema[t]) : NULL,
+        return b->ops->sgd_ema_step(b->be, dt, p, g, m, tr->ema[t] >= 0 ? yp_bind_tensor(b, tr->ema[t]) : NULL,
                                     w->shape.w, &oh);
     if (b->s->opts.optimizer == YP_OPT_SGD) return b->ops->sgd_step(b->be, dt, p, g, m, w->shape.w, &oh);
-    return b->ops->adam_step(b->be, dt, p, g, m, yp_bind_tensor(b, x->opt_v[t]), w->shape.w, &oh);
+    return b->ops->adam_step(b->be, dt, p, g, m, yp_bind_tensor(b, tr->opt_v[t]), w->shape.w, &oh);
 }
 
 int yp_exec_update(yp_exec *x, yp_err *err) {
     const yp_binding *b = &x->train;
     const yp_schedule *s = b->s;
     yp_backend *be = b->be;
-    double t0 = x->prof_s ? now_s() : 0;
+    yp_trainer *tr = &x->trainer;
+    double t0 = yp_profile_start(&x->prof);
     if (be->thread_init) be->thread_init(be);
     double norm = grad_norm(b, err);
     if (norm < 0) return -1;
-    x->last_grad_norm = norm;
-    double coef = x->hyp.max_grad_norm / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
+    tr->last_grad_norm = norm;
+    double coef = tr->hyp.max_grad_norm / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
     float scale = coef < 1.0 ? (float)coef : 1.0f;
-    double d = x->hyp.ema_decay * (1.0 - exp(-(double)(x->updates + 1) / x->hyp.ema_tau));
+    double d = tr->hyp.ema_decay * (1.0 - exp(-(double)(tr->updates + 1) / tr->hyp.ema_tau));
     /* SGD, zeroing and the EMA of a trained tensor in one pass when the backend has it */
     const int fused = s->opts.optimizer == YP_OPT_SGD && b->ops->sgd_ema_step;
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *w = &s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
-        if (x->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
-        if (step_param(x, t, scale, fused, (float)d))
+        if (tr->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
+        if (step_param(b, tr, t, scale, fused, (float)d))
             return yp_err_set(err, "optimizer step of %s: %s", w->name, be->last_error(be));
         if (!fused && be->mem_set(be, yp_bind_tensor(b, w->grad), 0, (size_t)s->tensors[w->grad].bytes))
             return yp_err_set(err, "zeroing %s: %s", s->tensors[w->grad].name, be->last_error(be));
     }
-    x->updates++;
+    tr->updates++;
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *w = &s->tensors[t];
-        if (w->kind != YP_KIND_WEIGHT || x->ema[t] < 0 || (fused && w->grad >= 0)) continue;
-        if (b->ops->ema_update(be, yp_exec_elem(w->dtype), yp_bind_tensor(b, x->ema[t]), yp_bind_tensor(b, t),
+        if (w->kind != YP_KIND_WEIGHT || tr->ema[t] < 0 || (fused && w->grad >= 0)) continue;
+        if (b->ops->ema_update(be, yp_exec_elem(w->dtype), yp_bind_tensor(b, tr->ema[t]), yp_bind_tensor(b, t),
                                w->shape.w, (float)d))
             return yp_err_set(err, "EMA update of %s: %s", w->name, be->last_error(be));
     }
-    x->micro = 0;
+    tr->micro = 0;
     if (be->sync(be)) return yp_err_set(err, "the update's queued work failed: %s", be->last_error(be));
-    prof_add(x, YP_PHASE_OPTIMIZER, -1, t0);
+    yp_profile_add(&x->prof, YP_PHASE_OPTIMIZER, -1, t0);
     return 0;
 }

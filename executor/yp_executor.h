@@ -9,8 +9,8 @@
  * that are live together apart), writes a tensor's canaries when it comes to life and checks
  * those of every live tensor after each step; the arena is then larger than planned by the guards.
  *
- * An executor is the training schedule's binding onto the arena (yp_binding.h), the training
- * state, and the validation pass's binding into the same arena.
+ * An executor is the training schedule's binding onto the arena (yp_binding.h), the trainer's
+ * state, the profile, and the validation pass's binding into the same arena.
  *
  * Ownership: yp_exec_init allocates the arena and the bindings' tables; yp_exec_free releases
  * them. The plan and the backend instance must outlive the executor (free the instance after
@@ -33,17 +33,30 @@ typedef struct {
 /* hyp.scratch-low for the optimizer (SGD lr 0.01, or Adam/AdamW lr 0.001 as YOLOv5 uses). */
 yp_hyp yp_hyp_default(yp_optimizer opt);
 
-typedef struct yp_exec {
-    yp_binding train;         /* the training schedule bound onto the arena (its `arena`: the allocation) */
-    int *opt_m, *opt_v, *ema; /* per training tensor: its optimizer states / EMA copy (-1 if none) */
+/* The training state over the training binding (update.c): what the optimizer and the EMA need
+ * besides the tensors, and the counters of the accumulation and the updates. Later the AMP loss
+ * scaler (its scale and growth counter) lives here too. */
+typedef struct {
     yp_hyp hyp;
+    int *opt_m, *opt_v, *ema; /* per training tensor: its optimizer states / EMA copy (-1 if none) */
     int64_t micro;            /* micro-batches accumulated since the last update */
     int64_t updates;          /* optimizer updates done (EMA ramp, Adam's t) */
-    double last_grad_norm;
-    double *prof_s;           /* yp_exec_profile: seconds per (phase, op), NULL when off */
-    int64_t *prof_n;          /* and calls */
-    yp_binding *eval;         /* the validation pass bound into the same arena (eval.c); yp_exec_init
-                               * refuses a plan whose pass cannot be bound, so NULL only when zeroed */
+    double last_grad_norm;    /* the last update's gradient norm, before clipping */
+} yp_trainer;
+
+/* Wall time per kind of step (profile.c; yp_exec_profile below): YP_PHASE_COUNT rows of
+ * YP_OP_COUNT + 1 entries, indexed by YP_EXEC_PROF_INDEX. */
+typedef struct {
+    double *s;  /* seconds per (phase, op), NULL when off */
+    int64_t *n; /* and calls */
+} yp_profile;
+
+typedef struct yp_exec {
+    yp_binding train;   /* the training schedule bound onto the arena (its `arena`: the allocation) */
+    yp_trainer trainer; /* hyperparameters, optimizer and EMA links, counters */
+    yp_profile prof;    /* off unless yp_exec_profile turned it on */
+    yp_binding *eval;   /* the validation pass bound into the same arena (eval.c); yp_exec_init
+                         * refuses a plan whose pass cannot be bound, so NULL only when zeroed */
 } yp_exec;
 
 /* ---- conv scratch models (planner/yp_scratch.h) of the backends; scratch_model.c ----
@@ -125,8 +138,8 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
  * a no-op without guards). 0, or -1 with err naming the tensor whose bytes were overwritten. */
 int yp_exec_check_guards(const yp_exec *x, int step, yp_err *err);
 
-/* Wall time per kind of training step: yp_exec_profile(x, 1) starts counting (0 stops and
- * clears); the table has YP_PHASE_COUNT rows of YP_OP_COUNT + 1 entries (op -1, steps
+/* Wall time per kind of training step, into x->prof: yp_exec_profile(x, 1) starts counting (0
+ * stops and clears); the table has YP_PHASE_COUNT rows of YP_OP_COUNT + 1 entries (op -1, steps
  * without an op, last); the optimizer and EMA update counts as (YP_PHASE_OPTIMIZER, -1).
  * Validation is not counted. 0, or -1 when out of memory. */
 int yp_exec_profile(yp_exec *x, int on);

@@ -1,6 +1,6 @@
 /* yp_executor_internal.h - shared between the executor's files (not a public interface): the
- * step interpreter, which runs steps of a binding (interp.c), and the validation binding's
- * creation (eval.c). */
+ * step interpreter, which runs steps of a binding (interp.c); the validation binding's creation
+ * (eval.c); the trainer's tables (update.c); the profile's timing of a step (profile.c). */
 #ifndef YP_EXECUTOR_INTERNAL_H
 #define YP_EXECUTOR_INTERNAL_H
 
@@ -35,5 +35,29 @@ int yp_exec_run_eval_step(const yp_binding *b, int step, yp_err *err);
 yp_binding *yp_exec_eval_bind(yp_binding *train, yp_err *err);
 /* Frees v's tables and v (the arena is the executor's); NULL is a no-op. */
 void yp_exec_eval_free(yp_binding *v);
+
+/* ---- the trainer's tables (update.c) ---- */
+
+/* Links every parameter of p's training schedule to its optimizer states and EMA copy through the
+ * schedule's roles; the hyperparameters are the defaults of p's optimizer, the counters 0. 0, or
+ * -1 with err set (out of memory); free with yp_trainer_free either way. */
+int yp_trainer_init(yp_trainer *tr, const yp_plan *p, yp_err *err);
+/* Frees tr's tables and zeroes it; a zeroed trainer is a no-op. */
+void yp_trainer_free(yp_trainer *tr);
+
+/* ---- timing a step into a profile (profile.c) ---- */
+
+/* Monotonic seconds. */
+double yp_profile_clock(void);
+
+/* The start of a step p times: the clock when p is on, else 0 (no clock is read). */
+static inline double yp_profile_start(const yp_profile *p) { return p->s ? yp_profile_clock() : 0; }
+
+/* Adds the time since t0 and one call to (phase, op) when p is on. */
+static inline void yp_profile_add(yp_profile *p, int phase, int op, double t0) {
+    if (!p->s) return;
+    p->s[YP_EXEC_PROF_INDEX(phase, op)] += yp_profile_clock() - t0;
+    p->n[YP_EXEC_PROF_INDEX(phase, op)]++;
+}
 
 #endif

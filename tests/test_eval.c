@@ -170,7 +170,7 @@ static int copy_params(const yp_exec *from, yp_exec *to, int ema) {
     for (int t = 0; t < from->train.s->n_tensors; t++) {
         const yp_tensor *w = &from->train.s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT) continue;
-        yp_named_tensor nt = {w->name, yp_exec_tensor(from, ema ? from->ema[t] : t), w->shape.w};
+        yp_named_tensor nt = {w->name, yp_exec_tensor(from, ema ? from->trainer.ema[t] : t), w->shape.w};
         if (yp_exec_load_params(to, &nt, 1, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             return -1;
@@ -193,7 +193,7 @@ static void test_eval_reads_ema(void) {
     }
     const fx_record *u0 = fx_get(&fx, "ema/updates0"), *want = fx_get(&fx, "ema/decoded");
     REQUIRE(u0 && want);
-    x.updates = (int64_t)u0->data[0];
+    x.trainer.updates = (int64_t)u0->data[0];
     for (int k = 1; k <= 2; k++) {
         double loss[4];
         char name[32];

@@ -132,9 +132,9 @@ static void three_steps(yp_exec *x, const char *pre, double min_norm, double (*l
         const fx_record *norm = fx_get(&fx, name);
         CHECK(norm != NULL);
         if (!norm) continue;
-        printf("  %sstep %d: grad norm %.5f (torch %.5f), max_norm %g\n", pre, step, x->last_grad_norm, norm->data[0], x->hyp.max_grad_norm);
-        CHECK(fabs(x->last_grad_norm - norm->data[0]) <= NORM_TOL * norm->data[0]);
-        CHECK(x->last_grad_norm >= min_norm);
+        printf("  %sstep %d: grad norm %.5f (torch %.5f), max_norm %g\n", pre, step, x->trainer.last_grad_norm, norm->data[0], x->trainer.hyp.max_grad_norm);
+        CHECK(fabs(x->trainer.last_grad_norm - norm->data[0]) <= NORM_TOL * norm->data[0]);
+        CHECK(x->trainer.last_grad_norm >= min_norm);
     }
 }
 
@@ -163,10 +163,10 @@ static double changes_vs_fixture(const yp_exec *x, const char *pre, int ema, int
         const char *name = fx.r[i].name + len;
         int t = yp_exec_find_param(x, name);
         const fx_record *a = init_of(name);
-        CHECK(t >= 0 && a && a->numel == fx.r[i].numel && (!ema || x->ema[t] >= 0));
-        if (t < 0 || !a || a->numel != fx.r[i].numel || (ema && x->ema[t] < 0)) return 1e9;
+        CHECK(t >= 0 && a && a->numel == fx.r[i].numel && (!ema || x->trainer.ema[t] >= 0));
+        if (t < 0 || !a || a->numel != fx.r[i].numel || (ema && x->trainer.ema[t] < 0)) return 1e9;
         double diff, size, mag;
-        fx_change_diff(yp_exec_tensor(x, ema ? x->ema[t] : t), a->data, fx.r[i].data, a->data, a->numel, &diff, &size,
+        fx_change_diff(yp_exec_tensor(x, ema ? x->trainer.ema[t] : t), a->data, fx.r[i].data, a->data, a->numel, &diff, &size,
                        &mag);
         CHECK(size > 0); /* every tensor moves in 3 updates: a zero change would hide a missing update */
         double e = size > 0 ? diff / fmax(size, ldexp(mag, -14)) : 1e9;
@@ -197,11 +197,11 @@ static double ema_lag_vs_fixture(const yp_exec *x, int *n, int *n_bn) {
         snprintf(key, sizeof key, "final/%s", name);
         const fx_record *w = fx_get(&fx, key);
         int t = yp_exec_find_param(x, name);
-        CHECK(w && t >= 0 && x->ema[t] >= 0);
-        if (!w || t < 0 || x->ema[t] < 0) return 1e9;
+        CHECK(w && t >= 0 && x->trainer.ema[t] >= 0);
+        if (!w || t < 0 || x->trainer.ema[t] < 0) return 1e9;
         *n_bn += strstr(name, ".running_mean") != NULL;
         double diff, size, mag;
-        fx_change_diff(yp_exec_tensor(x, x->ema[t]), yp_exec_tensor(x, t), fx.r[i].data, w->data, w->numel, &diff,
+        fx_change_diff(yp_exec_tensor(x, x->trainer.ema[t]), yp_exec_tensor(x, t), fx.r[i].data, w->data, w->numel, &diff,
                        &size, &mag);
         if (size < ldexp(mag, -16)) continue;
         double e = diff / size;
@@ -302,8 +302,8 @@ static void test_clipped_steps(void) {
     const fx_record *mn = fx_get(&fx, "clip/max_norm");
     REQUIRE(mn != NULL);
     REQUIRE(make_both(&p, &x, YP_SAVE_YOLOPLAN, 0, 0) == 0);
-    CHECK(mn->data[0] < x.hyp.max_grad_norm); /* a limit of its own, below the default 10 */
-    x.hyp.max_grad_norm = mn->data[0];
+    CHECK(mn->data[0] < x.trainer.hyp.max_grad_norm); /* a limit of its own, below the default 10 */
+    x.trainer.hyp.max_grad_norm = mn->data[0];
     /* Not vacuous: every update's gradient norm, PyTorch's and ours, is >= 1.5x the limit, so
      * clipping scales every update by <= 2/3 (an unclipped step is >= 50% off, far outside CHANGE_TOL). */
     for (int step = 1; step <= 3; step++) {
