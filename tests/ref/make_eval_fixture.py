@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "reference"))
 import loss as yloss  # noqa: E402
 import yolov5  # noqa: E402
-from make_step_fixture import ModelEMA, record, state  # noqa: E402
+from make_step_fixture import ModelEMA, record, sgd, state  # noqa: E402
 
 OUT = os.path.join(HERE, "..", "data", "eval", "eval.bin")
 IMG = 64
@@ -73,17 +73,6 @@ def prepare(model):
             m.momentum = yolov5.BN_MOMENTUM
         for _, v in state(model):
             v.copy_(v.half().float())
-
-
-def sgd(model):
-    """YOLOv5's three parameter groups (as make_step_fixture.py)."""
-    g_bn, g_w, g_b = [], [], []
-    for name, p in model.named_parameters():
-        (g_b if name.endswith(".bias") else g_bn if ".bn." in name else g_w).append(p)
-    opt = torch.optim.SGD(g_b, lr=0.01, momentum=0.937, nesterov=True)
-    opt.add_param_group({"params": g_w, "weight_decay": 5e-4})
-    opt.add_param_group({"params": g_bn, "weight_decay": 0.0})
-    return opt
 
 
 def main():

@@ -79,14 +79,20 @@ class ModelEMA:
                 v += (1 - d) * msd[k].detach()
 
 
-def train(model, images, targets, compute, max_norm, f, prefix, grads):
-    """3 SGD updates of model (YOLOv5's three groups) with its EMA; records losses, norms, grads."""
+def sgd(model):
+    """train.py's SGD over YOLOv5's three parameter groups: biases, decayed weights, BN weights."""
     g_bn, g_w, g_b = [], [], []
     for name, p in model.named_parameters():
         (g_b if name.endswith(".bias") else g_bn if ".bn." in name else g_w).append(p)
     opt = torch.optim.SGD(g_b, lr=0.01, momentum=0.937, nesterov=True)
     opt.add_param_group({"params": g_w, "weight_decay": 5e-4})
     opt.add_param_group({"params": g_bn, "weight_decay": 0.0})
+    return opt
+
+
+def train(model, images, targets, compute, max_norm, f, prefix, grads):
+    """3 SGD updates of model (YOLOv5's three groups) with its EMA; records losses, norms, grads."""
+    opt = sgd(model)
     ema = ModelEMA(model)
     for step in range(1, 4):
         preds = model(images)
