@@ -28,19 +28,39 @@ saves its input and int64 indices of its output's shape; upsample, concat
 and add save nothing; each distinct tensor counts once -- and prints the
 difference to the measurement (it must be 0).
 
+Under autocast (``torch.autocast("cpu", dtype=torch.bfloat16)``, default
+models n and s; bf16 has fp16's sizes) the same forward is measured again and
+the bytes are split by dtype: conv casts its fp32 input to bf16 (only the
+image is fp32 at a conv; the saved copy is bf16), every conv and Detect
+weight is cast to a bf16 copy that autocast caches and convolution's backward
+saves (its ``weight`` slot: a new storage, so not excluded as a parameter;
+reported apart as ``weight_copies``), BatchNorm runs on the bf16 conv output
+with its fp32 parameters and saves that bf16 input and fp32 save_mean /
+save_invstd, SiLU saves its bf16 input, max-pool its bf16 input and int64
+indices.  The policy arithmetic predicts the same with 2-byte activations plus
+the weight copies (c_out * c_in * k * k * 2 bytes per conv).
+
 Output: a table on stdout, a per-op breakdown for yolov5s at 640 and the
 fixture tests/data/pytorch_saved.json:
 
     {"format": "yoloplan-pytorch-saved", "torch": "<version>", "dtype": "fp32",
-     "batch": 1, "models": {"yolov5n": {"320": bytes, "640": bytes}, ...}}
+     "batch": 1, "models": {"yolov5n": {"320": bytes, "640": bytes}, ...},
+     "autocast": {"device": "cpu", "dtype": "bf16", "batch": 1,
+                  "models": {"yolov5n": {"320": {"bf16": bytes, "f32": bytes,
+                      "i64": bytes, "weight_copies": bytes, "total": bytes},
+                      ...}, ...}}}
+
+(weight_copies is part of bf16; total is the sum of the dtypes.)
 
 Usage: /usr/bin/python3 bench/reference/saved_bytes.py
-           [--models nsmlx] [--sizes 320,640] [--json PATH | --no-json]
+           [--models nsmlx] [--sizes 320,640] [--autocast-models ns]
+           [--json PATH | --no-json]
            [--detail MODEL:SIZE] [--list] [--threads N] [--batch B]
 """
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import sys
@@ -107,10 +127,17 @@ class Save:
         self.excluded = None  # "parameter" / "buffer" / None (activation)
 
 
-def measure(key, size, seed=0):
-    """One training-mode forward of yolov5<key> at size x size, batch 1.
+# torch dtype -> the fixture's name (yoloplan's yp_dtype_name)
+DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
+               torch.int64: "i64"}
 
-    Returns a dict with the deduplicated activation bytes and the saves."""
+
+def measure(key, size, seed=0, autocast=False):
+    """One training-mode forward of yolov5<key> at size x size, batch 1, in
+    fp32 or (autocast) under torch.autocast("cpu", dtype=torch.bfloat16).
+
+    Returns a dict with the deduplicated activation bytes (also by dtype and
+    the weight copies apart) and the saves."""
     torch.manual_seed(seed)
     model = yolov5.build(key).train()
     image = torch.randn(BATCH, 3, size, size)  # requires_grad False
@@ -149,7 +176,9 @@ def measure(key, size, seed=0):
     def unpack(i):
         return saves[i].tensor
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+    amp = (torch.autocast("cpu", dtype=torch.bfloat16) if autocast
+           else contextlib.nullcontext())
+    with amp, torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         out = model(image)
     for h in handles:
         h.remove()
@@ -197,6 +226,18 @@ def measure(key, size, seed=0):
         first_saver.setdefault(ptr, s)
 
     activation_bytes = sum(_merged_bytes(r) for r in ranges.values())
+    # by dtype; a storage every save of which is a conv's weight slot is a
+    # low-precision weight copy (autocast's cast of a parameter)
+    slots = collections.defaultdict(set)
+    for s in saves:
+        if s.excluded is None:
+            slots[_storage_key(s.tensor)[0]].add(s.slot)
+    by_dtype = collections.Counter()
+    weight_copies = 0
+    for ptr, r in ranges.items():
+        by_dtype[DTYPE_NAMES[first_saver[ptr].tensor.dtype]] += _merged_bytes(r)
+        if slots[ptr] == {"weight"}:
+            weight_copies += _merged_bytes(r)
     storage_bytes = sum(_storage_key(first_saver[p].tensor)[1] for p in ranges)
     distinct = {(_storage_key(s.tensor)[0], s.tensor.storage_offset(),
                  tuple(s.tensor.shape), tuple(s.tensor.stride()),
@@ -222,6 +263,8 @@ def measure(key, size, seed=0):
 
     result = {
         "bytes": activation_bytes,
+        "by_dtype": dict(by_dtype),
+        "weight_copies": weight_copies,
         "storage_bytes": storage_bytes,
         "saves": len(saves),
         "activation_saves": sum(1 for s in saves if s.excluded is None),
@@ -247,13 +290,18 @@ def measure(key, size, seed=0):
 # ---------------------------------------------------------------------------
 
 class PolicyGraph:
-    """Symbolic tensors (c, h, w) of batch-1 fp32 activations.  Records what
-    yoloplan's `pytorch` saving policy saves, each distinct tensor once."""
+    """Symbolic tensors (c, h, w) of batch-1 activations, fp32 or (autocast)
+    bf16.  Records what yoloplan's `pytorch` saving policy saves, each
+    distinct tensor once; under autocast also each conv's bf16 weight copy."""
 
-    def __init__(self):
+    def __init__(self, autocast=False):
+        self.autocast = autocast
+        self.act = "bf16" if autocast else "f32"   # activations' dtype
+        self.elem = 2 if autocast else 4
         self.shape = []            # tensor id -> (c, h, w)
         self.saved = {}            # tensor id -> first reason
-        self.extra = collections.Counter()   # reason -> bytes (stats, indices)
+        self.extra = collections.Counter()   # reason -> bytes (stats, indices, copies)
+        self.extra_dtype = collections.Counter()  # dtype -> bytes of the extras
         self.layer = None
         self.per_layer = collections.Counter()
 
@@ -261,29 +309,32 @@ class PolicyGraph:
         self.shape.append((c, h, w))
         return len(self.shape) - 1
 
-    def nbytes(self, t, elem=4):
+    def nbytes(self, t, elem=None):
         c, h, w = self.shape[t]
-        return BATCH * c * h * w * elem
+        return BATCH * c * h * w * (self.elem if elem is None else elem)
 
     def save(self, t, reason):
         if t not in self.saved:
             self.saved[t] = reason
             self.per_layer[self.layer] += self.nbytes(t)
 
-    def add_extra(self, reason, nbytes):
+    def add_extra(self, reason, nbytes, dtype):
         self.extra[reason] += nbytes
+        self.extra_dtype[dtype] += nbytes
         self.per_layer[self.layer] += nbytes
 
     # primitive ops --------------------------------------------------------
     def conv(self, x, c2, k, s, p, reason="conv.input"):
         self.save(x, reason)
-        _, h, w = self.shape[x]
+        c1, h, w = self.shape[x]
+        if self.autocast:  # the weight's bf16 copy, batch-independent
+            self.add_extra("conv.weight_copy", c2 * c1 * k * k * 2, "bf16")
         return self.new(c2, (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1)
 
     def bn(self, x):
         self.save(x, "bn.input")
         c = self.shape[x][0]
-        self.add_extra("bn.stats", 2 * c * 4)  # per channel, whatever the batch
+        self.add_extra("bn.stats", 2 * c * 4, "f32")  # per channel, whatever the batch
         return self.new(*self.shape[x])
 
     def silu(self, x):
@@ -292,7 +343,7 @@ class PolicyGraph:
 
     def maxpool(self, x, k=5):
         self.save(x, "maxpool.input")
-        self.add_extra("maxpool.indices", self.nbytes(x, 8))  # stride 1, pad k//2
+        self.add_extra("maxpool.indices", self.nbytes(x, 8), "i64")  # stride 1, pad k//2
         return self.new(*self.shape[x])
 
     def add(self, a, b):
@@ -328,10 +379,11 @@ class PolicyGraph:
         return self.conv_block(self.cat([a, y1, y2, y3]), c2)
 
 
-def policy_predict(key, size):
-    """What the `pytorch` policy predicts for yolov5<key>, batch 1, fp32."""
+def policy_predict(key, size, autocast=False):
+    """What the `pytorch` policy predicts for yolov5<key>, batch 1, fp32 or
+    (autocast) bf16 with the weight copies."""
     gd, gw = yolov5.MULTIPLES[key]
-    g = PolicyGraph()
+    g = PolicyGraph(autocast)
     x = g.new(3, size, size)
     y = []
     for i, (f, n, kind, args) in enumerate(yolov5.LAYERS):
@@ -361,8 +413,12 @@ def policy_predict(key, size):
         if t == 0:
             reason = "image (conv 0 input)"
         by_reason[reason] += g.nbytes(t)
+    by_dtype = collections.Counter({g.act: sum(by_reason.values())})
     by_reason.update(g.extra)
+    by_dtype.update(g.extra_dtype)
     return {"bytes": sum(by_reason.values()), "by_reason": by_reason,
+            "by_dtype": dict(by_dtype),
+            "weight_copies": g.extra["conv.weight_copy"],
             "tensors": len(g.saved), "per_layer": g.per_layer}
 
 
@@ -404,6 +460,42 @@ def print_detail(name, size, r, p):
                                      format(p["per_layer"][i], ",")))
 
 
+def measure_autocast(models, sizes, fixture):
+    """The autocast rows: measured bytes by dtype against the policy's; adds
+    them to the fixture; True when every dtype agrees."""
+    dtypes = ("bf16", "f32", "i64")
+    ac = {"device": "cpu", "dtype": "bf16", "batch": BATCH, "models": {}}
+    print()
+    print("torch.autocast(\"cpu\", dtype=torch.bfloat16), batch %d, training mode"
+          " (bf16 includes the weight copies)" % BATCH)
+    print("%-8s %5s %14s %10s %12s %12s %14s %14s %6s" % (
+        "model", "size", "bf16", "f32", "i64", "weight cp", "total",
+        "policy total", "diff"))
+    ok = True
+    for key in models:
+        name = "yolov5" + key
+        ac["models"][name] = {}
+        for size in sizes:
+            r = measure(key, size, autocast=True)
+            p = policy_predict(key, size, autocast=True)
+            row = {d: r["by_dtype"].get(d, 0) for d in dtypes}
+            row["weight_copies"] = r["weight_copies"]
+            row["total"] = r["bytes"]
+            assert sum(row[d] for d in dtypes) == r["bytes"], r["by_dtype"]
+            same = all(row[d] == p["by_dtype"].get(d, 0) for d in dtypes) and \
+                row["weight_copies"] == p["weight_copies"]
+            ok &= same
+            ac["models"][name][str(size)] = row
+            print("%-8s %5d %14s %10s %12s %12s %14s %14s %6d%s" % (
+                name, size, format(row["bf16"], ","), format(row["f32"], ","),
+                format(row["i64"], ","), format(row["weight_copies"], ","),
+                format(row["total"], ","), format(p["bytes"], ","),
+                r["bytes"] - p["bytes"], "" if same else "  (dtype split differs)"))
+            sys.stdout.flush()
+    fixture["autocast"] = ac
+    return ok
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="nsmlx")
@@ -416,6 +508,9 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1,
                     help="batch size (the fixture is batch 1; with another "
                          "batch pass --json elsewhere or --no-json)")
+    ap.add_argument("--autocast-models", default="ns",
+                    help="models measured again under CPU autocast (bf16); "
+                         "empty for none")
     ap.add_argument("--list", action="store_true",
                     help="also list every save of the --detail run")
     args = ap.parse_args(argv)
@@ -453,6 +548,8 @@ def main(argv=None):
                 details.append((name, size, r, p))
     print("(saves: all pack-hook calls; act: those not of a parameter/buffer; "
           "distinct: distinct activation tensors; diff: measured - policy)")
+    if args.autocast_models:
+        ok &= measure_autocast(args.autocast_models, sizes, fixture)
     for name, size, r, p in details:
         print_detail(name, size, r, p)
         if args.list:
