@@ -141,10 +141,15 @@ static cJSON *plan_json(const yp_plan *p) {
     return j;
 }
 
-int yp_plan_save(const yp_plan *p, const char *path, yp_err *err) {
+char *yp_plan_json_text(const yp_plan *p) {
     cJSON *j = plan_json(p);
     char *s = j ? cJSON_PrintUnformatted(j) : NULL;
     cJSON_Delete(j);
+    return s;
+}
+
+int yp_plan_save(const yp_plan *p, const char *path, yp_err *err) {
+    char *s = yp_plan_json_text(p);
     if (!s) return yp_err_set(err, "%s: out of memory serialising the plan", path);
     size_t n = strlen(path) + 8;
     char *tmp = malloc(n);

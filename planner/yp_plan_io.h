@@ -28,6 +28,10 @@ cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c);
  * bandwidth_gbs, from_table): one form for the report and for plan.json. The caller deletes it. */
 cJSON *yp_gpu_json(const yp_gpu *g);
 
+/* The text yp_plan_save writes (without its final newline), malloc'd (free it), or NULL when
+ * out of memory: for a file that carries the plan inside, as a checkpoint does. */
+char *yp_plan_json_text(const yp_plan *p);
+
 /* Writes p to path atomically (temp file + rename). 0, or -1 with err set. */
 int yp_plan_save(const yp_plan *p, const char *path, yp_err *err);
 
