@@ -1,0 +1,423 @@
+/* checkpoint.c - checkpoints of a training run (yp_checkpoint.h): the executor's state tensors
+ * under their state-dict names and PyTorch shapes, the metadata, saving through the atomic
+ * safetensors writer, resuming (everything checked first, then copied) and fine-tuning from a
+ * file's weights (mismatched shapes skipped, one line each). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "yp_checkpoint.h"
+#include "yp_plan_io.h"
+
+#define NAME_MAX_LEN 160
+
+/* One state tensor of an executor as the file names it. */
+typedef struct {
+    int t; /* its tensor in the training schedule */
+    char name[NAME_MAX_LEN];
+    int ndim;
+    int64_t shape[4];
+} item;
+
+/* ---------------------------------------------------------------- names and shapes */
+
+/* The PyTorch shape of parameter w (a WEIGHT tensor): conv (c_out, c_in/groups, k, k), a Detect
+ * level's (na*(nc+5), c_in, 1, 1), every bias and BN tensor (c). Its rank. */
+static int param_shape(const yp_schedule *s, const yp_tensor *w, int64_t shape[4]) {
+    const yp_node *n = &s->g->nodes[w->node];
+    int ndim = 1;
+    shape[0] = w->shape.w;
+    if (w->role == YP_ROLE_CONV_WEIGHT && n->op == YP_OP_CONV2D) {
+        const yp_conv_attrs *a = &n->a.conv;
+        shape[0] = a->c_out, shape[1] = a->c_in / a->groups, shape[2] = shape[3] = a->k, ndim = 4;
+    } else if (w->role == YP_ROLE_CONV_WEIGHT && n->op == YP_OP_DETECT) {
+        const yp_detect_attrs *d = &n->a.detect;
+        shape[0] = (int64_t)d->na * (d->nc + 5), shape[1] = d->c_in[w->level], shape[2] = shape[3] = 1, ndim = 4;
+    }
+    YP_ASSERT(ndim == 1 || shape[0] * shape[1] * shape[2] * shape[3] == w->shape.w);
+    return ndim;
+}
+
+/* The file's prefix for state tensor d, or NULL when d is not saved (activations, scratch, AMP
+ * copies; gradients unless with_grads). */
+static const char *prefix_of(const yp_tensor *d, int with_grads) {
+    switch (d->kind) {
+    case YP_KIND_WEIGHT: return "";
+    case YP_KIND_EMA: return "ema.";
+    case YP_KIND_GRAD: return with_grads ? "grad." : NULL;
+    case YP_KIND_OPTSTATE:
+        return d->role == YP_ROLE_MOMENTUM ? "optimizer.momentum_buffer."
+               : d->role == YP_ROLE_ADAM_M ? "optimizer.exp_avg."
+                                           : "optimizer.exp_avg_sq.";
+    default: return NULL;
+    }
+}
+
+/* x's state tensors (gradients too when micro-batches are pending), malloc'd, their count into
+ * *n; NULL when out of memory. */
+static item *state_items(const yp_exec *x, int with_grads, int *n) {
+    const yp_schedule *s = x->train.s;
+    item *it = malloc((size_t)s->n_tensors * sizeof *it + 1);
+    *n = 0;
+    if (!it) return NULL;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *d = &s->tensors[t];
+        const char *pre = prefix_of(d, with_grads);
+        if (!pre) continue;
+        const yp_tensor *w = d->kind == YP_KIND_WEIGHT ? d : &s->tensors[d->param];
+        item *i = &it[(*n)++];
+        i->t = t;
+        snprintf(i->name, sizeof i->name, "%s%s", pre, w->name);
+        i->ndim = param_shape(s, w, i->shape);
+    }
+    return it;
+}
+
+static const char *optimizer_of(const yp_exec *x) { return yp_optimizer_name(x->train.s->opts.optimizer); }
+
+/* ---------------------------------------------------------------- saving */
+
+/* The hyperparameters and counters in the metadata, in the order they are written. */
+#define N_NUM 13
+static const char *const num_keys[N_NUM] = {
+    "epoch", "best_fitness", "updates", "micro", "hyp.lr", "hyp.momentum", "hyp.beta2",
+    "hyp.eps", "hyp.weight_decay", "hyp.max_grad_norm", "hyp.ema_decay", "hyp.ema_tau", "last_grad_norm",
+};
+
+static void format_nums(const yp_exec *x, const yp_ckpt_meta *m, char out[N_NUM][40]) {
+    const yp_trainer *tr = &x->trainer;
+    const yp_hyp *h = &tr->hyp;
+    snprintf(out[0], 40, "%lld", (long long)m->epoch);
+    snprintf(out[1], 40, "%.17g", m->best_fitness);
+    snprintf(out[2], 40, "%lld", (long long)tr->updates);
+    snprintf(out[3], 40, "%lld", (long long)tr->micro);
+    const double d[9] = {h->lr, h->momentum, h->beta2, h->eps, h->weight_decay, h->max_grad_norm, h->ema_decay,
+                         h->ema_tau, tr->last_grad_norm};
+    for (int i = 0; i < 9; i++) snprintf(out[4 + i], 40, "%.17g", d[i]);
+}
+
+typedef struct {
+    const yp_exec *x;
+    const item *it;
+} save_ctx;
+
+/* yp_st_source: tensor i's bytes out of the arena through the backend. */
+static int from_arena(void *ctx, int i, void *dst, size_t bytes, yp_err *err) {
+    const save_ctx *c = ctx;
+    const yp_binding *b = &c->x->train;
+    if (b->be->mem_copy(b->be, dst, yp_bind_tensor(b, c->it[i].t), bytes, YP_COPY_DEVICE_TO_HOST))
+        return yp_err_set(err, "copying %s out of the arena: %s", c->it[i].name, b->be->last_error(b->be));
+    return 0;
+}
+
+int yp_ckpt_save(const yp_exec *x, const char *path, const yp_ckpt_meta *m, const yp_st_faults *faults, yp_err *err) {
+    int n = 0;
+    item *it = state_items(x, x->trainer.micro > 0, &n);
+    yp_st_tensor *ts = malloc((size_t)n * sizeof *ts + 1);
+    char *plan = yp_plan_json_text(x->train.plan);
+    int rc = -1;
+    if (!it || !ts || !plan) {
+        yp_err_set(err, "%s: out of memory preparing the checkpoint", path);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const yp_tensor *d = &x->train.s->tensors[it[i].t];
+        if (d->dtype != YP_DTYPE_F32) {
+            yp_err_set(err, "%s: %s is not fp32; checkpoints hold fp32 state only", path, it[i].name);
+            goto done;
+        }
+        ts[i] = (yp_st_tensor){.name = it[i].name, .dtype = YP_ST_F32, .ndim = it[i].ndim, .data = NULL};
+        memcpy(ts[i].shape, it[i].shape, sizeof it[i].shape);
+    }
+    char nums[N_NUM][40], version[8];
+    format_nums(x, m, nums);
+    snprintf(version, sizeof version, "%d", YP_CKPT_VERSION);
+    const char *keys[N_NUM + 6] = {"format", "version", "optimizer", "ema", "plan", "options"};
+    const char *vals[N_NUM + 6] = {YP_CKPT_FORMAT, version, optimizer_of(x), x->train.s->opts.ema ? "1" : "0", plan,
+                                   m->options ? m->options : "{}"};
+    for (int i = 0; i < N_NUM; i++) keys[6 + i] = num_keys[i], vals[6 + i] = nums[i];
+    save_ctx c = {x, it};
+    yp_st_desc desc = {ts, n, keys, vals, N_NUM + 6, from_arena, &c};
+    rc = yp_st_save(path, &desc, faults, err);
+done:
+    free(plan), free(ts), free(it);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- metadata */
+
+static int meta_str(const yp_st_file *f, const char *key, const char **out, yp_err *err) {
+    *out = yp_st_meta(f, key);
+    if (!*out)
+        return yp_err_set(err, "%s: __metadata__.%s: missing; not a checkpoint yoloplan wrote", f->path, key);
+    return 0;
+}
+
+static int meta_i64(const yp_st_file *f, const char *key, int64_t *out, yp_err *err) {
+    const char *s;
+    if (meta_str(f, key, &s, err)) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < -1)
+        return yp_err_set(err, "%s: __metadata__.%s: \"%s\" is not an integer >= -1", f->path, key, s);
+    *out = v;
+    return 0;
+}
+
+static int meta_f64(const yp_st_file *f, const char *key, double *out, yp_err *err) {
+    const char *s;
+    if (meta_str(f, key, &s, err)) return -1;
+    char *end;
+    errno = 0;
+    *out = strtod(s, &end);
+    if (!*s || *end || errno == ERANGE) return yp_err_set(err, "%s: __metadata__.%s: \"%s\" is not a number", f->path, key, s);
+    return 0;
+}
+
+/* The format and version, the counters and the texts into info (plan and options duplicated). */
+static int read_meta(const yp_st_file *f, yp_ckpt_info *info, yp_err *err) {
+    const char *fmt, *ver, *opt, *plan, *options;
+    memset(info, 0, sizeof *info);
+    if (meta_str(f, "format", &fmt, err)) return -1;
+    if (strcmp(fmt, YP_CKPT_FORMAT))
+        return yp_err_set(err, "%s: __metadata__.format: \"%s\", expected \"%s\"", f->path, fmt, YP_CKPT_FORMAT);
+    if (meta_str(f, "version", &ver, err)) return -1;
+    if (atoi(ver) != YP_CKPT_VERSION || strspn(ver, "0123456789") != strlen(ver))
+        return yp_err_set(err, "%s: __metadata__.version: \"%s\"; this yoloplan reads version %d", f->path, ver,
+                          YP_CKPT_VERSION);
+    if (meta_i64(f, "epoch", &info->epoch, err) || meta_i64(f, "updates", &info->updates, err) ||
+        meta_i64(f, "micro", &info->micro, err) || meta_f64(f, "best_fitness", &info->best_fitness, err) ||
+        meta_str(f, "optimizer", &opt, err) || meta_str(f, "plan", &plan, err) || meta_str(f, "options", &options, err))
+        return -1;
+    if (yp_optimizer_parse(opt) < 0) return yp_err_set(err, "%s: __metadata__.optimizer: unknown optimizer \"%s\"", f->path, opt);
+    if (info->updates < 0 || info->micro < 0)
+        return yp_err_set(err, "%s: __metadata__.%s: negative", f->path, info->updates < 0 ? "updates" : "micro");
+    snprintf(info->optimizer, sizeof info->optimizer, "%s", opt);
+    info->plan = strdup(plan), info->options = strdup(options);
+    if (!info->plan || !info->options) {
+        yp_ckpt_info_free(info);
+        return yp_err_set(err, "%s: out of memory", f->path);
+    }
+    return 0;
+}
+
+void yp_ckpt_info_free(yp_ckpt_info *info) {
+    free(info->plan), free(info->options);
+    memset(info, 0, sizeof *info);
+}
+
+int yp_ckpt_read_info(const char *path, yp_ckpt_info *info, yp_err *err) {
+    yp_st_file f;
+    memset(info, 0, sizeof *info);
+    if (yp_st_open(&f, path, err)) return -1;
+    int rc = read_meta(&f, info, err);
+    yp_st_close(&f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- resuming */
+
+/* The hyperparameters and last gradient norm of the metadata, in format_nums' order. */
+static int read_hyp(const yp_st_file *f, yp_hyp *h, double *last_norm, yp_err *err) {
+    double *const dst[9] = {&h->lr, &h->momentum, &h->beta2, &h->eps, &h->weight_decay, &h->max_grad_norm,
+                            &h->ema_decay, &h->ema_tau, last_norm};
+    for (int i = 0; i < 9; i++)
+        if (meta_f64(f, num_keys[4 + i], dst[i], err)) return -1;
+    return 0;
+}
+
+/* The file entry of every item (into at[]), each F32 with the item's shape, and no file tensor
+ * left over. 0, or -1 with err naming the first tensor that differs. */
+static int match_all(const yp_st_file *f, const item *it, int n, int *at, yp_err *err) {
+    for (int i = 0; i < n; i++) {
+        int e = at[i] = yp_st_find(f, it[i].name);
+        char want[128], got[128];
+        if (e < 0)
+            return yp_err_set(err, "%s: has no tensor %s, which this plan's training state holds; resume with the plan "
+                              "the checkpoint was made with (its __metadata__.plan)", f->path, it[i].name);
+        const yp_st_entry *x = &f->e[e];
+        yp_st_shape_str(it[i].ndim, it[i].shape, want, sizeof want);
+        yp_st_shape_str(x->ndim, x->shape, got, sizeof got);
+        if (x->dtype != YP_ST_F32 || strcmp(want, got))
+            return yp_err_set(err, "%s: tensor %s: %s %s in the file, the plan's is F32 %s; resume with the plan the "
+                              "checkpoint was made with", f->path, it[i].name, yp_st_dtype_name(x->dtype), got, want);
+    }
+    if (f->n == n) return 0;
+    for (int e = 0; e < f->n; e++) { /* names are unique on both sides, so some file tensor is extra */
+        int used = 0;
+        for (int i = 0; i < n && !used; i++) used = at[i] == e;
+        if (!used)
+            return yp_err_set(err, "%s: tensor %s: not part of this plan's training state (another model, optimizer, "
+                              "EMA setting or frozen layers?)", f->path, f->e[e].name);
+    }
+    return 0;
+}
+
+/* Copies entry at[i] of the file into item i's tensor, staged in host (large enough). */
+static int copy_in(const yp_exec *x, const yp_st_file *f, const item *it, int e, void *host, yp_err *err) {
+    const yp_binding *b = &x->train;
+    if (yp_st_read(f, e, host, err)) return -1;
+    if (b->be->mem_copy(b->be, yp_bind_tensor(b, it->t), host, (size_t)(f->e[e].end - f->e[e].begin),
+                        YP_COPY_HOST_TO_DEVICE))
+        return yp_err_set(err, "%s: copying %s into the arena: %s", f->path, it->name, b->be->last_error(b->be));
+    return 0;
+}
+
+/* Zeroes x's gradients (a checkpoint saved right after an update has none pending). */
+static int zero_grads(const yp_exec *x, yp_err *err) {
+    const yp_binding *b = &x->train;
+    for (int t = 0; t < b->s->n_tensors; t++)
+        if (b->s->tensors[t].kind == YP_KIND_GRAD &&
+            b->be->mem_set(b->be, yp_bind_tensor(b, t), 0, (size_t)b->s->tensors[t].bytes))
+            return yp_err_set(err, "zeroing %s: %s", b->s->tensors[t].name, b->be->last_error(b->be));
+    return 0;
+}
+
+/* The checks and the copy of yp_ckpt_resume on an open file. */
+static int resume_open(yp_exec *x, const yp_st_file *f, yp_ckpt_info *info, yp_err *err) {
+    yp_hyp h = x->trainer.hyp;
+    double last_norm = 0;
+    if (read_meta(f, info, err) || read_hyp(f, &h, &last_norm, err)) return -1;
+    if (strcmp(info->optimizer, optimizer_of(x)))
+        return yp_err_set(err, "%s: __metadata__.optimizer: the run was trained with %s, this plan uses %s", f->path,
+                          info->optimizer, optimizer_of(x));
+    int n = 0, rc = -1;
+    item *it = state_items(x, info->micro > 0, &n);
+    int *at = malloc((size_t)n * sizeof *at + 1);
+    int64_t most = 1;
+    for (int i = 0; it && i < n; i++)
+        if (x->train.s->tensors[it[i].t].bytes > most) most = x->train.s->tensors[it[i].t].bytes;
+    void *host = malloc((size_t)most);
+    if (!it || !at || !host) yp_err_set(err, "%s: out of memory", f->path);
+    else if (!match_all(f, it, n, at, err) && !(info->micro == 0 && zero_grads(x, err))) {
+        rc = 0;
+        for (int i = 0; i < n && !rc; i++) rc = copy_in(x, f, &it[i], at[i], host, err);
+    }
+    if (!rc) {
+        yp_trainer *tr = &x->trainer;
+        tr->hyp = h, tr->last_grad_norm = last_norm, tr->updates = info->updates, tr->micro = info->micro;
+    }
+    free(host), free(at), free(it);
+    return rc;
+}
+
+int yp_ckpt_resume(yp_exec *x, const char *path, yp_ckpt_info *info, yp_err *err) {
+    yp_st_file f;
+    yp_ckpt_info local;
+    yp_ckpt_info *in = info ? info : &local;
+    memset(in, 0, sizeof *in);
+    if (yp_st_open(&f, path, err)) return -1;
+    int rc = resume_open(x, &f, in, err);
+    yp_st_close(&f);
+    if (rc || !info) yp_ckpt_info_free(in);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- fine-tuning */
+
+/* IEEE half to float, exactly (subnormals, infinities and NaN included). */
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, e = h >> 10 & 31, m = h & 1023, bits;
+    if (e == 31) {
+        bits = sign | 0x7F800000u | m << 13;
+    } else if (e) {
+        bits = sign | (e + 112) << 23 | m << 13;
+    } else if (m) { /* subnormal: normalise */
+        e = 113;
+        while (!(m & 1024)) m <<= 1, e--;
+        bits = sign | e << 23 | (m & 1023) << 13;
+    } else {
+        bits = sign;
+    }
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+/* The n values of raw (dtype d, a float type) as floats into out, in place-safe order (out may
+ * be raw: wider sources are read front to back, narrower back to front). */
+static void to_f32(yp_st_dtype d, const void *raw, float *out, int64_t n) {
+    if (d == YP_ST_F64) {
+        for (int64_t i = 0; i < n; i++) {
+            double v;
+            memcpy(&v, (const char *)raw + 8 * i, 8);
+            out[i] = (float)v;
+        }
+    } else if (d == YP_ST_F16 || d == YP_ST_BF16) {
+        for (int64_t i = n - 1; i >= 0; i--) {
+            uint16_t h;
+            memcpy(&h, (const char *)raw + 2 * i, 2);
+            uint32_t bits = (uint32_t)h << 16;
+            if (d == YP_ST_F16) out[i] = half_to_float(h);
+            else memcpy(&out[i], &bits, 4);
+        }
+    } else if ((const void *)out != raw) {
+        memcpy(out, raw, (size_t)n * 4);
+    }
+}
+
+/* Whether file entry e can set model tensor item w; when not, one line on log. */
+static int transferable(const yp_st_file *f, const yp_st_entry *e, const item *w, FILE *log) {
+    char want[128], got[128];
+    yp_st_shape_str(w->ndim, w->shape, want, sizeof want);
+    yp_st_shape_str(e->ndim, e->shape, got, sizeof got);
+    if (strcmp(want, got)) {
+        if (log) fprintf(log, "%s: %s: shape %s in the file, %s in the model; skipped\n", f->path, w->name, got, want);
+        return 0;
+    }
+    if (e->dtype != YP_ST_F32 && e->dtype != YP_ST_F16 && e->dtype != YP_ST_BF16 && e->dtype != YP_ST_F64) {
+        if (log) fprintf(log, "%s: %s: dtype %s is not a float type; skipped\n", f->path, w->name, yp_st_dtype_name(e->dtype));
+        return 0;
+    }
+    return 1;
+}
+
+/* Transfers every model weight of it[0..n) that the file has, staging in host (8 bytes a value). */
+static int transfer(yp_exec *x, const yp_st_file *f, const item *it, int n, void *host, FILE *log, yp_ckpt_transfer *r,
+                    yp_err *err) {
+    for (int i = 0; i < n; i++) {
+        int e = yp_st_find(f, it[i].name);
+        if (e < 0) {
+            r->missing++;
+            continue;
+        }
+        if (!transferable(f, &f->e[e], &it[i], log)) {
+            r->skipped++;
+            continue;
+        }
+        int64_t numel = x->train.s->tensors[it[i].t].shape.w;
+        if (yp_st_read(f, e, host, err)) return -1;
+        to_f32(f->e[e].dtype, host, host, numel);
+        yp_named_tensor nt = {it[i].name, host, numel};
+        if (yp_exec_load_params(x, &nt, 1, err)) return -1;
+        r->loaded++;
+    }
+    return 0;
+}
+
+int yp_ckpt_load_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transfer *out, yp_err *err) {
+    yp_st_file f;
+    memset(out, 0, sizeof *out);
+    if (yp_st_open(&f, path, err)) return -1;
+    int n = 0, k = 0, rc = -1;
+    item *it = state_items(x, 0, &n);
+    int64_t most = 1;
+    for (int i = 0; it && i < n; i++) {
+        if (x->train.s->tensors[it[i].t].kind != YP_KIND_WEIGHT) continue;
+        it[k++] = it[i]; /* the weights only, in schedule order */
+        if (x->train.s->tensors[it[i].t].shape.w > most) most = x->train.s->tensors[it[i].t].shape.w;
+    }
+    void *host = malloc((size_t)most * 8);
+    if (!it || !host) yp_err_set(err, "%s: out of memory", path);
+    else rc = transfer(x, &f, it, k, host, log, out, err);
+    if (!rc) {
+        out->unused = f.n - out->loaded - out->skipped;
+        if (log)
+            fprintf(log, "%s: transferred %d/%d model tensors (%d skipped, %d not in the file; %d tensors of the file "
+                    "unused)\n", path, out->loaded, k, out->skipped, out->missing, out->unused);
+    }
+    free(host), free(it);
+    yp_st_close(&f);
+    return rc;
+}
