@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""pt2safetensors.py - converts PyTorch checkpoints to yoloplan's safetensors layout and back.
+
+    pt2safetensors.py IN.pt OUT.safetensors         # .pt -> safetensors
+    pt2safetensors.py IN.safetensors OUT.pt         # safetensors -> .pt (the direction follows IN's suffix)
+    pt2safetensors.py --yolov5-code DIR IN.pt OUT.safetensors
+                                                    # a real YOLOv5 training checkpoint (see below)
+
+Runs with Debian's python3 and python3-torch; the safetensors format is written and read here
+directly (8-byte little-endian header length, JSON header padded with spaces to 8 bytes,
+little-endian data), so the `safetensors` package is not needed.
+
+The layout (executor/yp_checkpoint.h): a model's state dict under its own names
+("model.0.conv.weight", ...), the EMA's with "ema." in front, yoloplan's optimizer state under
+"optimizer.momentum_buffer.", "optimizer.exp_avg.", "optimizer.exp_avg_sq." and pending gradients
+under "grad.", and "__metadata__" (string -> string).
+
+What a .pt may hold, read by an unpickler that builds only tensors, containers and plain values
+(so it runs no code from the file; as torch.load(weights_only=True), which Debian's torch 1.13
+refuses plain floats with):
+  - a plain state dict (name -> tensor): its tensors keep their names;
+  - a dict of state dicts: "model" (names as they are), "ema" ("ema." + name), and the sections
+    above ("optimizer.momentum_buffer", ... , "grad"), plus "__metadata__" (a dict of strings)
+    and numbers or strings (epoch, best_fitness, updates, ...) that go into the metadata as text.
+    This is also what the reverse direction writes, so safetensors -> .pt -> safetensors gives
+    the same tensors and metadata back.
+  Other entries (e.g. a torch optimizer's state_dict, which identifies parameters by index, not
+  name) are left out, with a note on stderr.
+
+Limitation: a checkpoint that YOLOv5's train.py saves (last.pt, best.pt, yolov5s.pt) pickles the
+model *module* (models.yolo.DetectionModel) under "model" and "ema", so unpickling it needs the
+YOLOv5 source code, and the tensors-only unpickler refuses it. Either pass --yolov5-code DIR (a YOLOv5
+checkout; the file is then unpickled in full, which runs code from it: only for files you trust),
+or, inside a YOLOv5 checkout, save the state dicts first:
+    python -c "import torch; c = torch.load('best.pt', map_location='cpu');
+               torch.save({'model': c['model'].float().state_dict()}, 'best_sd.pt')"
+and convert best_sd.pt. Modules found under "model"/"ema" are converted through .state_dict().
+"""
+import argparse
+import json
+import pickle
+import struct
+import sys
+import types
+import zipfile
+
+import torch
+
+SECTIONS = ("ema", "optimizer.momentum_buffer", "optimizer.exp_avg", "optimizer.exp_avg_sq", "grad")
+
+DTYPES = {
+    torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+    torch.uint8: "U8", torch.bool: "BOOL",
+}
+TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
+MAX_HEADER = 100_000_000
+
+
+class ConvertError(Exception):
+    pass
+
+
+def tensor_bytes(t):
+    """The tensor's data, row major, little endian (the host's order on x86 and arm64)."""
+    t = t.detach().cpu().contiguous().reshape(-1)
+    return t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+
+
+def write_safetensors(path, tensors, metadata):
+    """tensors: list of (name, tensor) in file order; metadata: dict str -> str."""
+    header, offset, blobs = {}, 0, []
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    for name, t in tensors:
+        if t.dtype not in DTYPES:
+            raise ConvertError(f"{path}: tensor {name}: dtype {t.dtype} has no safetensors name")
+        data = tensor_bytes(t)
+        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path):
+    """(list of (name, tensor) in header order, metadata dict)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 8:
+        raise ConvertError(f"{path}: truncated: {len(raw)} bytes")
+    (n,) = struct.unpack("<Q", raw[:8])
+    if n > MAX_HEADER or 8 + n > len(raw):
+        raise ConvertError(f"{path}: header length {n} is past the end of the file or above the limit")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    data = raw[8 + n:]
+    metadata = header.pop("__metadata__", {}) or {}
+    out = []
+    for name, e in header.items():
+        begin, end = e["data_offsets"]
+        if e["dtype"] not in TORCH_DTYPES:
+            raise ConvertError(f"{path}: tensor {name}: dtype {e['dtype']} has no torch type here")
+        if not 0 <= begin <= end <= len(data):
+            raise ConvertError(f"{path}: tensor {name}: data_offsets {e['data_offsets']} are out of range")
+        dt = TORCH_DTYPES[e["dtype"]]
+        if end == begin:
+            t = torch.empty(e["shape"], dtype=dt)
+        else:
+            t = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.uint8).view(dt).reshape(e["shape"])
+        out.append((name, t))
+    return out, metadata
+
+
+def as_state_dict(v):
+    """v as a state dict (name -> tensor), or None."""
+    if hasattr(v, "state_dict") and callable(v.state_dict) and not isinstance(v, dict):
+        v = v.state_dict()
+    if isinstance(v, dict) and v and all(isinstance(k, str) and torch.is_tensor(t) for k, t in v.items()):
+        return v
+    return None
+
+
+def pt_to_tensors(obj, path):
+    """The (name, tensor) list and metadata of a loaded .pt object."""
+    sd = as_state_dict(obj)
+    if sd is not None:
+        return list(sd.items()), {}
+    if not isinstance(obj, dict):
+        raise ConvertError(f"{path}: holds a {type(obj).__name__}, not a state dict or a dict of state dicts")
+    tensors, metadata = [], {}
+    for key, v in obj.items():
+        if key == "__metadata__" and isinstance(v, dict):
+            metadata.update({str(k): str(x) for k, x in v.items()})
+            continue
+        section = as_state_dict(v) if v is not None else None
+        if key == "model" and section is not None:
+            tensors += list(section.items())
+        elif key in SECTIONS and section is not None:
+            tensors += [(f"{key}.{n}", t) for n, t in section.items()]
+        elif isinstance(v, (int, float, str)) and not isinstance(v, bool):
+            metadata.setdefault(str(key), str(v))
+        elif v is not None:
+            print(f"{path}: entry {key!r} ({type(v).__name__}) is not converted", file=sys.stderr)
+    if not tensors:
+        raise ConvertError(f"{path}: no state dict found (keys: {', '.join(map(str, obj))})")
+    return tensors, metadata
+
+
+class _TensorsOnly(pickle.Unpickler):
+    """An unpickler that builds tensors, containers and plain values and nothing else (torch's
+    own weights_only=True does the same, but Debian's torch 1.13 refuses plain floats with it)."""
+
+    ALLOWED = {("collections", "OrderedDict"), ("torch._utils", "_rebuild_tensor_v2"),
+               ("torch._utils", "_rebuild_parameter"), ("torch", "Size"), ("torch", "device")}
+
+    def find_class(self, module, name):
+        if (module, name) in self.ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not a tensor or a plain value")
+
+
+def _load_tensors_only(path):
+    """path unpickled by _TensorsOnly. torch.load(pickle_module=...) cannot do it: torch 1.13
+    replaces the module with pickle unless weights_only is set. So the zip archive (the format
+    of torch.save since 1.6) is opened with torch's own reader and loader, where they exist;
+    elsewhere (a torch whose internals differ) torch.load(weights_only=True) does the job."""
+    if not zipfile.is_zipfile(path):
+        raise ConvertError(f"{path}: not a zip-format .pt (torch.save since 1.6); re-save it with a newer torch")
+    module = types.SimpleNamespace(Unpickler=_TensorsOnly, __name__="pickle")
+    try:
+        reader = torch._C.PyTorchFileReader(path)
+        loader = torch.serialization._load
+    except AttributeError:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    return loader(reader, "cpu", module)
+
+
+def load_pt(path, yolov5_code):
+    if yolov5_code:
+        sys.path.insert(0, yolov5_code)
+        return torch.load(path, map_location="cpu")  # full unpickling: trusted files only
+    try:
+        return _load_tensors_only(path)
+    except pickle.UnpicklingError as e:
+        raise ConvertError(
+            f"{path}: cannot be read as plain tensors ({str(e)[-160:]}); a YOLOv5 training checkpoint pickles the "
+            "model module and needs the YOLOv5 code: pass --yolov5-code DIR, or save the state dicts first (see "
+            "this script's help)") from None
+
+
+def tensors_to_pt(tensors, metadata):
+    """The dict the reverse direction writes: "model" and the sections, plus "__metadata__"."""
+    out = {"model": {}}
+    for name, t in tensors:
+        for s in SECTIONS:
+            if name.startswith(s + "."):
+                out.setdefault(s, {})[name[len(s) + 1:]] = t
+                break
+        else:
+            out["model"][name] = t
+    if metadata:
+        out["__metadata__"] = dict(metadata)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("input")
+    ap.add_argument("output")
+    ap.add_argument("--yolov5-code", metavar="DIR", help="a YOLOv5 checkout, to unpickle a real training checkpoint")
+    a = ap.parse_args(argv)
+    try:
+        if a.input.endswith(".safetensors"):
+            tensors, metadata = read_safetensors(a.input)
+            torch.save(tensors_to_pt(tensors, metadata), a.output)
+        else:
+            tensors, metadata = pt_to_tensors(load_pt(a.input, a.yolov5_code), a.input)
+            write_safetensors(a.output, tensors, metadata)
+    except (ConvertError, OSError, ValueError, KeyError) as e:
+        print(f"pt2safetensors: {e}", file=sys.stderr)
+        return 2
+    print(f"{a.input} -> {a.output}: {len(tensors)} tensors, {len(metadata)} metadata entries")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
