@@ -439,36 +439,37 @@ static int parse_entry(const yp_st_file *f, const cJSON *v, yp_st_entry *e, yp_e
     return e->name ? 0 : yp_err_set(err, "%s: out of memory", f->path);
 }
 
-static const yp_st_entry *sort_base;
-
 static int by_offset(const void *a, const void *b) {
-    const yp_st_entry *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
+    const yp_st_entry *x = *(const yp_st_entry *const *)a, *y = *(const yp_st_entry *const *)b;
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
     return (x->end > y->end) - (x->end < y->end);
 }
 
 static int by_name(const void *a, const void *b) {
-    return strcmp(sort_base[*(const int *)a].name, sort_base[*(const int *)b].name);
+    return strcmp((*(const yp_st_entry *const *)a)->name, (*(const yp_st_entry *const *)b)->name);
 }
 
 /* The data offsets cover [0, data bytes) exactly, without overlap or gap; names are unique.
  * Builds f->by_name. */
 static int check_layout(yp_st_file *f, yp_err *err) {
-    int *idx = malloc((size_t)(f->n ? f->n : 1) * sizeof *idx);
+    const yp_st_entry **ord = malloc((size_t)(f->n ? f->n : 1) * sizeof *ord);
     f->by_name = malloc((size_t)(f->n ? f->n : 1) * sizeof *f->by_name);
-    if (!idx || !f->by_name) {
-        free(idx);
+    if (!ord || !f->by_name) {
+        free(ord);
         return yp_err_set(err, "%s: out of memory", f->path);
     }
-    for (int i = 0; i < f->n; i++) idx[i] = f->by_name[i] = i;
-    sort_base = f->e; /* qsort has no context argument; the reader runs from one thread at a time */
-    qsort(idx, (size_t)f->n, sizeof *idx, by_offset);
-    qsort(f->by_name, (size_t)f->n, sizeof *f->by_name, by_name);
+    for (int i = 0; i < f->n; i++) ord[i] = &f->e[i];
+    qsort(ord, (size_t)f->n, sizeof *ord, by_name);
+    for (int i = 0; i < f->n; i++) f->by_name[i] = (int)(ord[i] - f->e);
     int rc = 0;
+    for (int k = 1; k < f->n && !rc; k++)
+        if (!strcmp(ord[k - 1]->name, ord[k]->name))
+            rc = yp_err_set(err, "%s: header: tensor %s: the name is given twice", f->path, ord[k]->name);
+    qsort(ord, (size_t)f->n, sizeof *ord, by_offset);
     int64_t at = 0, data = f->file_bytes - f->data_start;
     const yp_st_entry *prev = NULL;
     for (int k = 0; k < f->n && !rc; k++) {
-        const yp_st_entry *e = &f->e[idx[k]];
+        const yp_st_entry *e = ord[k];
         if (e->begin < at)
             rc = yp_err_set(err, "%s: header: tensor %s.data_offsets: [%lld, %lld] overlaps tensor %s's [%lld, %lld]",
                             f->path, e->name, (long long)e->begin, (long long)e->end, prev->name,
@@ -482,10 +483,7 @@ static int check_layout(yp_st_file *f, yp_err *err) {
     if (!rc && at != data)
         rc = yp_err_set(err, "%s: header: data_offsets cover %lld bytes, but the file holds %lld after the header (%s)",
                         f->path, (long long)at, (long long)data, at > data ? "truncated" : "trailing bytes");
-    for (int k = 1; k < f->n && !rc; k++)
-        if (!strcmp(f->e[f->by_name[k - 1]].name, f->e[f->by_name[k]].name))
-            rc = yp_err_set(err, "%s: header: tensor %s: the name is given twice", f->path, f->e[f->by_name[k]].name);
-    free(idx);
+    free(ord);
     return rc;
 }
 

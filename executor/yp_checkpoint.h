@@ -65,8 +65,9 @@ void yp_ckpt_info_free(yp_ckpt_info *info);
  * are bit for bit those of the run that was saved. x's plan must have exactly the file's state
  * tensors: the same optimizer, EMA on or off, the same trained parameters, each with the file's
  * shape in F32; the plan's memory layout may differ (the file says nothing about offsets). All of
- * that is checked before anything is copied, so a refused file leaves x untouched. info (may be
- * NULL) receives the metadata. 0, or -1 with err set. */
+ * that is checked before anything is copied, so a refused file leaves x untouched; a read or copy
+ * that fails after the checks (the file shrank, the device failed) leaves x partly restored, to
+ * be freed. info (may be NULL) receives the metadata. 0, or -1 with err set. */
 int yp_ckpt_resume(yp_exec *x, const char *path, yp_ckpt_info *info, yp_err *err);
 
 /* What yp_ckpt_load_weights transferred. */
