@@ -1,0 +1,189 @@
+/* image.c - image files (yp_image.h): reading a file with its guards (regular file only, opened
+ * non-blocking, a size cap), telling JPEG from PNG by their first bytes, the pixel buffer, EXIF
+ * orientation, and writing encoded bytes to a file. The codecs are image_jpeg.c and image_png.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image_internal.h"
+
+void yp_image_limits_default(yp_image_limits *lim) {
+    lim->max_pixels = YP_IMAGE_MAX_PIXELS;
+    lim->max_file_bytes = YP_IMAGE_MAX_FILE_BYTES;
+}
+
+int yp_img_pixels_ok(int64_t w, int64_t h, const yp_image_limits *lim, const char *name, yp_err *err) {
+    if (w < 1 || h < 1) {
+        yp_err_set(err, "%s: image is %lldx%lld pixels; not an image", name, (long long)w, (long long)h);
+        return 0;
+    }
+    if (w > lim->max_pixels / h) {
+        yp_err_set(err, "%s: image is %lldx%lld pixels, over the limit of %lld pixels", name, (long long)w,
+                   (long long)h, (long long)lim->max_pixels);
+        return 0;
+    }
+    return 1;
+}
+
+int yp_image_alloc(yp_image *im, int w, int h, yp_err *err) {
+    memset(im, 0, sizeof *im);
+    yp_image_limits lim;
+    yp_image_limits_default(&lim);
+    if (!yp_img_pixels_ok(w, h, &lim, "image", err)) return -1;
+    im->rgb = malloc((size_t)w * (size_t)h * 3u); /* <= 3 * YP_IMAGE_MAX_PIXELS: fits size_t */
+    if (!im->rgb) return yp_err_set(err, "image: out of memory for %dx%d pixels", w, h);
+    im->w = w, im->h = h;
+    return 0;
+}
+
+void yp_image_free(yp_image *im) {
+    if (!im) return;
+    free(im->rgb);
+    memset(im, 0, sizeof *im);
+}
+
+/* ---- orientation ---- */
+
+/* For output pixel (ox, oy) of orientation o, the source pixel (*sx, *sy) in a w x h image:
+ * 2 mirror, 3 rotate 180, 4 flip, 5 transpose, 6 rotate 90 clockwise, 7 transverse,
+ * 8 rotate 90 counter-clockwise. */
+static void orient_source(int o, int w, int h, int ox, int oy, int *sx, int *sy) {
+    switch (o) {
+    case 2: *sx = w - 1 - ox, *sy = oy; break;
+    case 3: *sx = w - 1 - ox, *sy = h - 1 - oy; break;
+    case 4: *sx = ox, *sy = h - 1 - oy; break;
+    case 5: *sx = oy, *sy = ox; break;
+    case 6: *sx = oy, *sy = h - 1 - ox; break;
+    case 7: *sx = w - 1 - oy, *sy = h - 1 - ox; break;
+    case 8: *sx = w - 1 - oy, *sy = ox; break;
+    default: *sx = ox, *sy = oy; break;
+    }
+}
+
+int yp_image_orient(yp_image *im, int orientation, yp_err *err) {
+    if (orientation < 2 || orientation > 8) return 0;
+    int swap = orientation >= 5, ow = swap ? im->h : im->w, oh = swap ? im->w : im->h;
+    yp_image out;
+    if (yp_image_alloc(&out, ow, oh, err)) return -1;
+    for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+            int sx, sy;
+            orient_source(orientation, im->w, im->h, ox, oy, &sx, &sy);
+            const uint8_t *s = im->rgb + ((size_t)sy * (size_t)im->w + (size_t)sx) * 3u;
+            uint8_t *d = out.rgb + ((size_t)oy * (size_t)ow + (size_t)ox) * 3u;
+            d[0] = s[0], d[1] = s[1], d[2] = s[2];
+        }
+    yp_image_free(im);
+    *im = out;
+    return 0;
+}
+
+/* ---- reading ---- */
+
+int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
+                    yp_image *out, yp_err *err) {
+    static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    yp_image_limits def;
+    if (!lim) yp_image_limits_default(&def), lim = &def;
+    memset(out, 0, sizeof *out);
+    if (size == 0) return yp_err_set(err, "%s: empty file; not an image", name);
+    if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff)
+        return yp_img_jpeg_decode(data, size, name, lim, out, err);
+    if (size >= 8 && memcmp(data, png_sig, 8) == 0) return yp_img_png_decode(data, size, name, lim, out, err);
+    return yp_err_set(err, "%s: not a JPEG or PNG file (by its first bytes, whatever its extension)", name);
+}
+
+/* Reads the regular file open as fd, st_size bytes long, into a new buffer. Returns the buffer
+ * (the caller frees) with *got set, or NULL with err set. */
+static uint8_t *read_fd(int fd, const char *path, size_t size, size_t *got, yp_err *err) {
+    uint8_t *buf = malloc(size);
+    if (!buf) {
+        yp_err_set(err, "%s: out of memory reading %zu bytes", path, size);
+        return NULL;
+    }
+    size_t n = 0;
+    while (n < size) { /* a file that grows while read is cut at its size when opened */
+        ssize_t r = read(fd, buf + n, size - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            yp_err_set(err, "%s: read failed: %s", path, strerror(errno));
+            free(buf);
+            return NULL;
+        }
+        if (r == 0) break; /* shrank: decode what there is */
+        n += (size_t)r;
+    }
+    *got = n;
+    return buf;
+}
+
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, yp_err *err) {
+    yp_image_limits def;
+    if (!lim) yp_image_limits_default(&def), lim = &def;
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO cannot block us */
+    if (fd < 0) return yp_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st)) {
+        yp_err_set(err, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    int rc = -1;
+    if (!S_ISREG(st.st_mode)) yp_err_set(err, "%s: %s, not an image file", path, file_kind(st.st_mode));
+    else if (st.st_size == 0) yp_err_set(err, "%s: empty file; not an image", path);
+    else if (st.st_size > lim->max_file_bytes)
+        yp_err_set(err, "%s: %lld bytes, over the image file limit of %lld bytes", path, (long long)st.st_size,
+                   (long long)lim->max_file_bytes);
+    else {
+        size_t got = 0;
+        uint8_t *buf = read_fd(fd, path, (size_t)st.st_size, &got, err);
+        if (buf) rc = yp_image_decode(buf, got, path, lim, out, err);
+        free(buf);
+    }
+    close(fd);
+    return rc;
+}
+
+/* ---- writing ---- */
+
+/* Writes size bytes to path (created or truncated). Returns 0, or -1 with err set. */
+static int write_file(const char *path, const uint8_t *data, size_t size, yp_err *err) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return yp_err_set(err, "%s: cannot create: %s", path, strerror(errno));
+    size_t n = fwrite(data, 1, size, f);
+    int bad = n != size || ferror(f);
+    if (fclose(f) || bad) return yp_err_set(err, "%s: write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+int yp_image_write_jpeg(const char *path, const yp_image *im, int quality, yp_err *err) {
+    uint8_t *data = NULL;
+    size_t size = 0;
+    if (yp_image_encode_jpeg(im, quality, &data, &size, err)) return -1;
+    int rc = write_file(path, data, size, err);
+    free(data);
+    return rc;
+}
+
+int yp_image_write_png(const char *path, const yp_image *im, yp_err *err) {
+    uint8_t *data = NULL;
+    size_t size = 0;
+    if (yp_image_encode_png(im, &data, &size, err)) return -1;
+    int rc = write_file(path, data, size, err);
+    free(data);
+    return rc;
+}
