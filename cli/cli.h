@@ -33,5 +33,6 @@ int cmd_import(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_bench_step(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 #endif

@@ -44,6 +44,9 @@ static void usage(FILE *f) {
           "  bench-step --load-plan FILE [--steps N] [--warmup N] [--threads T] [--profile] [--json]\n"
           "                                                       the same for a saved plan, run as it is (an fp32\n"
           "                                                       plan saved with --scratch onednn:T, run on T threads)\n"
+          "  synth    --out DIR --images N [--val M] --classes K --img S|WxH --seed X\n"
+          "                                                       write a synthetic YOLO dataset (shapes; the same\n"
+          "                                                       bytes for the same options; --val default N/10)\n"
           "  version                                              build information\n"
           "\n"
           "\n",
@@ -65,6 +68,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "import")) return cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "schedule")) return cmd_schedule(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench-step")) return cmd_bench_step(argc - 1, argv + 1);
+    if (!strcmp(cmd, "synth")) return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("yoloplan 0.1 (%s)\n", yp_kernels_build_info());
         return YP_EXIT_OK;
