@@ -14,6 +14,7 @@ packages=(
   ocl-icd-opencl-dev                 # oneDNN's CMake package (dnnl-config.cmake) requires OpenCL;
                                      # libdnnl-dev only Recommends it, and we skip Recommends
   libjpeg62-turbo-dev libpng-dev     # executor/: dataset images
+  libjpeg-turbo-progs                # bench/decode_rate.sh: djpeg, tjbench
   clang libclang-rt-14-dev           # fuzz targets (libFuzzer)
   python3                            # test fixtures and scripts
 )

@@ -1,0 +1,78 @@
+/* decode_rate.c - how fast yp_image_decode (executor/yp_image.h) decodes the given JPEG/PNG files
+ * from memory, to set beside libjpeg-turbo's tjbench and djpeg (bench/decode_rate.sh). Each file
+ * is read once, then the set is decoded round after round for at least --seconds (default 2).
+ * Prints one line: Mpixel/s, images/s, files, decodes and seconds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "yp_image.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The whole file (malloc'd) or NULL. */
+static unsigned char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (;;) {
+        if (*n == cap) {
+            unsigned char *b = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
+            if (!b) break;
+            buf = b;
+        }
+        size_t got = fread(buf + *n, 1, cap - *n, f);
+        if (!got) break;
+        *n += got;
+    }
+    fclose(f);
+    return buf;
+}
+
+int main(int argc, char **argv) {
+    double seconds = 2;
+    int first = 1;
+    if (argc > 2 && !strcmp(argv[1], "--seconds")) seconds = atof(argv[2]), first = 3;
+    int n = argc - first;
+    if (n < 1 || seconds <= 0) {
+        fprintf(stderr, "usage: decode_rate [--seconds S] FILE...\n");
+        return 2;
+    }
+    unsigned char **data = calloc((size_t)n, sizeof *data);
+    size_t *size = calloc((size_t)n, sizeof *size);
+    if (!data || !size) return 1;
+    for (int i = 0; i < n; i++)
+        if (!(data[i] = slurp(argv[first + i], &size[i]))) {
+            fprintf(stderr, "decode_rate: %s: cannot read\n", argv[first + i]);
+            return 1;
+        }
+    double pixels = 0, t0 = now(), t = t0;
+    long decodes = 0;
+    while (t - t0 < seconds) {
+        for (int i = 0; i < n; i++) {
+            yp_image im;
+            yp_err err;
+            if (yp_image_decode(data[i], size[i], argv[first + i], NULL, &im, &err)) {
+                fprintf(stderr, "decode_rate: %s\n", err.msg);
+                return 1;
+            }
+            pixels += (double)im.w * im.h;
+            decodes++;
+            yp_image_free(&im);
+        }
+        t = now();
+    }
+    printf("%-40s %9.1f %9.1f   (%d files, %ld decodes, %.2f s)\n", "yoloplan (yp_image_decode, in memory)",
+           pixels / (t - t0) / 1e6, (double)decodes / (t - t0), n, decodes, t - t0);
+    for (int i = 0; i < n; i++) free(data[i]);
+    free(data);
+    free(size);
+    return 0;
+}
