@@ -46,7 +46,7 @@ static void usage(FILE *f) {
           "                                                       plan saved with --scratch onednn:T, run on T threads)\n"
           "  synth    --out DIR --images N [--val M] --classes K --img S|WxH --seed X\n"
           "                                                       write a synthetic YOLO dataset (shapes; the same\n"
-          "                                                       bytes for the same options; --val default N/10)\n"
+          "                                                       bytes for the same options; --val default ceil(N/10))\n"
           "  version                                              build information\n"
           "\n"
           "\n",

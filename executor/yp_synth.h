@@ -8,9 +8,9 @@
  * part inside), and a new object may cover at most half of an earlier one's box. Labels are the
  * object's box clipped to the image, `class cx cy w h` normalised to [0, 1].
  *
- * Everything is integer arithmetic from one 64-bit seed, each image from its own stream (seed,
- * split, index), so an image does not depend on how many others are made; the bytes also depend
- * on the libjpeg and zlib builds that encode them.
+ * The drawing is integer arithmetic (no libm, no floating point) from one 64-bit seed, each image
+ * from its own stream (seed, split, index), so an image does not depend on how many others are
+ * made nor on the machine; the files' bytes also depend on the libjpeg and zlib that encode them.
  *
  * Defines: yp_synth_opts, yp_synth_box, yp_synth_sample, yp_synth_stats, yp_synth_check,
  * yp_synth_class_name, yp_synth_make, yp_synth_sample_free, yp_synth_write. */
