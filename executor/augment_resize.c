@@ -16,10 +16,12 @@
  * the pixel's edge weighs its covered fraction, edges within 1e-3 ignored), rows first then
  * columns, accumulated in float in OpenCV's order and rounded with lrintf.
  *
- * Why our own kernels and not OpenCV's: Debian 12 has no C interface to OpenCV 4 (C++ only; its
- * old C API is deprecated and has no headers in libopencv-dev for most of imgproc), and these are
- * bit for bit the same (bench/augment_vs_opencv checks every path against libopencv 4.6). They
- * are plain loops, 2-6x slower than OpenCV's hand-vectorised code on one core so far. */
+ * Why our own kernels and not Debian's OpenCV (measured by bench/augment_vs_opencv, which loads
+ * libopencv 4.6 and finds every path here bit for bit equal to it): OpenCV is 2-6x faster on one
+ * core, but it is a C++ library whose C API is deprecated, and its output depends on the CPU it
+ * dispatches to (its HSV->RGB differs between AVX2 and older machines), while a loader must give
+ * the same bytes for the same seed everywhere. These are plain loops the compiler vectorises;
+ * speeding them up is future work. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
