@@ -2,9 +2,11 @@
  * 4.6 itself, bit for bit, and times both: cv::resize (INTER_LINEAR, INTER_AREA), cv::warpAffine,
  * cv::warpPerspective (linear, border 114) and the RGB<->HSV conversions. OpenCV is loaded at run
  * time through its C API (libopencv_imgproc.so.406, which Debian installs with python3-torch);
- * without it the program says so and exits 0. Not a test: a measurement for the record.
+ * without it the program says so and exits 0. First it times the whole training item
+ * (yp_aug_train_item at 640, hyp.scratch-low) on 1 and 2 threads. Not a test: a measurement.
  * Usage: augment_vs_opencv [reps]   (reps: timing repetitions, default 20) */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,8 +166,78 @@ static long check_colour(int n) {
     return bad;
 }
 
+/* ---- the training item's throughput ---- */
+
+typedef struct {
+    uint8_t *pixels; /* 8 images of 640x480 */
+    float rows[8][25];
+} bench_source;
+
+static int bench_get(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err) {
+    bench_source *s = ctx;
+    (void)err;
+    *out = (yp_aug_source_item){s->pixels + (size_t)index * 640 * 480 * 3, 640, 480, s->rows[index], 5};
+    return 0;
+}
+
+typedef struct {
+    const yp_aug_config *cfg;
+    bench_source *src;
+    int first, step, count;
+} bench_job;
+
+static void *bench_run(void *arg) {
+    bench_job *j = arg;
+    size_t n;
+    yp_err err;
+    yp_aug_train_ws(j->cfg, &n);
+    void *ws = malloc(n);
+    uint8_t *img = malloc(640 * 640 * 3);
+    float rows[20 * 5];
+    for (int k = 0, i = j->first; k < j->count; k++, i += j->step) {
+        yp_rng r;
+        yp_image out = {img, 640, 640};
+        int64_t nr;
+        yp_rng_seed(&r, 1, (uint64_t)i);
+        if (yp_aug_train_item(j->cfg, bench_get, j->src, i % 8, &r, &out, rows, &nr, ws, n, &err))
+            printf("    %s\n", err.msg);
+    }
+    free(ws), free(img);
+    return NULL;
+}
+
+/* Images per second of mosaic + perspective + HSV + flip at 640 (hyp.scratch-low) on threads. */
+static void pipeline_rate(int threads, int items) {
+    bench_source s;
+    s.pixels = malloc((size_t)8 * 640 * 480 * 3);
+    yp_image all = {s.pixels, 640, 480 * 8};
+    fill(&all, 5);
+    for (int i = 0; i < 8; i++)
+        for (int k = 0; k < 5; k++) {
+            float r[5] = {(float)k, 0.2f + 0.15f * k, 0.3f + 0.1f * k, 0.1f + 0.02f * i, 0.15f};
+            memcpy(s.rows[i] + 5 * k, r, sizeof r);
+        }
+    yp_aug_config cfg = {.imgsz = 640, .n_images = 8, .max_rows = 5};
+    yp_aug_hyp_default(&cfg.hyp);
+    pthread_t t[16];
+    bench_job jobs[16];
+    double t0 = now();
+    for (int i = 0; i < threads; i++) {
+        jobs[i] = (bench_job){&cfg, &s, i, threads, items / threads};
+        pthread_create(&t[i], NULL, bench_run, &jobs[i]);
+    }
+    for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+    double dt = now() - t0;
+    printf("  training item at 640 (mosaic + perspective + HSV + flip), %d thread%s: %.1f images/s\n", threads,
+           threads > 1 ? "s" : "", (items / threads * threads) / dt);
+    free(s.pixels);
+}
+
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 20;
+    printf("throughput:\n");
+    pipeline_rate(1, 4 * reps);
+    pipeline_rate(2, 4 * reps);
     if (load_opencv()) {
         printf("augment_vs_opencv: libopencv_imgproc.so.406 not found; nothing compared\n");
         return 0;
