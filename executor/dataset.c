@@ -165,59 +165,74 @@ static int collect_images(const data_yaml *d, const char *root, yp_ds_paths *ima
     return 0;
 }
 
+void yp_ds_count_image(yp_dataset_stats *st, const yp_ds_label_file *lf) {
+    st->n_images++;
+    st->n_labelled += lf->found;
+    st->n_background += lf->n_rows == 0;
+    st->n_labels += lf->n_rows;
+    st->n_duplicates += lf->n_dup;
+    if (lf->n_rows > st->max_labels) st->max_labels = lf->n_rows;
+}
+
+int yp_ds_check_counts(const char *file, const yp_ds_paths *images, const yp_dataset_stats *st, int64_t files_found,
+                       yp_err *err) {
+    char label[YP_DS_PATH_MAX];
+    if (files_found == 0 && yp_ds_label_path(yp_ds_paths_at(images, 0), label, sizeof label) == 0)
+        return yp_err_set(err, "%s: no label file found for any of the %lld images (the first would be %s); put "
+                          "them in labels/ next to images/, one .txt per image", file, (long long)images->n, label);
+    if (st->n_images == 0)
+        return yp_err_set(err, "%s: all %lld images were dropped for bad labels, the first: %s", file,
+                          (long long)st->n_bad_files, st->first_bad);
+    return 0;
+}
+
+int yp_ds_read_image_labels(const char *image, const yp_dataset_stats *st, yp_ds_scratch *s, yp_ds_label_file *lf,
+                            char *problem, size_t size) {
+    char label[YP_DS_PATH_MAX];
+    if (yp_ds_label_path(image, label, sizeof label) == 0)
+        return yp_ds_read_labels(label, yp_ds_shown(label, st->root), st->nc, s, lf, problem, size);
+    memset(lf, 0, sizeof *lf);
+    snprintf(problem, size, "%.300s: the label path is too long; shorten the path", yp_ds_shown(image, st->root));
+    return 1;
+}
+
 /* Reads the label file of every image into st. */
 static int count_labels(const data_yaml *d, const yp_ds_paths *images, yp_dataset_stats *st) {
     yp_ds_scratch s = {0};
-    char label[YP_DS_PATH_MAX], problem[512];
+    char problem[512];
     int64_t files_found = 0;
     int rc = 0;
     for (int64_t i = 0; i < images->n && rc == 0; i++) {
-        const char *image = yp_ds_paths_at(images, i);
         yp_ds_label_file lf;
-        int r = 1;
-        if (yp_ds_label_path(image, label, sizeof label) == 0)
-            r = yp_ds_read_labels(label, yp_ds_shown(label, st->root), st->nc, &s, &lf, problem, sizeof problem);
-        else
-            snprintf(problem, sizeof problem, "%.300s: the label path is too long; shorten the path",
-                     yp_ds_shown(image, st->root));
+        int r = yp_ds_read_image_labels(yp_ds_paths_at(images, i), st, &s, &lf, problem, sizeof problem);
         if (r < 0) rc = yp_err_set(d->err, "%s: out of memory reading labels", d->file);
-        if (r != 0) {
-            files_found += r > 0;
-            if (r > 0) yp_ds_note_bad(st, problem);
-            continue;
-        }
-        int64_t rows = lf.n_rows;
-        files_found += lf.found;
-        st->n_images++;
-        st->n_labelled += lf.found;
-        st->n_background += rows == 0;
-        st->n_labels += rows;
-        st->n_duplicates += lf.n_dup;
-        if (rows > st->max_labels) st->max_labels = rows;
+        files_found += r > 0 || lf.found;
+        if (r > 0) yp_ds_note_bad(st, problem);
+        if (r == 0) yp_ds_count_image(st, &lf);
     }
     yp_ds_scratch_free(&s);
-    if (rc == 0 && files_found == 0 && yp_ds_label_path(yp_ds_paths_at(images, 0), label, sizeof label) == 0)
-        return yp_err_set(d->err, "%s: no label file found for any of the %lld images (the first would be %s); put "
-                          "them in labels/ next to images/, one .txt per image", d->file, (long long)images->n, label);
-    if (rc == 0 && st->n_images == 0)
-        return yp_err_set(d->err, "%s: all %lld images were dropped for bad labels, the first: %s", d->file,
-                          (long long)st->n_bad_files, st->first_bad);
-    return rc;
+    return rc ? rc : yp_ds_check_counts(d->file, images, st, files_found, d->err);
 }
 
-int yp_dataset_scan(const char *data_yaml_path, yp_dataset_stats *out, yp_err *err) {
+int yp_ds_find_images(const char *data_yaml_path, yp_dataset_stats *out, yp_ds_paths *images, yp_err *err) {
     memset(out, 0, sizeof *out);
     yp_ynode *root = yp_yn_read(data_yaml_path, err);
     if (!root) return -1;
     data_yaml d = {.file = data_yaml_path, .err = err};
-    yp_ds_paths images = {0};
     int rc = read_keys(&d, root);
     if (rc == 0) rc = read_nc(&d, root->line, &out->nc);
     if (rc == 0) rc = resolve_root(&d, out->root, sizeof out->root);
-    if (rc == 0) rc = collect_images(&d, out->root, &images, out);
+    if (rc == 0) rc = collect_images(&d, out->root, images, out);
+    yp_yn_free(root);
+    return rc;
+}
+
+int yp_dataset_scan(const char *data_yaml_path, yp_dataset_stats *out, yp_err *err) {
+    yp_ds_paths images = {0};
+    data_yaml d = {.file = data_yaml_path, .err = err};
+    int rc = yp_ds_find_images(data_yaml_path, out, &images, err);
     if (rc == 0) rc = count_labels(&d, &images, out);
     if (rc == 0) out->mean_labels = (double)out->n_labels / (double)out->n_images;
     yp_ds_paths_free(&images);
-    yp_yn_free(root);
     return rc;
 }

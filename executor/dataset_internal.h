@@ -1,8 +1,10 @@
 /* dataset_internal.h - what the dataset scan's three files share: dataset.c reads data.yaml and
  * adds up the counts, dataset_images.c finds the image files of a train entry, dataset_labels.c
  * reads one label file. Not installed; yp_dataset.h is the interface.
- * Defines: yp_ds_paths (+ add/at/sort/free), yp_ds_collect, yp_ds_label_path, yp_ds_shown,
- * yp_ds_note_bad, yp_ds_scratch, yp_ds_label_file, yp_ds_read_labels. */
+ * label_cache.c (yp_label_cache.h) reuses them.
+ * Defines: yp_ds_paths (+ add/at/sort/free), yp_ds_collect, yp_ds_find_images, yp_ds_label_path,
+ * yp_ds_shown, yp_ds_note_bad, yp_ds_scratch, yp_ds_label_file, yp_ds_read_labels,
+ * yp_ds_read_image_labels, yp_ds_count_image, yp_ds_check_counts. */
 #ifndef YP_DATASET_INTERNAL_H
 #define YP_DATASET_INTERNAL_H
 
@@ -36,6 +38,12 @@ void yp_ds_paths_free(yp_ds_paths *p);
 int yp_ds_collect(const char *entry, const char *where, const char *root, yp_ds_paths *images,
                   yp_dataset_stats *st, yp_err *err);
 
+/* Reads data_yaml and collects the train split's images, sorted, into images (zero-initialised
+ * by the caller, freed by it even on failure); *out gets root and nc and the listed images that
+ * do not exist (n_bad_files, first_bad), the other counts 0. Returns 0, or -1 with err set as
+ * yp_dataset_scan. */
+int yp_ds_find_images(const char *data_yaml, yp_dataset_stats *out, yp_ds_paths *images, yp_err *err);
+
 /* YOLOv5's img2label_paths: the last "/images/" becomes "/labels/", the extension ".txt".
  * Returns 0, or -1 when the result does not fit in size. */
 int yp_ds_label_path(const char *image, char *out, size_t size);
@@ -54,6 +62,8 @@ typedef struct {
     int64_t rows_cap;
     float *fields; /* the numbers of one row */
     int fields_cap;
+    float *sorted; /* a sorted copy of rows, to find duplicates */
+    int64_t sorted_cap;
 } yp_ds_scratch;
 
 void yp_ds_scratch_free(yp_ds_scratch *s);
@@ -66,8 +76,22 @@ typedef struct {
 
 /* Reads and checks the label file at path for nc classes (shown: its name in messages).
  * Returns 0 (out->found is 0 when there is no file: a background image), 1 when the file is bad
- * (problem gets "SHOWN:LINE: problem; fix"), or -1 on out of memory. */
+ * (problem gets "SHOWN:LINE: problem; fix"), or -1 on out of memory. On 0, s->rows holds the
+ * out->n_rows rows as YOLOv5 keeps them: in file order, or, when there were duplicates, the
+ * unique rows sorted (np.unique's order). */
 int yp_ds_read_labels(const char *path, const char *shown, int nc, yp_ds_scratch *s,
                       yp_ds_label_file *out, char *problem, size_t size);
+
+/* yp_ds_read_labels on image's label file (st: root and nc); a label path too long is a bad file. */
+int yp_ds_read_image_labels(const char *image, const yp_dataset_stats *st, yp_ds_scratch *s, yp_ds_label_file *lf,
+                            char *problem, size_t size);
+
+/* Adds one kept image with label file lf to st's counts. */
+void yp_ds_count_image(yp_dataset_stats *st, const yp_ds_label_file *lf);
+
+/* The scan's final checks: some label file found (files_found > 0), some image kept. Returns 0,
+ * or -1 with err set (file: the data.yaml, for the message). */
+int yp_ds_check_counts(const char *file, const yp_ds_paths *images, const yp_dataset_stats *st, int64_t files_found,
+                       yp_err *err);
 
 #endif

@@ -20,6 +20,7 @@ void yp_ds_scratch_free(yp_ds_scratch *s) {
     free(s->text);
     free(s->rows);
     free(s->fields);
+    free(s->sorted);
     memset(s, 0, sizeof *s);
 }
 
@@ -204,9 +205,19 @@ int yp_ds_read_labels(const char *path, const char *shown, int nc, yp_ds_scratch
     fclose(f);
     if (rc == 0) rc = parse_rows(s, n_lines, nc, shown, &n, problem, size);
     if (rc != 0) return rc;
-    if (n > 1) qsort(s->rows, (size_t)n, 5 * sizeof *s->rows, cmp_row);
+    if (n > s->sorted_cap) {
+        float *sorted = realloc(s->sorted, (size_t)n * 5 * sizeof *sorted);
+        if (!sorted) return -1;
+        s->sorted = sorted;
+        s->sorted_cap = n;
+    }
+    if (n > 0) memcpy(s->sorted, s->rows, (size_t)n * 5 * sizeof *s->rows);
+    if (n > 1) qsort(s->sorted, (size_t)n, 5 * sizeof *s->sorted, cmp_row);
     int64_t unique = n > 0;
-    for (int64_t i = 1; i < n; i++) unique += cmp_row(s->rows + 5 * i, s->rows + 5 * (i - 1)) != 0;
+    for (int64_t i = 1; i < n; i++) /* compacts the sorted copy to its unique rows */
+        if (cmp_row(s->sorted + 5 * i, s->sorted + 5 * (unique - 1)) != 0)
+            memmove(s->sorted + 5 * unique++, s->sorted + 5 * i, 5 * sizeof *s->sorted);
+    if (unique < n) memcpy(s->rows, s->sorted, (size_t)unique * 5 * sizeof *s->rows);
     out->n_rows = unique;
     out->n_dup = n - unique;
     return 0;

@@ -1,0 +1,193 @@
+/* augment.c - the random generator, hyp.scratch-low's defaults and the whole training item of
+ * YOLOv5's __getitem__ (yp_augment.h), built from the pieces in augment_mosaic.c,
+ * augment_warp.c, augment_resize.c and augment_color.c. Differences from YOLOv5, by design: one
+ * generator for every draw (YOLOv5 takes augment_hsv's gains from numpy's), no albumentations
+ * (YOLOv5 runs them only when the package is installed), mixup not implemented (0 in
+ * hyp.scratch-low; its draw is still taken, so the sequence keeps YOLOv5's order). */
+#include <string.h>
+
+#include "yp_augment.h"
+
+/* ---- xoshiro256** (Blackman and Vigna), seeded by splitmix64 ---- */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void yp_rng_seed(yp_rng *r, uint64_t seed, uint64_t stream) {
+    uint64_t x = seed;
+    uint64_t mixed = splitmix64(&x) ^ stream; /* seed and stream both pass through the mixer */
+    x = mixed;
+    splitmix64(&x);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static uint64_t rotl(uint64_t v, int k) { return (v << k) | (v >> (64 - k)); }
+
+uint64_t yp_rng_next(yp_rng *r) {
+    uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return out;
+}
+
+double yp_rng_unit(yp_rng *r) { return (double)(yp_rng_next(r) >> 11) * 0x1.0p-53; }
+
+double yp_rng_uniform(yp_rng *r, double a, double b) { return a + (b - a) * yp_rng_unit(r); }
+
+int64_t yp_rng_below(yp_rng *r, int64_t n) {
+    if (n <= 1) return 0;
+    uint64_t un = (uint64_t)n, limit = UINT64_MAX - UINT64_MAX % un, v; /* reject the short last bucket */
+    do v = yp_rng_next(r);
+    while (v >= limit);
+    return (int64_t)(v % un);
+}
+
+void yp_aug_hyp_default(yp_aug_hyp *h) {
+    *h = (yp_aug_hyp){.hsv_h = 0.015, .hsv_s = 0.7, .hsv_v = 0.4, .degrees = 0, .translate = 0.1, .scale = 0.5,
+                      .shear = 0, .perspective = 0, .flipud = 0, .fliplr = 0.5, .mosaic = 1};
+}
+
+/* ---- the training item ---- */
+
+/* Workspace regions: the 2 imgsz canvas, one load_image'd tile, and scratch shared by the resize,
+ * the letterbox and the warp (used one after another). */
+typedef struct {
+    size_t canvas, tile, scratch, total;
+} train_layout;
+
+static int add(size_t *acc, size_t v) { return __builtin_add_overflow(*acc, (v + 63) & ~(size_t)63, acc) ? -1 : 0; }
+
+static int layout(const yp_aug_config *cfg, train_layout *l) {
+    int s = cfg->imgsz;
+    size_t lin, img, lb, warp;
+    if (s < 2 || s > (1 << 14) || cfg->n_images < 1 || cfg->max_rows < 0 || cfg->max_rows > (INT64_MAX / 20)) return -1;
+    yp_warp wp = {.out_w = s, .out_h = s};
+    if (yp_image_bytes(2 * s, 2 * s, &l->canvas) || yp_image_bytes(s + 1, s + 1, &l->tile) ||
+        yp_resize_ws(1, 1, s + 1, s + 1, YP_INTER_LINEAR, &lin) || yp_image_bytes(s, s, &img) ||
+        yp_warp_ws(&wp, &warp) || __builtin_add_overflow(img, lin, &lb))
+        return -1;
+    l->scratch = lin > lb ? lin : lb;
+    l->scratch = l->scratch > warp ? l->scratch : warp;
+    l->total = 0;
+    return add(&l->total, l->canvas) || add(&l->total, l->tile) || add(&l->total, l->scratch) ? -1 : 0;
+}
+
+int yp_aug_train_ws(const yp_aug_config *cfg, size_t *bytes) {
+    train_layout l;
+    if (layout(cfg, &l)) return -1;
+    *bytes = l.total;
+    return 0;
+}
+
+int64_t yp_aug_train_rows_cap(const yp_aug_config *cfg) { return 4 * cfg->max_rows; }
+
+typedef struct {
+    const yp_aug_config *cfg;
+    yp_aug_source src;
+    void *ctx;
+    yp_err *err;
+    yp_image canvas, tile;
+    uint8_t *scratch;
+    size_t scratch_bytes;
+} item_ctx;
+
+/* Fetches image index and load_image-resizes it into c->tile; *item gets its labels. */
+static int load(item_ctx *c, int64_t index, yp_aug_source_item *item) {
+    int w, h;
+    yp_interp interp;
+    if (c->src(c->ctx, index, item, c->err)) return -1;
+    if (item->n_rows < 0 || item->n_rows > c->cfg->max_rows)
+        return yp_err_set(c->err, "augment: image %lld has %lld label rows, more than the %lld planned (max_rows)",
+                          (long long)index, (long long)item->n_rows, (long long)c->cfg->max_rows);
+    int need = yp_aug_load_size(item->w0, item->h0, c->cfg->imgsz, 1, &w, &h, &interp);
+    if (need < 0 || w > c->cfg->imgsz + 1 || h > c->cfg->imgsz + 1)
+        return yp_err_set(c->err, "augment: image %lld has a bad size %dx%d", (long long)index, item->w0, item->h0);
+    yp_image orig = {(uint8_t *)item->pixels, item->w0, item->h0};
+    c->tile.w = w, c->tile.h = h;
+    if (need == 0) {
+        memcpy(c->tile.data, orig.data, (size_t)w * (size_t)h * 3);
+        return 0;
+    }
+    if (yp_resize(&orig, &c->tile, interp, c->scratch, c->scratch_bytes))
+        return yp_err_set(c->err, "augment: resizing image %lld failed (workspace too small)", (long long)index);
+    return 0;
+}
+
+/* load_mosaic + random_perspective with the mosaic border: into out, rows. */
+static int mosaic_item(item_ctx *c, int64_t index, yp_rng *r, yp_image *out, float *rows, int64_t *n) {
+    yp_mosaic_plan p;
+    int s = c->cfg->imgsz, border = -((s + 1) / 2);
+    yp_mosaic_draw(r, index, c->cfg->n_images, s, &p);
+    yp_mosaic_fill(&c->canvas);
+    *n = 0;
+    for (int i = 0; i < 4; i++) {
+        yp_aug_source_item item;
+        if (load(c, p.index[i], &item)) return -1;
+        if (yp_mosaic_place(&c->canvas, &p, i, &c->tile, item.rows, item.n_rows, rows + 5 * *n))
+            return yp_err_set(c->err, "augment: the mosaic tile of image %lld does not fit", (long long)p.index[i]);
+        *n += item.n_rows;
+    }
+    yp_rng_unit(r); /* YOLOv5's mixup draw (mixup is 0) */
+    yp_warp w;
+    if (yp_warp_draw(r, &c->cfg->hyp, 2 * s, 2 * s, border, border, &w) || w.out_w != out->w || w.out_h != out->h ||
+        yp_warp_image(&c->canvas, out, &w, c->scratch, c->scratch_bytes))
+        return yp_err_set(c->err, "augment: the mosaic warp to %dx%d failed", out->w, out->h);
+    *n = yp_warp_labels(rows, *n, &w);
+    return 0;
+}
+
+/* load_image + letterbox (no auto, scaleup) + random_perspective without border. */
+static int single_item(item_ctx *c, int64_t index, yp_rng *r, yp_image *out, float *rows, int64_t *n) {
+    yp_aug_source_item item;
+    yp_letterbox_geom g;
+    yp_warp w;
+    int s = c->cfg->imgsz;
+    yp_letterbox_opts o = {.new_w = s, .new_h = s, .scaleup = 1, .stride = 32};
+    if (load(c, index, &item)) return -1;
+    yp_image boxed = {c->canvas.data, s, s};
+    if (yp_letterbox_geometry(c->tile.w, c->tile.h, &o, &g) || g.out_w != s || g.out_h != s ||
+        yp_letterbox(&c->tile, &g, &boxed, c->scratch, c->scratch_bytes))
+        return yp_err_set(c->err, "augment: letterboxing image %lld failed", (long long)index);
+    memcpy(rows, item.rows, (size_t)item.n_rows * 5 * sizeof *rows);
+    yp_letterbox_labels(rows, item.n_rows, c->tile.w, c->tile.h, &g);
+    if (yp_warp_draw(r, &c->cfg->hyp, s, s, 0, 0, &w)) return yp_err_set(c->err, "augment: bad warp");
+    if (!yp_warp_changes_image(&w, 0, 0)) memcpy(out->data, boxed.data, (size_t)s * (size_t)s * 3);
+    else if (yp_warp_image(&boxed, out, &w, c->scratch, c->scratch_bytes))
+        return yp_err_set(c->err, "augment: the warp of image %lld failed", (long long)index);
+    *n = yp_warp_labels(rows, item.n_rows, &w);
+    return 0;
+}
+
+int yp_aug_train_item(const yp_aug_config *cfg, yp_aug_source src, void *ctx, int64_t index, yp_rng *r,
+                      yp_image *out, float *rows, int64_t *n_out, void *ws, size_t ws_bytes, yp_err *err) {
+    train_layout l;
+    if (layout(cfg, &l) || ws_bytes < l.total || !ws)
+        return yp_err_set(err, "augment: the workspace is smaller than yp_aug_train_ws's size");
+    if (index < 0 || index >= cfg->n_images || out->w != cfg->imgsz || out->h != cfg->imgsz)
+        return yp_err_set(err, "augment: image %lld or output %dx%d does not match the configuration (%lld images, %d)",
+                          (long long)index, out->w, out->h, (long long)cfg->n_images, cfg->imgsz);
+    uint8_t *base = ws;
+    item_ctx c = {cfg, src, ctx, err, {base, 2 * cfg->imgsz, 2 * cfg->imgsz}, {base + ((l.canvas + 63) & ~(size_t)63), 0, 0},
+                  NULL, l.scratch};
+    c.scratch = base + ((l.canvas + 63) & ~(size_t)63) + ((l.tile + 63) & ~(size_t)63);
+    int mosaic = yp_rng_unit(r) < cfg->hyp.mosaic;
+    int rc = mosaic ? mosaic_item(&c, index, r, out, rows, n_out) : single_item(&c, index, r, out, rows, n_out);
+    if (rc) return -1;
+    yp_labels_xyxy_to_xywhn(rows, *n_out, out->w, out->h);
+    double gain[3];
+    if (yp_hsv_draw(r, &cfg->hyp, gain)) yp_hsv_apply(out, gain);
+    if (yp_rng_unit(r) < cfg->hyp.flipud) {
+        yp_flip_ud(out);
+        for (int64_t i = 0; i < *n_out; i++) rows[5 * i + 2] = 1 - rows[5 * i + 2];
+    }
+    if (yp_rng_unit(r) < cfg->hyp.fliplr) {
+        yp_flip_lr(out);
+        for (int64_t i = 0; i < *n_out; i++) rows[5 * i + 1] = 1 - rows[5 * i + 1];
+    }
+    return 0;
+}

@@ -1,0 +1,159 @@
+/* augment_color.c - YOLOv5's augment_hsv, the flips and the final xyxy -> xywhn (yp_augment.h).
+ * Colour conversions are OpenCV 4.6's uint8 ones (COLOR_RGB2HSV, COLOR_HSV2RGB, H range 180):
+ *   to HSV: v = max, diff = v - min, s = (diff * sdiv[v] + 2^11) >> 12 with
+ *     sdiv[i] = lrint((255 << 12) / i); h = g - b when v is r, b - r + 2 diff when v is g, else
+ *     r - g + 4 diff, then h = (h * hdiv[diff] + 2^11) >> 12 (arithmetic shift) with
+ *     hdiv[i] = lrint((180 << 12) / (6 i)), plus 180 when negative (tables are 0 at index 0);
+ *   to RGB, in float: h * (6 / 180) folded into [0, 6), sector = floor, f = h - sector,
+ *     tab = {v, v (1 - s), v fma(-s, f, 1), v fma(-s, 1 - f, 1)} with s, v scaled by 1/255,
+ *     picked per sector, each * 255 truncated; but the last (w mod 32) pixels of a row take
+ *     v (1 - s (1 - f)) unfused for the last entry and round * 255 half to even. That is what
+ *     OpenCV 4.6 computes on an AVX2 machine (Debian's build dispatches to AVX2: a vector loop
+ *     of 32 pixels a step that truncates, and a scalar tail that rounds, each with its compiler's
+ *     fusions); without AVX2 OpenCV's own output differs (16-pixel steps, other fusions).
+ *     bench/augment_vs_opencv checks every H, S, V against the library.
+ * The look-up tables are augment_hsv's: hue (x g0) mod 180, saturation and value
+ * clip(x g, 0, 255), all in double, truncated to uint8. The other float steps must not be
+ * contracted into FMAs; C11 mode (the project's) turns contraction off in GCC. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "yp_augment.h"
+
+#define HSV_BLOCK 32 /* pixels per step of OpenCV's AVX2 HSV2RGB loop (4 x 8 floats) */
+
+typedef struct {
+    int sdiv[256], hdiv[256];
+} hsv_tables;
+
+static void tables_init(hsv_tables *t) {
+    t->sdiv[0] = t->hdiv[0] = 0;
+    for (int i = 1; i < 256; i++) {
+        t->sdiv[i] = (int)lrint((255 << 12) / (1. * i));
+        t->hdiv[i] = (int)lrint((180 << 12) / (6. * i));
+    }
+}
+
+/* Floor of v / 4096 (an arithmetic shift by 12, written portably). */
+static int shr12(int v) { return v >= 0 ? v >> 12 : -((-v + 4095) >> 12); }
+
+static void to_hsv(const hsv_tables *t, const uint8_t *p, uint8_t *o) {
+    int r = p[0], g = p[1], b = p[2];
+    int v = b > g ? b : g, vmin = b < g ? b : g;
+    v = v > r ? v : r, vmin = vmin < r ? vmin : r;
+    int diff = v - vmin, h;
+    int s = (diff * t->sdiv[v] + (1 << 11)) >> 12;
+    if (v == r) h = g - b;
+    else if (v == g) h = b - r + 2 * diff;
+    else h = r - g + 4 * diff;
+    h = shr12(h * t->hdiv[diff] + (1 << 11));
+    h += h < 0 ? 180 : 0;
+    o[0] = (uint8_t)(h > 255 ? 255 : h), o[1] = (uint8_t)s, o[2] = (uint8_t)v;
+}
+
+static uint8_t round_u8(float x) {
+    long v = lrintf(x);
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+static uint8_t trunc_u8(float x) { return (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x); }
+
+/* One pixel HSV -> RGB; vec: OpenCV's vector rule (fused, truncated), else its scalar tail
+ * (the last entry unfused, rounded). */
+static void to_rgb(const uint8_t *p, uint8_t *o, int vec) {
+    static const int sector_data[6][3] = {{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}};
+    float h = p[0], s = p[1] * (1.f / 255.f), v = p[2] * (1.f / 255.f), r, g, b;
+    if (s == 0) {
+        r = g = b = v;
+    } else {
+        h *= 6.0f / 180;
+        while (h >= 6) h -= 6;
+        int sector = (int)floorf(h);
+        h -= (float)sector;
+        if ((unsigned)sector >= 6u) sector = 0, h = 0.f;
+        float t2 = fmaf(-s, h, 1.f), t3 = vec ? fmaf(-s, 1.f - h, 1.f) : 1.f - s * (1.f - h);
+        float tab[4] = {v, v * (1.f - s), v * t2, v * t3};
+        b = tab[sector_data[sector][0]], g = tab[sector_data[sector][1]], r = tab[sector_data[sector][2]];
+    }
+    uint8_t (*cast)(float) = vec ? trunc_u8 : round_u8;
+    o[0] = cast(r * 255.f), o[1] = cast(g * 255.f), o[2] = cast(b * 255.f);
+}
+
+void yp_rgb_to_hsv_row(const uint8_t *rgb, uint8_t *hsv, int n) {
+    hsv_tables t;
+    tables_init(&t);
+    for (int i = 0; i < n; i++) to_hsv(&t, rgb + 3 * i, hsv + 3 * i);
+}
+
+void yp_hsv_to_rgb_row(const uint8_t *hsv, uint8_t *rgb, int n) {
+    int vec = n / HSV_BLOCK * HSV_BLOCK;
+    for (int i = 0; i < n; i++) to_rgb(hsv + 3 * i, rgb + 3 * i, i < vec);
+}
+
+int yp_hsv_draw(yp_rng *r, const yp_aug_hyp *h, double gain[3]) {
+    if (h->hsv_h == 0 && h->hsv_s == 0 && h->hsv_v == 0) return 0;
+    const double g[3] = {h->hsv_h, h->hsv_s, h->hsv_v};
+    for (int i = 0; i < 3; i++) gain[i] = yp_rng_uniform(r, -1, 1) * g[i] + 1;
+    return 1;
+}
+
+static uint8_t clip_u8(double x) { return (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x); }
+
+void yp_hsv_apply(yp_image *img, const double gain[3]) {
+    hsv_tables t;
+    uint8_t lut[3][256];
+    tables_init(&t);
+    for (int x = 0; x < 256; x++) {
+        double hue = fmod(x * gain[0], 180); /* numpy's mod takes the divisor's sign */
+        lut[0][x] = clip_u8(hue < 0 ? hue + 180 : hue);
+        lut[1][x] = clip_u8(x * gain[1]);
+        lut[2][x] = clip_u8(x * gain[2]);
+    }
+    size_t stride = (size_t)img->w * 3;
+    for (int y = 0; y < img->h; y++) {
+        uint8_t *row = img->data + (size_t)y * stride;
+        for (int i = 0; i < img->w; i++) {
+            uint8_t *p = row + 3 * i;
+            to_hsv(&t, p, p);
+            p[0] = lut[0][p[0]], p[1] = lut[1][p[1]], p[2] = lut[2][p[2]];
+        }
+        yp_hsv_to_rgb_row(row, row, img->w);
+    }
+}
+
+void yp_flip_lr(yp_image *img) {
+    for (int y = 0; y < img->h; y++) {
+        uint8_t *row = img->data + (size_t)y * (size_t)img->w * 3;
+        for (int a = 0, b = img->w - 1; a < b; a++, b--)
+            for (int c = 0; c < 3; c++) {
+                uint8_t t = row[3 * a + c];
+                row[3 * a + c] = row[3 * b + c], row[3 * b + c] = t;
+            }
+    }
+}
+
+void yp_flip_ud(yp_image *img) {
+    size_t stride = (size_t)img->w * 3;
+    for (int a = 0, b = img->h - 1; a < b; a++, b--) {
+        uint8_t *p = img->data + (size_t)a * stride, *q = img->data + (size_t)b * stride;
+        for (size_t i = 0; i < stride; i++) {
+            uint8_t t = p[i];
+            p[i] = q[i], q[i] = t;
+        }
+    }
+}
+
+void yp_labels_xyxy_to_xywhn(float *rows, int64_t n, int w, int h) {
+    float xmax = (float)(w - 1e-3), ymax = (float)(h - 1e-3), fw = (float)w, fh = (float)h;
+    for (int64_t i = 0; i < n; i++) {
+        float *r = rows + 5 * i;
+        for (int k = 1; k < 5; k++) {
+            float hi = k % 2 ? xmax : ymax;
+            r[k] = r[k] < 0 ? 0 : r[k] > hi ? hi : r[k];
+        }
+        float x1 = r[1], y1 = r[2], x2 = r[3], y2 = r[4];
+        r[1] = (x1 + x2) / 2 / fw, r[2] = (y1 + y2) / 2 / fh;
+        r[3] = (x2 - x1) / fw, r[4] = (y2 - y1) / fh;
+    }
+}

@@ -1,0 +1,68 @@
+/* yp_label_cache.h - the training split's labels, parsed once and kept in a cache file beside
+ * them, as YOLOv5's label cache: what the loader reads (image paths and their label rows) and the
+ * counts yp_dataset_scan gives, without re-reading every label file on every run.
+ *
+ * The cache is the first label file's folder plus ".cache" (labels/train/x.txt ->
+ * labels/train.cache). It is reused only when its version, its key and the image list all match
+ * and it passes every check below; otherwise it is rebuilt from the label files and rewritten
+ * atomically (a temporary file in the same folder, fsync, rename). A folder that cannot be
+ * written is not an error: the labels are read and a note says the cache was not saved.
+ *
+ * Key: FNV-1a 64 over nc and, per image in sorted order, its path, size and modification time
+ * (ns), and its label file's existence, size and modification time (YOLOv5 hashes paths and
+ * sizes; the times also catch an edit that keeps the size).
+ *
+ * Format (version 1, host byte order, checked by a byte-order mark):
+ *   header, 640 bytes:
+ *     0  char[8]  "YPLABEL\0"           8  u32  version (1)       12 u32 0x01020304
+ *     16 u64 key                         24 u64 FNV-1a 64 of every byte after the header
+ *     32 i64 n_images (all collected, dropped ones included)  40 i64 n_rows (all entries)
+ *     48 i64 path_bytes (sum of path lengths + 1 each)        56 i32 nc   60 i32 0
+ *     64 i64[5] found, missing, empty, corrupt, duplicates (label files; YOLOv5's results)
+ *     104 char[512] the first corrupt file's problem, NUL-terminated ("" if none)
+ *     616 zero to 640
+ *   n_images entries of 24 bytes: i64 n_rows, i64 n_dup, i32 status (0 labelled, 1 no label
+ *     file, 2 corrupt: dropped), i32 path length
+ *   the image paths, each NUL-terminated, in entry order
+ *   n_rows rows of 5 float32 (class cx cy w h), entry after entry
+ * On read everything is checked: sizes with checked arithmetic against the file's length, the
+ * checksum, each entry (status, rows only when labelled, lengths and NULs, the path equal to the
+ * image collected now), each row (a whole class < nc, coordinates in [0, 1]) and the counts
+ * against the entries. A cache that fails is rebuilt, with a note saying why.
+ * Defines: yp_labels, yp_labels_load, yp_labels_free, yp_labels_image, yp_labels_rows. */
+#ifndef YP_LABEL_CACHE_H
+#define YP_LABEL_CACHE_H
+
+#include <stdint.h>
+
+#include "yp_dataset.h"
+#include "yp_error.h"
+
+#define YP_LABEL_CACHE_VERSION 1
+
+typedef struct {
+    yp_dataset_stats stats; /* as yp_dataset_scan (mean_labels included) */
+    int64_t n;              /* kept images: stats.n_images */
+    /* private to label_cache.c */
+    char *paths;            /* every collected image path, NUL-terminated */
+    int64_t *path_off;      /* kept image i's path */
+    int64_t *row_off;       /* kept image i's rows: row_off[i] .. row_off[i+1] */
+    float *rows;            /* 5 floats per row */
+    /* how this load went */
+    char cache_path[4096];
+    int reused;             /* 1: read from the cache, no label file opened */
+    int64_t label_reads;    /* label files read this time */
+    char note[640];         /* why the cache was rebuilt or not saved ("" when reused) */
+} yp_labels;
+
+/* Loads the train split of data_yaml (yp_dataset_scan's rules) through the cache. Returns 0, or
+ * -1 with err set (yp_dataset_scan's errors, out of memory). Zero-initialise out; free it with
+ * yp_labels_free, also after a failure. */
+int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err);
+void yp_labels_free(yp_labels *l);
+
+/* Kept image i (0 <= i < l->n): its path, and its *n rows (class cx cy w h, normalised). */
+const char *yp_labels_image(const yp_labels *l, int64_t i);
+const float *yp_labels_rows(const yp_labels *l, int64_t i, int64_t *n);
+
+#endif

@@ -1,0 +1,230 @@
+/* test_label_cache.c - the label cache (executor/yp_label_cache.h) on a small dataset made in a
+ * temporary folder: written on the first load, reused without opening a label file, rebuilt when
+ * a label file changes, when the version differs and (with a warning) when the file is corrupt;
+ * the rows in YOLOv5's order and the counts equal to yp_dataset_scan's. */
+#define _XOPEN_SOURCE 700 /* mkdtemp, utimensat */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "yp_dataset.h"
+#include "yp_label_cache.h"
+#include "yp_test.h"
+
+static char root[512];
+
+static void path_of(char *out, size_t size, const char *rel) { snprintf(out, size, "%s/%s", root, rel); }
+
+static void put(const char *rel, const char *text) {
+    char p[1024];
+    path_of(p, sizeof p, rel);
+    FILE *f = fopen(p, "wb");
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static void make_dataset(void) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(root, sizeof root, "%s/yp_label_cache_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(root)) return;
+    const char *dirs[] = {"images", "images/train", "labels", "labels/train"};
+    for (int i = 0; i < 4; i++) {
+        char p[1024];
+        path_of(p, sizeof p, dirs[i]);
+        mkdir(p, 0755);
+    }
+    put("data.yaml", "path: .\ntrain: images/train\nnc: 3\n");
+    const char *images[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "images/train/%s.jpg", images[i]);
+        put(rel, "not decoded");
+    }
+    put("labels/train/a.txt", "0 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");            /* file order kept */
+    put("labels/train/b.txt", "2 0.1 0.2 0.1 0.1\n2 0.1 0.2 0.1 0.1\n0 0.9 0.9 0.05 0.05\n"); /* a duplicate */
+    put("labels/train/d.txt", "");                                                    /* c: none; d: empty */
+    put("labels/train/e.txt", "7 0.5 0.5 0.1 0.1\n");                                 /* class >= nc: dropped */
+}
+
+static int load(yp_labels *l) {
+    char yaml[1024];
+    yp_err err;
+    path_of(yaml, sizeof yaml, "data.yaml");
+    yp_labels_free(l);
+    int rc = yp_labels_load(yaml, l, &err);
+    if (rc) printf("    (%s)\n", err.msg);
+    return rc;
+}
+
+static int rows_are(const yp_labels *l, int64_t i, const float *want, int64_t n) {
+    int64_t got;
+    const float *r = yp_labels_rows(l, i, &got);
+    return got == n && (n == 0 || memcmp(r, want, (size_t)n * 5 * sizeof *r) == 0);
+}
+
+static void check_contents(const yp_labels *l) {
+    static const float a[] = {0, 0.5f, 0.5f, 0.2f, 0.2f, 1, 0.3f, 0.3f, 0.1f, 0.1f};
+    static const float b[] = {0, 0.9f, 0.9f, 0.05f, 0.05f, 2, 0.1f, 0.2f, 0.1f, 0.1f}; /* np.unique: sorted */
+    REQUIRE(l->n == 4);
+    CHECK(strstr(yp_labels_image(l, 0), "/images/train/a.jpg") && strstr(yp_labels_image(l, 3), "/d.jpg"));
+    CHECK(rows_are(l, 0, a, 2) && rows_are(l, 1, b, 2) && rows_are(l, 2, NULL, 0) && rows_are(l, 3, NULL, 0));
+    const yp_dataset_stats *st = &l->stats;
+    CHECK(st->n_images == 4 && st->n_labelled == 3 && st->n_background == 2 && st->n_labels == 4);
+    CHECK(st->n_duplicates == 1 && st->max_labels == 2 && st->n_bad_files == 1 && st->nc == 3);
+    CHECK_STR_HAS(st->first_bad, "labels/train/e.txt:1: class 7 >= nc 3");
+    /* the same counts as the scan without a cache */
+    char yaml[1024];
+    yp_dataset_stats scan;
+    yp_err err;
+    path_of(yaml, sizeof yaml, "data.yaml");
+    REQUIRE(yp_dataset_scan(yaml, &scan, &err) == 0);
+    CHECK(scan.n_images == st->n_images && scan.n_labelled == st->n_labelled && scan.n_labels == st->n_labels &&
+          scan.n_background == st->n_background && scan.n_duplicates == st->n_duplicates &&
+          scan.n_bad_files == st->n_bad_files && strcmp(scan.first_bad, st->first_bad) == 0 &&
+          scan.mean_labels == st->mean_labels);
+}
+
+/* Files in labels/ other than train/ and train.cache (a temporary file left behind). */
+static int stray_files(void) {
+    char p[1024];
+    path_of(p, sizeof p, "labels");
+    DIR *d = opendir(p);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "train") &&
+             strcmp(e->d_name, "train.cache");
+    if (d) closedir(d);
+    return n;
+}
+
+/* Overwrites n bytes at offset of the cache file. */
+static void poke(long offset, const void *bytes, size_t n) {
+    char p[1024];
+    path_of(p, sizeof p, "labels/train.cache");
+    FILE *f = fopen(p, "r+b");
+    if (!f) return;
+    fseek(f, offset, SEEK_SET);
+    fwrite(bytes, 1, n, f);
+    fclose(f);
+}
+
+static yp_labels L;
+
+static void test_written_then_reused(void) {
+    REQUIRE(load(&L) == 0);
+    CHECK(!L.reused && L.label_reads == 4 && L.note[0] == '\0');
+    CHECK_STR_HAS(L.cache_path, "/labels/train.cache");
+    CHECK(access(L.cache_path, F_OK) == 0 && stray_files() == 0);
+    check_contents(&L);
+    REQUIRE(load(&L) == 0);
+    CHECK(L.reused && L.label_reads == 0 && L.note[0] == '\0');
+    check_contents(&L);
+}
+
+static void test_reuse_reads_no_label_file(void) {
+    /* a.txt rewritten with the same size and its old time back: the key still matches, so the
+     * cached rows come back, which proves the file was not read */
+    char p[1024];
+    struct stat sb;
+    path_of(p, sizeof p, "labels/train/a.txt");
+    REQUIRE(stat(p, &sb) == 0);
+    put("labels/train/a.txt", "2 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
+    struct timespec times[2] = {sb.st_atim, sb.st_mtim};
+    REQUIRE(utimensat(AT_FDCWD, p, times, 0) == 0);
+    REQUIRE(load(&L) == 0);
+    CHECK(L.reused && L.label_reads == 0);
+    check_contents(&L);
+    put("labels/train/a.txt", "0 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n"); /* restored, one second later */
+    times[1].tv_sec += 1;
+    CHECK(utimensat(AT_FDCWD, p, times, 0) == 0);
+}
+
+static void test_rebuilt_when_a_label_changes(void) {
+    REQUIRE(load(&L) == 0); /* the restore above changed a.txt's time */
+    CHECK(!L.reused && L.label_reads == 4);
+    CHECK_STR_HAS(L.note, "stale");
+    check_contents(&L);
+    put("labels/train/d.txt", "1 0.5 0.5 0.5 0.5\n");
+    REQUIRE(load(&L) == 0);
+    CHECK(!L.reused);
+    CHECK_STR_HAS(L.note, "stale");
+    CHECK(L.stats.n_labels == 5 && L.stats.n_background == 1);
+    put("labels/train/d.txt", "");
+    REQUIRE(load(&L) == 0);
+    check_contents(&L);
+    REQUIRE(load(&L) == 0);
+    CHECK(L.reused);
+}
+
+static void test_rebuilt_when_the_version_differs(void) {
+    uint32_t old = YP_LABEL_CACHE_VERSION - 1;
+    poke(8, &old, sizeof old);
+    REQUIRE(load(&L) == 0);
+    CHECK(!L.reused && L.label_reads == 4);
+    CHECK_STR_HAS(L.note, "has version 0");
+    check_contents(&L);
+    REQUIRE(load(&L) == 0);
+    CHECK(L.reused);
+}
+
+static void test_corrupt_cache_rebuilt_with_a_warning(void) {
+    char p[1024];
+    struct stat sb;
+    path_of(p, sizeof p, "labels/train.cache");
+    REQUIRE(stat(p, &sb) == 0);
+    unsigned char x = 0x41;
+    poke((long)sb.st_size - 3, &x, 1); /* a byte of the last row: the checksum fails */
+    REQUIRE(load(&L) == 0);
+    CHECK(!L.reused);
+    CHECK_STR_HAS(L.note, "warning");
+    CHECK_STR_HAS(L.note, "checksum");
+    check_contents(&L);
+    REQUIRE(truncate(p, sb.st_size - 20) == 0); /* a row short */
+    REQUIRE(load(&L) == 0);
+    CHECK(!L.reused);
+    CHECK_STR_HAS(L.note, "size does not match");
+    put("labels/train.cache", "hello");
+    REQUIRE(load(&L) == 0);
+    CHECK(!L.reused);
+    CHECK_STR_HAS(L.note, "corrupt");
+    check_contents(&L);
+    /* a count that disagrees with the entries, checksum intact: still refused */
+    int64_t found = 99;
+    poke(64, &found, sizeof found);
+    REQUIRE(load(&L) == 0);
+    CHECK(!L.reused);
+    CHECK_STR_HAS(L.note, "counts do not add up");
+    REQUIRE(load(&L) == 0);
+    CHECK(L.reused && stray_files() == 0);
+}
+
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[1024];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p);
+        else unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+int main(void) {
+    make_dataset();
+    YP_RUN(test_written_then_reused);
+    YP_RUN(test_reuse_reads_no_label_file);
+    YP_RUN(test_rebuilt_when_a_label_changes);
+    YP_RUN(test_rebuilt_when_the_version_differs);
+    YP_RUN(test_corrupt_cache_rebuilt_with_a_warning);
+    yp_labels_free(&L);
+    remove_tree(root);
+    return yp_test_summary();
+}
