@@ -158,8 +158,9 @@ void yp_map_reset(yp_map *m);
 
 /* One image, as val.py's loop: dets (n_det rows, yp_nms's order, rescaled to original pixels),
  * labels (n_lab rows (class, x1, y1, x2, y2), same pixels). Detections are matched (yp_match)
- * and kept with their scores and classes; labels count per class. 0, or -1 with err set (over
- * capacity, a class outside [0, nc), a non-finite score). */
+ * and kept with their scores and classes; labels count per class (val.py's --single-cls: NMS with
+ * agnostic set, and every detection's class set to 0 before this, the labels being class 0).
+ * 0, or -1 with err set (over capacity, a class outside [0, nc), a non-finite score). */
 int yp_map_add(yp_map *m, const float *dets, int64_t n_det, const float *labels, int64_t n_lab, yp_err *err);
 
 /* ap_per_class over everything added, then val.py's means. When no detection is a TP at any
