@@ -5,16 +5,16 @@
 
 const float yp_iou_thresholds[YP_IOU_N] = {0.5f, 0.55f, 0.6f, 0.65f, 0.7f, 0.75f, 0.8f, 0.85f, 0.9f, 0.95f};
 
-yp_letterbox yp_letterbox_fit(int64_t h1, int64_t w1, int64_t h0, int64_t w0) {
+yp_ratio_pad yp_ratio_pad_fit(int64_t h1, int64_t w1, int64_t h0, int64_t w0) {
     double gh = (double)h1 / (double)h0, gw = (double)w1 / (double)w0, gain = gh < gw ? gh : gw;
-    yp_letterbox lb = {gain, ((double)w1 - (double)w0 * gain) / 2, ((double)h1 - (double)h0 * gain) / 2, h0, w0};
+    yp_ratio_pad lb = {gain, ((double)w1 - (double)w0 * gain) / 2, ((double)h1 - (double)h0 * gain) / 2, h0, w0};
     return lb;
 }
 
 /* clamp_(0, hi): NaN stays NaN, as in torch. */
 static float clip(float v, float hi) { return v < 0 ? 0.0f : v > hi ? hi : v; }
 
-void yp_scale_boxes(const yp_letterbox *lb, float *rows, int64_t n, int64_t row_floats) {
+void yp_scale_boxes(const yp_ratio_pad *lb, float *rows, int64_t n, int64_t row_floats) {
     const float pw = (float)lb->pad_w, ph = (float)lb->pad_h, g = (float)lb->gain;
     const float w0 = (float)lb->w0, h0 = (float)lb->h0;
     for (int64_t i = 0; i < n; i++) {
@@ -26,7 +26,7 @@ void yp_scale_boxes(const yp_letterbox *lb, float *rows, int64_t n, int64_t row_
     }
 }
 
-void yp_labels_native(const yp_letterbox *lb, int64_t in_w, int64_t in_h, const float *in, int64_t n, float *out) {
+void yp_labels_native(const yp_ratio_pad *lb, int64_t in_w, int64_t in_h, const float *in, int64_t n, float *out) {
     const float w = (float)in_w, h = (float)in_h;
     for (int64_t i = 0; i < n; i++) {
         const float *s = in + 5 * i;

@@ -148,7 +148,7 @@ static void test_nms_workspace(void) {
  * [0, 640] x [0, 480]. The label (class 3, cx 0.5, cy 0.5, w 0.25, h 0.125) of the 320x320 input:
  * centre (160, 160), size (80, 40): (120, 140)-(200, 180) -> (240, 200)-(400, 280). */
 static void test_boxes_hand(void) {
-    yp_letterbox lb = yp_letterbox_fit(320, 320, 480, 640);
+    yp_ratio_pad lb = yp_ratio_pad_fit(320, 320, 480, 640);
     CHECK(lb.gain == 0.5 && lb.pad_w == 0 && lb.pad_h == 40 && lb.h0 == 480 && lb.w0 == 640);
     float rows[2 * 6] = {10, 50, 110, 90, 0.5f, 1, -20, 10, 400, 400, 0.4f, 2};
     yp_scale_boxes(&lb, rows, 2, 6);
@@ -375,7 +375,7 @@ static void check_scenario(const char *s) {
         int64_t k = run_nms(&c, pred ? pred->data : NULL, n_box, nc, out);
         CHECK_EQ_I64(k, n_det);
         if (k != n_det) continue;
-        yp_letterbox lb = {shape->data[2], shape->data[3], shape->data[4], (int64_t)shape->data[0],
+        yp_ratio_pad lb = {shape->data[2], shape->data[3], shape->data[4], (int64_t)shape->data[0],
                            (int64_t)shape->data[1]};
         if (n_det) {
             const fx_record *nms = rec("%s/%d/nms", s, i), *predn = rec("%s/%d/predn", s, i);
@@ -540,7 +540,7 @@ static void test_json_reference(void) {
         const fx_record *pred = cnt->data[0] ? rec("%s/%d/pred", "a", i) : NULL;
         int64_t k = run_nms(&c, pred ? pred->data : NULL, (int64_t)cnt->data[0], 5, out);
         REQUIRE(k >= 0);
-        yp_letterbox lb = {shape->data[2], shape->data[3], shape->data[4], (int64_t)shape->data[0],
+        yp_ratio_pad lb = {shape->data[2], shape->data[3], shape->data[4], (int64_t)shape->data[0],
                            (int64_t)shape->data[1]};
         yp_scale_boxes(&lb, out, k, 6);
         char path[64];
