@@ -1,0 +1,423 @@
+/* loader.c - the data loader (yp_loader.h): a ring of batch slots filled by worker threads in
+ * claim order and handed to the consumer in batch order. One mutex guards the ring: slot s serves
+ * global batches s, s + slots, s + 2 slots, ... in turn (next_g), so a worker that claimed batch g
+ * waits for exactly its slot and the consumer waits for exactly the batch it delivers next. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader_internal.h"
+#include "yp_loader.h"
+
+enum { SLOT_FREE, SLOT_BUSY, SLOT_READY, SLOT_FAILED };
+
+typedef struct {
+    int state;
+    int64_t next_g; /* the global batch this slot serves next */
+    int64_t g;      /* the batch it holds (READY, FAILED) */
+    uint8_t *images;
+    float *labels;
+    yp_loader_image *meta;
+    int n;
+    int64_t n_labels;
+    yp_err err;
+} slot;
+
+typedef struct {
+    yp_loader *l;
+    pthread_t th;
+    int started;
+    uint8_t *ws;        /* training: yp_aug_train_ws; validation: the load_image tile */
+    size_t ws_bytes;
+    uint8_t *vws;       /* validation: resize + letterbox workspace, grown to the largest image */
+    size_t vws_bytes;
+    float *rows;        /* one item's rows, 5 floats each */
+    int64_t *order;     /* this worker's copy of order_epoch's order */
+    int64_t order_epoch;
+    yp_ld_pixels px;
+    int source_failed;  /* the last item failed because an image did not load */
+} worker;
+
+struct yp_loader {
+    const yp_labels *labels;
+    yp_loader_opts o;
+    yp_aug_config cfg;
+    int64_t n, rows_cap, bpe, total, nslots;
+    slot *slots;
+    worker *w;
+    atomic_uchar *bad;
+    atomic_llong bad_count, replaced;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_free, cv_ready;
+    int stop, holding;
+    int64_t next_claim, next_deliver, delivered;
+};
+
+/* ---- sizes ---- */
+
+static int mul(int64_t a, int64_t b, int64_t *out) { return __builtin_mul_overflow(a, b, out) ? -1 : 0; }
+static int addto(int64_t *acc, int64_t v) { return __builtin_add_overflow(*acc, v, acc) ? -1 : 0; }
+
+void yp_loader_opts_default(yp_loader_opts *o) {
+    *o = (yp_loader_opts){.workers = 8, .prefetch = 2, .batch = 16, .imgsz = 640, .epochs = 1};
+    yp_aug_hyp_default(&o->hyp);
+}
+
+static int check_opts(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, yp_err *err) {
+    if (o->workers < 1 || o->workers > YP_LOADER_MAX_WORKERS)
+        return yp_err_set(err, "loader: workers %d is outside 1..%d", o->workers, YP_LOADER_MAX_WORKERS);
+    if (o->prefetch < 1 || o->batch < 1) return yp_err_set(err, "loader: prefetch and batch must be >= 1");
+    if (o->imgsz < 2 || o->imgsz > 16384) return yp_err_set(err, "loader: imgsz %d is outside 2..16384", o->imgsz);
+    if (o->epochs < 1 || o->epochs >= (1LL << 23)) return yp_err_set(err, "loader: epochs must be in 1..2^23-1");
+    if (n_images < 1 || n_images >= (1LL << 40))
+        return yp_err_set(err, "loader: the dataset has %lld images (1..2^40-1 needed)", (long long)n_images);
+    if (max_rows < 0 || max_rows > (INT64_MAX / 64)) return yp_err_set(err, "loader: bad label row count");
+    return 0;
+}
+
+static int64_t rows_cap_of(const yp_loader_opts *o, int64_t max_rows) {
+    int64_t cap = o->validation ? max_rows : 4 * max_rows; /* yp_aug_train_rows_cap */
+    return cap > 0 ? cap : 1;
+}
+
+/* Per-worker fixed workspace: yp_aug_train_ws, or the (imgsz+1)^2 tile for validation. */
+static int worker_ws_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, size_t *bytes) {
+    if (o->validation) return yp_image_bytes(o->imgsz + 1, o->imgsz + 1, bytes);
+    yp_aug_config cfg = {.imgsz = o->imgsz, .n_images = n_images, .max_rows = max_rows, .hyp = o->hyp};
+    return yp_aug_train_ws(&cfg, bytes);
+}
+
+int yp_loader_host_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, yp_loader_bytes *b,
+                         yp_err *err) {
+    memset(b, 0, sizeof *b);
+    if (check_opts(o, n_images, max_rows, err)) return -1;
+    int64_t cap = rows_cap_of(o, max_rows), img = (int64_t)o->imgsz * o->imgsz * 3, per_slot, wsb, t;
+    size_t ws;
+    if (worker_ws_bytes(o, n_images, max_rows, &ws) || ws > INT64_MAX / 2) return yp_err_set(err, "loader: workspace size overflows");
+    b->slots = (int64_t)o->workers * o->prefetch;
+    if (mul(b->slots, o->batch, &per_slot) || mul(per_slot, img, &b->ring_images) ||
+        mul(per_slot, cap, &t) || mul(t, 6 * (int64_t)sizeof(float), &b->ring_labels) ||
+        mul(per_slot, (int64_t)sizeof(yp_loader_image), &b->ring_meta) ||
+        mul(cap, 5 * (int64_t)sizeof(float), &wsb) || addto(&wsb, (int64_t)ws) ||
+        mul(wsb, o->workers, &b->workspaces) || mul(n_images, (int64_t)sizeof(int64_t) * o->workers, &b->orders) ||
+        addto(&b->orders, n_images))
+        return yp_err_set(err, "loader: the loader's size overflows");
+    b->total = b->ring_images;
+    if (addto(&b->total, b->ring_labels) || addto(&b->total, b->ring_meta) || addto(&b->total, b->workspaces) ||
+        addto(&b->total, b->orders))
+        return yp_err_set(err, "loader: the loader's size overflows");
+    return 0;
+}
+
+uint64_t yp_loader_stream(int64_t epoch, int64_t position) {
+    return ((uint64_t)epoch << 40) | ((uint64_t)position & ((1ull << 40) - 1));
+}
+
+/* ---- bad images ---- */
+
+static void mark_bad(yp_loader *l, int64_t index, const char *why) {
+    if (atomic_exchange(&l->bad[index], 1)) return;
+    atomic_fetch_add(&l->bad_count, 1);
+    fprintf(stderr, "loader: skipping %s\n", why);
+}
+
+/* yp_aug_source over the dataset: decodes image index into the worker's holder. */
+static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err) {
+    worker *w = ctx;
+    yp_loader *l = w->l;
+    if (atomic_load(&l->bad[index])) {
+        w->source_failed = 1;
+        return yp_err_set(err, "loader: image %lld did not load before", (long long)index);
+    }
+    if (yp_ld_read(&w->px, yp_labels_image(l->labels, index), err)) {
+        mark_bad(l, index, err->msg);
+        w->source_failed = 1;
+        return -1;
+    }
+    int64_t n;
+    const float *rows = yp_labels_rows(l->labels, index, &n);
+    *out = (yp_aug_source_item){w->px.rgb, w->px.w, w->px.h, rows, n};
+    return 0;
+}
+
+/* ---- items ---- */
+
+/* Grows the validation workspace to need bytes (grow-once per larger image). */
+static int vws_reserve(worker *w, size_t need, yp_err *err) {
+    if (need <= w->vws_bytes) return 0;
+    void *p = realloc(w->vws, need);
+    if (!p) return yp_err_set(err, "loader: out of memory for a %zu-byte validation workspace", need);
+    w->vws = p, w->vws_bytes = need;
+    return 0;
+}
+
+/* LoadImagesAndLabels without augmentation: load_image, letterbox (no auto, no scaleup), rows
+ * xywhn of the letterboxed image; *m gets the size and scale_boxes's ratio and pad. */
+static int val_item(worker *w, int64_t index, yp_image *out, int64_t *n, yp_loader_image *m, yp_err *err) {
+    yp_aug_source_item it;
+    int s = w->l->o.imgsz, rw, rh;
+    yp_interp interp;
+    size_t need_r = 0, need_l;
+    if (source(w, index, &it, err)) return -1;
+    int resize = yp_aug_load_size(it.w0, it.h0, s, 0, &rw, &rh, &interp);
+    if (resize < 0 || rw > s + 1 || rh > s + 1 || it.n_rows > w->l->rows_cap)
+        return yp_err_set(err, "loader: image %lld: bad size %dx%d or too many rows", (long long)index, it.w0, it.h0);
+    yp_image src = {(uint8_t *)it.pixels, it.w0, it.h0}, tile = src;
+    yp_letterbox_opts o = {.new_w = s, .new_h = s, .stride = 32};
+    yp_letterbox_geom g;
+    if ((resize && yp_resize_ws(it.w0, it.h0, rw, rh, interp, &need_r)) || yp_letterbox_geometry(rw, rh, &o, &g) ||
+        g.out_w != s || g.out_h != s || yp_letterbox_ws(rw, rh, &g, &need_l))
+        return yp_err_set(err, "loader: image %lld: no letterbox for %dx%d", (long long)index, it.w0, it.h0);
+    if (vws_reserve(w, need_r > need_l ? need_r : need_l, err)) return -1;
+    if (resize) {
+        tile = (yp_image){w->ws, rw, rh};
+        if (yp_resize(&src, &tile, interp, w->vws, w->vws_bytes)) return yp_err_set(err, "loader: resize failed");
+    }
+    if (yp_letterbox(&tile, &g, out, w->vws, w->vws_bytes)) return yp_err_set(err, "loader: letterbox failed");
+    memcpy(w->rows, it.rows, (size_t)it.n_rows * 5 * sizeof(float));
+    yp_letterbox_labels(w->rows, it.n_rows, rw, rh, &g);
+    yp_labels_xyxy_to_xywhn(w->rows, it.n_rows, s, s);
+    *n = it.n_rows;
+    m->w0 = it.w0, m->h0 = it.h0;
+    m->rp = (yp_ratio_pad){.gain = (double)rh / it.h0, .pad_w = g.dw, .pad_h = g.dh, .h0 = it.h0, .w0 = it.w0};
+    return 0;
+}
+
+static int train_item(worker *w, int64_t index, yp_rng *r, yp_image *out, int64_t *n, yp_loader_image *m,
+                      yp_err *err) {
+    if (yp_aug_train_item(&w->l->cfg, source, w, index, r, out, w->rows, n, w->ws, w->ws_bytes, err)) return -1;
+    m->w0 = m->h0 = 0; /* a mosaic combines four images: no one original size */
+    return 0;
+}
+
+/* ---- batches ---- */
+
+/* The worker's copy of epoch e's order: the identity (validation) or the seeded permutation. */
+static void ensure_order(worker *w, int64_t epoch) {
+    yp_loader *l = w->l;
+    if (w->order_epoch == epoch) return;
+    for (int64_t i = 0; i < l->n; i++) w->order[i] = i;
+    if (!l->o.validation) {
+        yp_rng r;
+        yp_rng_seed(&r, l->o.seed + (uint64_t)epoch, YP_LOADER_ORDER_STREAM);
+        for (int64_t i = l->n - 1; i > 0; i--) {
+            int64_t j = yp_rng_below(&r, i + 1), t = w->order[i];
+            w->order[i] = w->order[j], w->order[j] = t;
+        }
+    }
+    w->order_epoch = epoch;
+}
+
+static int stopping(yp_loader *l) {
+    pthread_mutex_lock(&l->mu);
+    int s = l->stop;
+    pthread_mutex_unlock(&l->mu);
+    return s;
+}
+
+/* Position p of epoch e into out: the image at p, or when it fails to load the next one in the
+ * order that loads, always with p's stream. Returns 0, 1 when stopped, -1 with err set. */
+static int build_item(worker *w, int64_t epoch, int64_t p, yp_image *out, int64_t *n, yp_loader_image *m,
+                      yp_err *err) {
+    yp_loader *l = w->l;
+    for (int64_t t = 0; t < l->n; t++) {
+        if (stopping(l)) return 1;
+        int64_t idx = w->order[(p + t) % l->n];
+        if (atomic_load(&l->bad[idx])) continue;
+        yp_rng r; /* a retry draws anew (else a mosaic would pick the same bad partner again) */
+        yp_rng_seed(&r, l->o.seed + (uint64_t)t * 0x9e3779b97f4a7c15ull, yp_loader_stream(epoch, p));
+        w->source_failed = 0;
+        int rc = l->o.validation ? val_item(w, idx, out, n, m, err) : train_item(w, idx, &r, out, n, m, err);
+        if (rc == 0) {
+            if (t > 0) atomic_fetch_add(&l->replaced, 1);
+            m->index = idx, m->position = p;
+            if (!l->o.validation) m->rp = (yp_ratio_pad){0};
+            return 0;
+        }
+        if (!w->source_failed) return -1; /* not a bad image: a real error */
+    }
+    return yp_err_set(err, "loader: epoch %lld position %lld: no image of the dataset loads", (long long)epoch,
+                      (long long)p);
+}
+
+/* Global batch g into slot s. Returns 0, 1 when stopped, -1 with s->err set. */
+static int build_batch(worker *w, int64_t g, slot *s) {
+    yp_loader *l = w->l;
+    int64_t epoch = g / l->bpe, start = (g % l->bpe) * l->o.batch, left = l->n - start;
+    int S = l->o.imgsz;
+    size_t img = (size_t)S * (size_t)S * 3;
+    ensure_order(w, epoch);
+    s->n = (int)(left < l->o.batch ? left : l->o.batch);
+    s->n_labels = 0;
+    for (int i = 0; i < s->n; i++) {
+        yp_image out = {s->images + (size_t)i * img, S, S};
+        int64_t k = 0;
+        int rc = build_item(w, epoch, start + i, &out, &k, &s->meta[i], &s->err);
+        if (rc) return rc;
+        float *dst = s->labels + 6 * s->n_labels;
+        for (int64_t j = 0; j < k; j++) {
+            dst[6 * j] = (float)i;
+            memcpy(dst + 6 * j + 1, w->rows + 5 * j, 5 * sizeof(float));
+        }
+        s->n_labels += k;
+    }
+    return 0;
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    yp_loader *l = w->l;
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop && l->next_claim < l->total) {
+        int64_t g = l->next_claim++;
+        slot *s = &l->slots[g % l->nslots];
+        while (!l->stop && !(s->state == SLOT_FREE && s->next_g == g)) pthread_cond_wait(&l->cv_free, &l->mu);
+        if (l->stop) break;
+        s->state = SLOT_BUSY;
+        pthread_mutex_unlock(&l->mu);
+        int rc = build_batch(w, g, s);
+        pthread_mutex_lock(&l->mu);
+        if (rc == 1) break;
+        s->g = g, s->state = rc ? SLOT_FAILED : SLOT_READY;
+        pthread_cond_broadcast(&l->cv_ready);
+    }
+    pthread_mutex_unlock(&l->mu);
+    yp_ld_release(&w->px);
+    return NULL;
+}
+
+/* ---- life cycle ---- */
+
+static int64_t max_rows_of(const yp_labels *lb) {
+    int64_t m = 0, n;
+    for (int64_t i = 0; i < lb->n; i++)
+        if (yp_labels_rows(lb, i, &n), n > m) m = n;
+    return m;
+}
+
+static int alloc_slots(yp_loader *l, yp_err *err) {
+    size_t img = (size_t)l->o.imgsz * (size_t)l->o.imgsz * 3 * (size_t)l->o.batch;
+    size_t lab = (size_t)l->rows_cap * 6 * sizeof(float) * (size_t)l->o.batch;
+    l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
+    if (!l->slots) return yp_err_set(err, "loader: out of memory");
+    for (int64_t i = 0; i < l->nslots; i++) {
+        slot *s = &l->slots[i];
+        s->next_g = i;
+        s->images = malloc(img), s->labels = malloc(lab), s->meta = calloc((size_t)l->o.batch, sizeof *s->meta);
+        if (!s->images || !s->labels || !s->meta)
+            return yp_err_set(err, "loader: out of memory for %lld batch slots", (long long)l->nslots);
+    }
+    return 0;
+}
+
+static int alloc_workers(yp_loader *l, yp_err *err) {
+    l->w = calloc((size_t)l->o.workers, sizeof *l->w);
+    if (!l->w) return yp_err_set(err, "loader: out of memory");
+    size_t ws;
+    if (worker_ws_bytes(&l->o, l->n, l->cfg.max_rows, &ws)) return yp_err_set(err, "loader: workspace size overflows");
+    for (int i = 0; i < l->o.workers; i++) {
+        worker *w = &l->w[i];
+        w->l = l, w->order_epoch = -1, w->ws_bytes = ws;
+        w->ws = malloc(ws), w->rows = malloc((size_t)l->rows_cap * 5 * sizeof(float));
+        w->order = malloc((size_t)l->n * sizeof(int64_t));
+        if (!w->ws || !w->rows || !w->order) return yp_err_set(err, "loader: out of memory for the workers");
+    }
+    return 0;
+}
+
+static int start_workers(yp_loader *l, yp_err *err) {
+    for (int i = 0; i < l->o.workers; i++) {
+        if (pthread_create(&l->w[i].th, NULL, worker_main, &l->w[i]))
+            return yp_err_set(err, "loader: cannot start worker thread %d", i);
+        l->w[i].started = 1;
+    }
+    return 0;
+}
+
+yp_loader *yp_loader_open(const yp_labels *labels, const yp_loader_opts *o, yp_err *err) {
+    int64_t max_rows = max_rows_of(labels);
+    yp_loader_bytes b;
+    if (yp_loader_host_bytes(o, labels->n, max_rows, &b, err)) return NULL;
+    yp_loader *l = calloc(1, sizeof *l);
+    if (!l) return yp_err_set(err, "loader: out of memory"), NULL;
+    l->labels = labels, l->o = *o, l->n = labels->n, l->nslots = b.slots;
+    l->cfg = (yp_aug_config){.imgsz = o->imgsz, .n_images = l->n, .max_rows = max_rows, .hyp = o->hyp};
+    l->rows_cap = rows_cap_of(o, max_rows);
+    l->bpe = (l->n + o->batch - 1) / o->batch;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv_free, NULL);
+    pthread_cond_init(&l->cv_ready, NULL);
+    l->bad = calloc((size_t)l->n, sizeof *l->bad);
+    if (mul(l->bpe, o->epochs, &l->total) || !l->bad) {
+        yp_err_set(err, "loader: out of memory");
+    } else if (!alloc_slots(l, err) && !alloc_workers(l, err) && !start_workers(l, err)) {
+        return l;
+    }
+    yp_loader_close(l);
+    return NULL;
+}
+
+int yp_loader_next(yp_loader *l, yp_loader_batch *b, yp_err *err) {
+    pthread_mutex_lock(&l->mu);
+    if (l->holding) { /* the batch returned last time goes back to the ring */
+        slot *h = &l->slots[(l->next_deliver - 1) % l->nslots];
+        h->state = SLOT_FREE, h->next_g += l->nslots, l->holding = 0;
+        pthread_cond_broadcast(&l->cv_free);
+    }
+    if (l->next_deliver >= l->total) {
+        pthread_mutex_unlock(&l->mu);
+        return 0;
+    }
+    int64_t g = l->next_deliver;
+    slot *s = &l->slots[g % l->nslots];
+    while (!((s->state == SLOT_READY || s->state == SLOT_FAILED) && s->g == g)) pthread_cond_wait(&l->cv_ready, &l->mu);
+    if (s->state == SLOT_FAILED) {
+        if (err) *err = s->err;
+        pthread_mutex_unlock(&l->mu);
+        return -1;
+    }
+    *b = (yp_loader_batch){.epoch = g / l->bpe, .index = g % l->bpe, .n = s->n, .imgsz = l->o.imgsz,
+                           .images = s->images, .labels = s->labels, .n_labels = s->n_labels, .meta = s->meta};
+    l->next_deliver++, l->delivered++, l->holding = 1;
+    pthread_mutex_unlock(&l->mu);
+    return 1;
+}
+
+void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s) {
+    pthread_mutex_lock(&l->mu);
+    s->delivered = l->delivered;
+    pthread_mutex_unlock(&l->mu);
+    s->bad_images = atomic_load(&l->bad_count);
+    s->replaced = atomic_load(&l->replaced);
+}
+
+void yp_loader_close(yp_loader *l) {
+    if (!l) return;
+    pthread_mutex_lock(&l->mu);
+    l->stop = 1;
+    pthread_cond_broadcast(&l->cv_free);
+    pthread_cond_broadcast(&l->cv_ready);
+    pthread_mutex_unlock(&l->mu);
+    for (int i = 0; l->w && i < l->o.workers; i++) {
+        worker *w = &l->w[i];
+        if (w->started) pthread_join(w->th, NULL);
+        yp_ld_release(&w->px);
+        free(w->ws), free(w->vws), free(w->rows), free(w->order);
+    }
+    for (int64_t i = 0; l->slots && i < l->nslots; i++)
+        free(l->slots[i].images), free(l->slots[i].labels), free(l->slots[i].meta);
+    free(l->w), free(l->slots), free(l->bad);
+    pthread_cond_destroy(&l->cv_free);
+    pthread_cond_destroy(&l->cv_ready);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+int64_t yp_loader_to_float(const yp_loader_batch *b, float *out, int64_t cap) {
+    int64_t n = (int64_t)b->n * b->imgsz * b->imgsz * 3;
+    if (cap < n) return -1;
+    for (int64_t i = 0; i < n; i++) out[i] = (float)b->images[i] / 255.0f;
+    return n;
+}
