@@ -55,7 +55,7 @@ static int load_opencv(void) {
 
 static cv_mat *wrap(yp_image *im) {
     cv_mat *m = cv.create_header(im->h, im->w, CV_8UC3);
-    cv.set_data(m, im->data, im->w * 3);
+    cv.set_data(m, im->rgb, im->w * 3);
     return m;
 }
 
@@ -73,7 +73,7 @@ static void fill(yp_image *im, uint64_t seed) {
             for (int c = 0; c < 3; c++) {
                 int v = (x * (c + 1) + y * (3 - c)) % 256;
                 if (yp_rng_below(&r, 4) == 0) v = (int)yp_rng_below(&r, 256);
-                im->data[((size_t)y * im->w + x) * 3 + c] = (uint8_t)v;
+                im->rgb[((size_t)y * im->w + x) * 3 + c] = (uint8_t)v;
             }
 }
 
@@ -82,10 +82,10 @@ static long compare(const char *what, const yp_image *a, const yp_image *b) {
     size_t n = (size_t)a->w * a->h * 3;
     long bad = 0, maxd = 0;
     for (size_t i = 0; i < n; i++) {
-        int d = abs((int)a->data[i] - (int)b->data[i]);
+        int d = abs((int)a->rgb[i] - (int)b->rgb[i]);
         if (d && !bad)
             printf("    %s: first difference at pixel (%zu, %zu) channel %zu: ours %d, OpenCV %d\n", what,
-                   i / 3 % a->w, i / 3 / a->w, i % 3, a->data[i], b->data[i]);
+                   i / 3 % a->w, i / 3 / a->w, i % 3, a->rgb[i], b->rgb[i]);
         bad += d != 0;
         maxd = d > maxd ? d : maxd;
     }
@@ -116,7 +116,7 @@ static long check_resize(int sw, int sh, int dw, int dh, yp_interp interp, int r
     long bad = compare(what, &a, &b);
     printf("    ms per call: ours %.3f, OpenCV %.3f\n", (t1 - t0) * 1e3 / reps, (t2 - t1) * 1e3 / reps);
     cv.release(&ms), cv.release(&mb);
-    free(src.data), free(a.data), free(b.data), free(ws);
+    free(src.rgb), free(a.rgb), free(b.rgb), free(ws);
     return bad;
 }
 
@@ -142,7 +142,7 @@ static long check_warp(int sw, int sh, int dw, int dh, const double m[9], int pe
     long bad = compare(persp ? "warpPerspective" : "warpAffine", &a, &b);
     printf("    ms per call: ours %.3f, OpenCV %.3f\n", (t1 - t0) * 1e3 / reps, (t2 - t1) * 1e3 / reps);
     cv.release(&ms), cv.release(&mb), cv.release(&mat);
-    free(src.data), free(a.data), free(b.data), free(ws);
+    free(src.rgb), free(a.rgb), free(b.rgb), free(ws);
     return bad;
 }
 
@@ -152,17 +152,17 @@ static long check_colour(int n) {
     int rows = (1 << 24) / n + 1;
     yp_image src = make(n, rows), a = make(n, rows), b = make(n, rows);
     for (uint32_t i = 0; i < (uint32_t)n * rows; i++)
-        src.data[3 * i] = (uint8_t)(i >> 16), src.data[3 * i + 1] = (uint8_t)(i >> 8), src.data[3 * i + 2] = (uint8_t)i;
+        src.rgb[3 * i] = (uint8_t)(i >> 16), src.rgb[3 * i + 1] = (uint8_t)(i >> 8), src.rgb[3 * i + 2] = (uint8_t)i;
     cv_mat *ms = wrap(&src), *mb = wrap(&b);
-    for (int y = 0; y < rows; y++) yp_rgb_to_hsv_row(src.data + (size_t)y * n * 3, a.data + (size_t)y * n * 3, n);
+    for (int y = 0; y < rows; y++) yp_rgb_to_hsv_row(src.rgb + (size_t)y * n * 3, a.rgb + (size_t)y * n * 3, n);
     cv.cvt(ms, mb, RGB2HSV);
     long bad = compare("RGB2HSV, all 2^24 colours", &a, &b);
-    for (uint32_t i = 0; i < (uint32_t)n * rows; i++) src.data[3 * i] = (uint8_t)((i >> 16) % 181);
-    for (int y = 0; y < rows; y++) yp_hsv_to_rgb_row(src.data + (size_t)y * n * 3, a.data + (size_t)y * n * 3, n);
+    for (uint32_t i = 0; i < (uint32_t)n * rows; i++) src.rgb[3 * i] = (uint8_t)((i >> 16) % 181);
+    for (int y = 0; y < rows; y++) yp_hsv_to_rgb_row(src.rgb + (size_t)y * n * 3, a.rgb + (size_t)y * n * 3, n);
     cv.cvt(ms, mb, HSV2RGB);
     bad += compare("HSV2RGB, H 0..180 x all S, V", &a, &b);
     cv.release(&ms), cv.release(&mb);
-    free(src.data), free(a.data), free(b.data);
+    free(src.rgb), free(a.rgb), free(b.rgb);
     return bad;
 }
 

@@ -110,7 +110,7 @@ static int load(item_ctx *c, int64_t index, yp_aug_source_item *item) {
     yp_image orig = {(uint8_t *)item->pixels, item->w0, item->h0};
     c->tile.w = w, c->tile.h = h;
     if (need == 0) {
-        memcpy(c->tile.data, orig.data, (size_t)w * (size_t)h * 3);
+        memcpy(c->tile.rgb, orig.rgb, (size_t)w * (size_t)h * 3);
         return 0;
     }
     if (yp_resize(&orig, &c->tile, interp, c->scratch, c->scratch_bytes))
@@ -149,14 +149,14 @@ static int single_item(item_ctx *c, int64_t index, yp_rng *r, yp_image *out, flo
     int s = c->cfg->imgsz;
     yp_letterbox_opts o = {.new_w = s, .new_h = s, .scaleup = 1, .stride = 32};
     if (load(c, index, &item)) return -1;
-    yp_image boxed = {c->canvas.data, s, s};
+    yp_image boxed = {c->canvas.rgb, s, s};
     if (yp_letterbox_geometry(c->tile.w, c->tile.h, &o, &g) || g.out_w != s || g.out_h != s ||
         yp_letterbox(&c->tile, &g, &boxed, c->scratch, c->scratch_bytes))
         return yp_err_set(c->err, "augment: letterboxing image %lld failed", (long long)index);
     memcpy(rows, item.rows, (size_t)item.n_rows * 5 * sizeof *rows);
     yp_letterbox_labels(rows, item.n_rows, c->tile.w, c->tile.h, &g);
     if (yp_warp_draw(r, &c->cfg->hyp, s, s, 0, 0, &w)) return yp_err_set(c->err, "augment: bad warp");
-    if (!yp_warp_changes_image(&w, 0, 0)) memcpy(out->data, boxed.data, (size_t)s * (size_t)s * 3);
+    if (!yp_warp_changes_image(&w, 0, 0)) memcpy(out->rgb, boxed.rgb, (size_t)s * (size_t)s * 3);
     else if (yp_warp_image(&boxed, out, &w, c->scratch, c->scratch_bytes))
         return yp_err_set(c->err, "augment: the warp of image %lld failed", (long long)index);
     *n = yp_warp_labels(rows, item.n_rows, &w);

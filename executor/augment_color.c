@@ -112,7 +112,7 @@ void yp_hsv_apply(yp_image *img, const double gain[3]) {
     }
     size_t stride = (size_t)img->w * 3;
     for (int y = 0; y < img->h; y++) {
-        uint8_t *row = img->data + (size_t)y * stride;
+        uint8_t *row = img->rgb + (size_t)y * stride;
         for (int i = 0; i < img->w; i++) {
             uint8_t *p = row + 3 * i;
             to_hsv(&t, p, p);
@@ -124,7 +124,7 @@ void yp_hsv_apply(yp_image *img, const double gain[3]) {
 
 void yp_flip_lr(yp_image *img) {
     for (int y = 0; y < img->h; y++) {
-        uint8_t *row = img->data + (size_t)y * (size_t)img->w * 3;
+        uint8_t *row = img->rgb + (size_t)y * (size_t)img->w * 3;
         for (int a = 0, b = img->w - 1; a < b; a++, b--)
             for (int c = 0; c < 3; c++) {
                 uint8_t t = row[3 * a + c];
@@ -136,7 +136,7 @@ void yp_flip_lr(yp_image *img) {
 void yp_flip_ud(yp_image *img) {
     size_t stride = (size_t)img->w * 3;
     for (int a = 0, b = img->h - 1; a < b; a++, b--) {
-        uint8_t *p = img->data + (size_t)a * stride, *q = img->data + (size_t)b * stride;
+        uint8_t *p = img->rgb + (size_t)a * stride, *q = img->rgb + (size_t)b * stride;
         for (size_t i = 0; i < stride; i++) {
             uint8_t t = p[i];
             p[i] = q[i], q[i] = t;

@@ -6,7 +6,7 @@
 
 #include "yp_augment.h"
 
-void yp_mosaic_fill(yp_image *canvas) { memset(canvas->data, 114, (size_t)canvas->w * (size_t)canvas->h * 3); }
+void yp_mosaic_fill(yp_image *canvas) { memset(canvas->rgb, 114, (size_t)canvas->w * (size_t)canvas->h * 3); }
 
 /* Python's -s // 2 (floor division). */
 static int neg_half(int s) { return -((s + 1) / 2); }
@@ -61,8 +61,8 @@ int yp_mosaic_place(yp_image *canvas, const yp_mosaic_plan *p, int slot, const y
     int cw = a[2] - a[0], ch = a[3] - a[1];
     if (cw < 0 || ch < 0 || b[0] < 0 || b[1] < 0 || b[2] - b[0] != cw || b[3] - b[1] != ch) return -1;
     for (int y = 0; y < ch; y++)
-        memcpy(canvas->data + ((size_t)(a[1] + y) * (size_t)s2 + (size_t)a[0]) * 3,
-               tile->data + ((size_t)(b[1] + y) * (size_t)tile->w + (size_t)b[0]) * 3, (size_t)cw * 3);
+        memcpy(canvas->rgb + ((size_t)(a[1] + y) * (size_t)s2 + (size_t)a[0]) * 3,
+               tile->rgb + ((size_t)(b[1] + y) * (size_t)tile->w + (size_t)b[0]) * 3, (size_t)cw * 3);
     float padw = (float)(a[0] - b[0]), padh = (float)(a[1] - b[1]), w = (float)tile->w, h = (float)tile->h;
     for (int64_t i = 0; i < n; i++) {
         const float *r = rows + 5 * i;

@@ -141,9 +141,9 @@ static void linear_rows(const yp_image *src, int dw, const int *x0, const int *x
         rows[0] = rows[1], rows[1] = t;
         have[1] = have[0], have[0] = want0;
     }
-    if (have[0] != want0) linear_row(src->data + (size_t)want0 * stride, src->w, dw, x0, x1, a, rows[0]);
+    if (have[0] != want0) linear_row(src->rgb + (size_t)want0 * stride, src->w, dw, x0, x1, a, rows[0]);
     have[0] = want0;
-    if (have[1] != want1) linear_row(src->data + (size_t)want1 * stride, src->w, dw, x0, x1, a, rows[1]);
+    if (have[1] != want1) linear_row(src->rgb + (size_t)want1 * stride, src->w, dw, x0, x1, a, rows[1]);
     have[1] = want1;
 }
 
@@ -159,7 +159,7 @@ static void resize_linear(const yp_image *src, yp_image *dst, uint8_t *ws) {
     for (int dy = 0; dy < dh; dy++) {
         int r0 = clamp_row(y0[dy], sh), r1 = clamp_row(y1[dy], sh);
         linear_rows(src, dw, x0, x1, a, r0, r1, rows, have);
-        linear_col(rows[0], rows[1], b[2 * dy], b[2 * dy + 1], width, dst->data + (size_t)dy * (size_t)width);
+        linear_col(rows[0], rows[1], b[2 * dy], b[2 * dy + 1], width, dst->rgb + (size_t)dy * (size_t)width);
     }
 }
 
@@ -170,12 +170,12 @@ static void resize_area_fast(const yp_image *src, yp_image *dst, int kx, int ky)
     size_t sstride = (size_t)src->w * 3;
     float inv = 1.f / (float)(kx * ky);
     for (int dy = 0; dy < dst->h; dy++) {
-        uint8_t *D = dst->data + (size_t)dy * (size_t)dst->w * 3;
+        uint8_t *D = dst->rgb + (size_t)dy * (size_t)dst->w * 3;
         for (int dx = 0; dx < dst->w; dx++)
             for (int c = 0; c < 3; c++) {
                 int sum = 0;
                 for (int j = 0; j < ky; j++) {
-                    const uint8_t *S = src->data + (size_t)(dy * ky + j) * sstride + (size_t)(dx * kx) * 3 + c;
+                    const uint8_t *S = src->rgb + (size_t)(dy * ky + j) * sstride + (size_t)(dx * kx) * 3 + c;
                     for (int i = 0; i < kx; i++) sum += S[3 * i];
                 }
                 D[3 * dx + c] = kx == 2 && ky == 2 ? (uint8_t)((sum + 2) >> 2) : sat_u8((int)lrintf((float)sum * inv));
@@ -216,11 +216,11 @@ static void resize_area(const yp_image *src, yp_image *dst, uint8_t *ws) {
     for (int x = 0; x < width; x++) sum[x] = 0.f;
     for (int j = 0; j < ny; j++) {
         float beta = ytab[j].alpha;
-        const uint8_t *S = src->data + (size_t)ytab[j].si * (size_t)sw * 3;
+        const uint8_t *S = src->rgb + (size_t)ytab[j].si * (size_t)sw * 3;
         for (int x = 0; x < width; x++) buf[x] = 0.f;
         for (int k = 0; k < nx; k++)
             for (int c = 0; c < 3; c++) buf[xtab[k].di + c] = buf[xtab[k].di + c] + (float)S[xtab[k].si + c] * xtab[k].alpha;
-        uint8_t *D = dst->data + (size_t)prev * (size_t)width;
+        uint8_t *D = dst->rgb + (size_t)prev * (size_t)width;
         if (ytab[j].di != prev) {
             for (int x = 0; x < width; x++) D[x] = sat_u8((int)lrintf(sum[x])), sum[x] = beta * buf[x];
             prev = ytab[j].di;
@@ -228,7 +228,7 @@ static void resize_area(const yp_image *src, yp_image *dst, uint8_t *ws) {
             for (int x = 0; x < width; x++) sum[x] += beta * buf[x];
         }
     }
-    uint8_t *D = dst->data + (size_t)prev * (size_t)width;
+    uint8_t *D = dst->rgb + (size_t)prev * (size_t)width;
     for (int x = 0; x < width; x++) D[x] = sat_u8((int)lrintf(sum[x]));
 }
 
@@ -237,7 +237,7 @@ int yp_resize(const yp_image *src, yp_image *dst, yp_interp interp, void *ws, si
     int kx, ky;
     if (yp_resize_ws(src->w, src->h, dst->w, dst->h, interp, &need) || ws_bytes < need || (need && !ws)) return -1;
     switch (choose(src->w, src->h, dst->w, dst->h, interp, &kx, &ky)) {
-    case K_COPY: memcpy(dst->data, src->data, (size_t)src->w * (size_t)src->h * 3); break;
+    case K_COPY: memcpy(dst->rgb, src->rgb, (size_t)src->w * (size_t)src->h * 3); break;
     case K_LINEAR: resize_linear(src, dst, ws); break;
     case K_AREA_FAST: resize_area_fast(src, dst, kx, ky); break;
     case K_AREA: resize_area(src, dst, ws); break;
@@ -304,7 +304,7 @@ int yp_letterbox(const yp_image *src, const yp_letterbox_geom *g, yp_image *dst,
     }
     yp_mosaic_fill(dst);
     for (int y = 0; y < g->unpad_h; y++)
-        memcpy(dst->data + ((size_t)(y + g->top) * (size_t)dst->w + (size_t)g->left) * 3, mid.data + (size_t)y * row, row);
+        memcpy(dst->rgb + ((size_t)(y + g->top) * (size_t)dst->w + (size_t)g->left) * 3, mid.rgb + (size_t)y * row, row);
     return 0;
 }
 

@@ -88,7 +88,7 @@ static void sample(const yp_image *src, int64_t X, int64_t Y, uint8_t *out) {
     int w[4] = {(32 - fx) * (32 - fy), fx * (32 - fy), (32 - fx) * fy, fx * fy};
     size_t stride = (size_t)src->w * 3;
     if (sx >= 0 && sy >= 0 && sx < src->w - 1 && sy < src->h - 1) {
-        const uint8_t *p = src->data + (size_t)sy * stride + (size_t)sx * 3, *q = p + stride;
+        const uint8_t *p = src->rgb + (size_t)sy * stride + (size_t)sx * 3, *q = p + stride;
         for (int c = 0; c < 3; c++) out[c] = (uint8_t)((w[0] * p[c] + w[1] * p[3 + c] + w[2] * q[c] + w[3] * q[3 + c] + 512) >> 10);
         return;
     }
@@ -96,7 +96,7 @@ static void sample(const yp_image *src, int64_t X, int64_t Y, uint8_t *out) {
     for (int k = 0; k < 4; k++) {
         int x = sx + (k & 1), y = sy + (k >> 1);
         int inside = x >= 0 && y >= 0 && x < src->w && y < src->h;
-        const uint8_t *p = inside ? src->data + (size_t)y * stride + (size_t)x * 3 : NULL;
+        const uint8_t *p = inside ? src->rgb + (size_t)y * stride + (size_t)x * 3 : NULL;
         for (int c = 0; c < 3; c++) acc[c] += w[k] * (p ? p[c] : BORDER);
     }
     for (int c = 0; c < 3; c++) out[c] = (uint8_t)(acc[c] >> 10);
@@ -118,7 +118,7 @@ static void warp_affine(const yp_image *src, yp_image *dst, const double *m, int
     for (int x = 0; x < dst->w; x++) adelta[x] = sat_int(M[0] * x * 1024), bdelta[x] = sat_int(M[3] * x * 1024);
     for (int y = 0; y < dst->h; y++) {
         int64_t X0 = (int64_t)sat_int((M[1] * y + M[2]) * 1024) + 16, Y0 = (int64_t)sat_int((M[4] * y + M[5]) * 1024) + 16;
-        uint8_t *D = dst->data + (size_t)y * (size_t)dst->w * 3;
+        uint8_t *D = dst->rgb + (size_t)y * (size_t)dst->w * 3;
         for (int x = 0; x < dst->w; x++) {
             int64_t X = X0 + adelta[x], Y = Y0 + bdelta[x];
             X = (X - (int64_t)((uint64_t)X & 31)) / 32, Y = (Y - (int64_t)((uint64_t)Y & 31)) / 32; /* >> 5 */
@@ -147,7 +147,7 @@ static void warp_perspective(const yp_image *src, yp_image *dst, const double *m
     inverse3(m, M);
     int bh = dst->h < 32 ? dst->h : 32, bw = 4096 / bh < dst->w ? 4096 / bh : dst->w; /* OpenCV's blocks */
     for (int y = 0; y < dst->h; y++) {
-        uint8_t *D = dst->data + (size_t)y * (size_t)dst->w * 3;
+        uint8_t *D = dst->rgb + (size_t)y * (size_t)dst->w * 3;
         for (int xb = 0; xb < dst->w; xb += bw) {
             double X0 = M[0] * xb + M[1] * y + M[2], Y0 = M[3] * xb + M[4] * y + M[5], W0 = M[6] * xb + M[7] * y + M[8];
             for (int x1 = 0; x1 < bw && xb + x1 < dst->w; x1++) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader_internal.h"
+#include "yp_image.h"
 #include "yp_loader.h"
 
 enum { SLOT_FREE, SLOT_BUSY, SLOT_READY, SLOT_FAILED };
@@ -36,7 +36,7 @@ typedef struct {
     float *rows;        /* one item's rows, 5 floats each */
     int64_t *order;     /* this worker's copy of order_epoch's order */
     int64_t order_epoch;
-    yp_ld_pixels px;
+    yp_image px;
     int source_failed;  /* the last item failed because an image did not load */
 } worker;
 
@@ -131,7 +131,8 @@ static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err
         w->source_failed = 1;
         return yp_err_set(err, "loader: image %lld did not load before", (long long)index);
     }
-    if (yp_ld_read(&w->px, yp_labels_image(l->labels, index), err)) {
+    yp_image_free(&w->px); /* the holder keeps one image, until the worker's next read */
+    if (yp_image_read(yp_labels_image(l->labels, index), NULL, &w->px, err)) {
         mark_bad(l, index, err->msg);
         w->source_failed = 1;
         return -1;
@@ -284,7 +285,7 @@ static void *worker_main(void *arg) {
         pthread_cond_broadcast(&l->cv_ready);
     }
     pthread_mutex_unlock(&l->mu);
-    yp_ld_release(&w->px);
+    yp_image_free(&w->px);
     return NULL;
 }
 
@@ -403,7 +404,7 @@ void yp_loader_close(yp_loader *l) {
     for (int i = 0; l->w && i < l->o.workers; i++) {
         worker *w = &l->w[i];
         if (w->started) pthread_join(w->th, NULL);
-        yp_ld_release(&w->px);
+        yp_image_free(&w->px);
         free(w->ws), free(w->vws), free(w->rows), free(w->order);
     }
     for (int64_t i = 0; l->slots && i < l->nslots; i++)

@@ -15,7 +15,7 @@
  *   warpAffine/Perspective inverse map in 1/32 pixel, 15-bit bilinear weights, border 114.
  * Labels are rows of 5 floats, class then 4 coordinates: "xywhn" is normalised centre x, y,
  * width, height (the label files' form); "xyxy" is pixel corners x1 y1 x2 y2.
- * Defines: yp_rng, yp_image, yp_aug_hyp, yp_interp, resize, letterbox, mosaic, perspective,
+ * Defines: yp_rng, yp_aug_hyp, yp_interp, resize, letterbox, mosaic, perspective,
  * box_candidates, HSV, flips, and the whole training item (yp_aug_train_item). */
 #ifndef YP_AUGMENT_H
 #define YP_AUGMENT_H
@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "yp_error.h"
+#include "yp_image.h"
 
 /* ---- random numbers: xoshiro256** seeded by splitmix64 ---- */
 
@@ -44,10 +45,8 @@ int64_t yp_rng_below(yp_rng *r, int64_t n);
 
 /* ---- images ---- */
 
-typedef struct {
-    uint8_t *data; /* h rows of w*3 bytes, RGB */
-    int w, h;
-} yp_image;
+/* Images are yp_image.h's: w x h RGB, rows of w*3 bytes at `rgb`. Here `rgb` may also point at
+ * caller memory (a canvas, a workspace): augmentation never frees an image. */
 
 /* Bytes of a w x h image; -1 when w or h < 1 or the size overflows. */
 int yp_image_bytes(int w, int h, size_t *bytes);

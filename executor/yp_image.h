@@ -39,8 +39,9 @@
 
 /* An 8-bit RGB image, rows top to bottom, pixels left to right, R G B per pixel (HWC). */
 typedef struct {
+    uint8_t *rgb; /* w * h * 3 bytes; owned when made here (yp_image_free), a view where the
+                     augmentation (yp_augment.h) points it at caller memory */
     int w, h;
-    uint8_t *rgb; /* w * h * 3 bytes, owned: yp_image_free */
 } yp_image;
 
 typedef struct {

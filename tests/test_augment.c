@@ -91,7 +91,7 @@ static yp_image coord_image(uint8_t *buf, int w, int h, uint8_t tag) {
     return (yp_image){buf, w, h};
 }
 
-static const uint8_t *px(const yp_image *im, int x, int y) { return im->data + 3 * ((size_t)y * im->w + x); }
+static const uint8_t *px(const yp_image *im, int x, int y) { return im->rgb + 3 * ((size_t)y * im->w + x); }
 
 static void test_mosaic_place(void) {
     uint8_t cbuf[16 * 16 * 3], t0buf[8 * 6 * 3], t3buf[8 * 8 * 3];

@@ -13,6 +13,7 @@
 
 #include "yp_label_cache.h"
 #include "yp_loader.h"
+#include "yp_synth.h"
 #include "yp_plan.h"
 #include "yp_test.h"
 
@@ -21,8 +22,11 @@
 #define S 64
 #define BATCH 4
 
-/* loader_synth.c: yp_synth_write of n images w x h */
-int yp_test_loader_synth(const char *dir, int n, int nc, int w, int h, uint64_t seed, yp_err *err);
+/* The synthetic dataset: n training images of w x h (no val split). */
+static int write_synth(const char *dir, int n, int nc, int w, int h, uint64_t seed, yp_err *err) {
+    yp_synth_opts so = {.n_train = n, .n_val = 0, .nc = nc, .w = w, .h = h, .seed = seed};
+    return yp_synth_write(dir, &so, NULL, err);
+}
 
 static char root[512];
 static yp_labels labels;
@@ -35,7 +39,7 @@ static void setup(void) {
     snprintf(root, sizeof root, "%s/yp_loader_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(root)) return;
     snprintf(dir, sizeof dir, "%s/ds", root);
-    if (yp_test_loader_synth(dir, N_IMAGES, NC, 80, 48, 7, &err)) {
+    if (write_synth(dir, N_IMAGES, NC, 80, 48, 7, &err)) {
         printf("    (%s)\n", err.msg);
         return;
     }
