@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "yp_checkpoint.h"
+#include "yp_half.h"
 #include "yp_plan_io.h"
 
 #define NAME_MAX_LEN 160
@@ -316,25 +317,6 @@ int yp_ckpt_resume(yp_exec *x, const char *path, yp_ckpt_info *info, yp_err *err
 
 /* ---------------------------------------------------------------- fine-tuning */
 
-/* IEEE half to float, exactly (subnormals, infinities and NaN included). */
-static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, e = h >> 10 & 31, m = h & 1023, bits;
-    if (e == 31) {
-        bits = sign | 0x7F800000u | m << 13;
-    } else if (e) {
-        bits = sign | (e + 112) << 23 | m << 13;
-    } else if (m) { /* subnormal: normalise */
-        e = 113;
-        while (!(m & 1024)) m <<= 1, e--;
-        bits = sign | e << 23 | (m & 1023) << 13;
-    } else {
-        bits = sign;
-    }
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
-}
-
 /* The n values of raw (dtype d, a float type) as floats into out, in place-safe order (out may
  * be raw: wider sources are read front to back, narrower back to front). */
 static void to_f32(yp_st_dtype d, const void *raw, float *out, int64_t n) {
@@ -349,7 +331,7 @@ static void to_f32(yp_st_dtype d, const void *raw, float *out, int64_t n) {
             uint16_t h;
             memcpy(&h, (const char *)raw + 2 * i, 2);
             uint32_t bits = (uint32_t)h << 16;
-            if (d == YP_ST_F16) out[i] = half_to_float(h);
+            if (d == YP_ST_F16) out[i] = yp_half_to_float(h);
             else memcpy(&out[i], &bits, 4);
         }
     } else if ((const void *)out != raw) {

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "yp_half.h"
+
 typedef struct {
     char name[128];
     int64_t numel;
@@ -21,31 +23,12 @@ typedef struct {
     fx_record *r;
 } fx_file;
 
-/* IEEE half to float, exactly (subnormals, infinities and NaN included). */
-static inline float fx_half(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, e = h >> 10 & 31, m = h & 1023, bits;
-    if (e == 31) {
-        bits = sign | 0x7F800000u | m << 13;
-    } else if (e) {
-        bits = sign | (e + 112) << 23 | m << 13;
-    } else if (m) { /* subnormal: normalise */
-        e = 113;
-        while (!(m & 1024)) m <<= 1, e--;
-        bits = sign | e << 23 | (m & 1023) << 13;
-    } else {
-        bits = sign;
-    }
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
-}
-
 /* Reads n values of record data (float16 when half) into out. 0, or -1 on a short read. */
 static inline int fx_read_values(FILE *fp, float *out, int64_t n, int half) {
     if (!half) return fread(out, sizeof(float), (size_t)n, fp) == (size_t)n ? 0 : -1;
     uint16_t *h = malloc((size_t)n * sizeof *h + 1);
     int rc = h && fread(h, sizeof *h, (size_t)n, fp) == (size_t)n ? 0 : -1;
-    for (int64_t i = 0; i < n && !rc; i++) out[i] = fx_half(h[i]);
+    for (int64_t i = 0; i < n && !rc; i++) out[i] = yp_half_to_float(h[i]);
     free(h);
     return rc;
 }
