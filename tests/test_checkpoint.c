@@ -20,6 +20,7 @@
 #include "yp_executor.h"
 #include "yp_plan_io.h"
 #include "yp_test.h"
+#include "yp_test_fs.h"
 #include "yp_yaml.h"
 
 static fx_file fx;
@@ -383,18 +384,6 @@ static void test_weights_dtypes(void) {
     yp_plan_free(&p);
 }
 
-static void cleanup(void) {
-    DIR *d = opendir(dir);
-    char p[512];
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
     yp_err err;
     if (!mkdtemp(dir) || fx_load(YP_TEST_DATA "/step/step.bin", &fx)) {
@@ -421,7 +410,7 @@ int main(void) {
     YP_RUN(test_failed_save_keeps_old);
     YP_RUN(test_weights_other_nc);
     YP_RUN(test_weights_dtypes);
-    cleanup();
+    yp_test_remove_tree(dir);
     free(images);
     yp_backend_free(cpu);
     yp_graph_free(graph_nc5), yp_graph_free(graph);

@@ -14,6 +14,7 @@
 #include "yp_dataset.h"
 #include "yp_label_cache.h"
 #include "yp_test.h"
+#include "yp_test_fs.h"
 
 static char root[512];
 
@@ -203,20 +204,6 @@ static void test_corrupt_cache_rebuilt_with_a_warning(void) {
     CHECK(L.reused && stray_files() == 0);
 }
 
-static void remove_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[1024];
-        struct stat sb;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p);
-        else unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
     make_dataset();
     YP_RUN(test_written_then_reused);
@@ -225,6 +212,6 @@ int main(void) {
     YP_RUN(test_rebuilt_when_the_version_differs);
     YP_RUN(test_corrupt_cache_rebuilt_with_a_warning);
     yp_labels_free(&L);
-    remove_tree(root);
+    yp_test_remove_tree(root);
     return yp_test_summary();
 }

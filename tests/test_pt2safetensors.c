@@ -13,6 +13,7 @@
 #include "step_fixture.h"
 #include "yp_checkpoint.h"
 #include "yp_test.h"
+#include "yp_test_fs.h"
 #include "yp_yaml.h"
 
 #define PYTHON "/usr/bin/python3"
@@ -184,18 +185,6 @@ static void test_module_refused(void) {
     CHECK_EQ_I64(log_has("needs the YOLOv5 code"), 1);
 }
 
-static void cleanup(void) {
-    DIR *d = opendir(dir);
-    char p[512];
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
     if (system(PYTHON " -c 'import torch, numpy' > /dev/null 2>&1")) {
         printf("  SKIP test_pt2safetensors: " PYTHON " with torch and numpy is not installed (Debian: python3-torch)\n");
@@ -234,7 +223,7 @@ int main(void) {
         YP_RUN(test_yolov5_like_pt);
         YP_RUN(test_plain_state_dict);
         YP_RUN(test_module_refused);
-        cleanup();
+        yp_test_remove_tree(dir);
     }
     free(img);
     yp_exec_free(&src);

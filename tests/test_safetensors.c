@@ -17,6 +17,7 @@
 
 #include "yp_safetensors.h"
 #include "yp_test.h"
+#include "yp_test_fs.h"
 
 /* This process's scratch folder (mkdtemp): tests running side by side never share a file. */
 static char dir[64] = "/tmp/yp_test_st.XXXXXX";
@@ -291,19 +292,6 @@ static void test_atomic_write(void) {
     CHECK_STR_HAS(err.msg, "cannot create a temporary file");
 }
 
-/* Removes every file of the scratch folder, then the folder. */
-static void cleanup(void) {
-    DIR *d = opendir(dir);
-    char p[512];
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("test_safetensors: mkdtemp");
@@ -315,6 +303,6 @@ int main(void) {
     YP_RUN(test_not_regular);
     YP_RUN(test_writer_refuses);
     YP_RUN(test_atomic_write);
-    cleanup();
+    yp_test_remove_tree(dir);
     return yp_test_summary();
 }
