@@ -79,10 +79,11 @@ static const char *optimizer_of(const yp_exec *x) { return yp_optimizer_name(x->
 /* ---------------------------------------------------------------- saving */
 
 /* The hyperparameters and counters in the metadata, in the order they are written. */
-#define N_NUM 13
+#define N_NUM 14
 static const char *const num_keys[N_NUM] = {
     "epoch", "best_fitness", "updates", "micro", "hyp.lr", "hyp.momentum", "hyp.beta2",
     "hyp.eps", "hyp.weight_decay", "hyp.max_grad_norm", "hyp.ema_decay", "hyp.ema_tau", "last_grad_norm",
+    "hyp.lr_bias",
 };
 
 static void format_nums(const yp_exec *x, const yp_ckpt_meta *m, char out[N_NUM][40]) {
@@ -92,9 +93,9 @@ static void format_nums(const yp_exec *x, const yp_ckpt_meta *m, char out[N_NUM]
     snprintf(out[1], 40, "%.17g", m->best_fitness);
     snprintf(out[2], 40, "%lld", (long long)tr->updates);
     snprintf(out[3], 40, "%lld", (long long)tr->micro);
-    const double d[9] = {h->lr, h->momentum, h->beta2, h->eps, h->weight_decay, h->max_grad_norm, h->ema_decay,
-                         h->ema_tau, tr->last_grad_norm};
-    for (int i = 0; i < 9; i++) snprintf(out[4 + i], 40, "%.17g", d[i]);
+    const double d[10] = {h->lr, h->momentum, h->beta2, h->eps, h->weight_decay, h->max_grad_norm, h->ema_decay,
+                          h->ema_tau, tr->last_grad_norm, h->lr_bias};
+    for (int i = 0; i < 10; i++) snprintf(out[4 + i], 40, "%.17g", d[i]);
 }
 
 typedef struct {
@@ -225,6 +226,9 @@ static int read_hyp(const yp_st_file *f, yp_hyp *h, double *last_norm, yp_err *e
                             &h->ema_decay, &h->ema_tau, last_norm};
     for (int i = 0; i < 9; i++)
         if (meta_f64(f, num_keys[4 + i], dst[i], err)) return -1;
+    /* a file written before the bias group had its own rate: the one rate of every group */
+    h->lr_bias = h->lr;
+    if (yp_st_meta(f, num_keys[13])) return meta_f64(f, num_keys[13], &h->lr_bias, err);
     return 0;
 }
 

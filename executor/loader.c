@@ -71,20 +71,29 @@ static int check_opts(const yp_loader_opts *o, int64_t n_images, int64_t max_row
     if (o->prefetch < 1 || o->batch < 1) return yp_err_set(err, "loader: prefetch and batch must be >= 1");
     if (o->imgsz < 2 || o->imgsz > 16384) return yp_err_set(err, "loader: imgsz %d is outside 2..16384", o->imgsz);
     if (o->epochs < 1 || o->epochs >= (1LL << 23)) return yp_err_set(err, "loader: epochs must be in 1..2^23-1");
+    if (o->first_epoch < 0 || o->first_epoch >= o->epochs)
+        return yp_err_set(err, "loader: first epoch %lld is outside 0..%lld", (long long)o->first_epoch,
+                          (long long)o->epochs - 1);
+    if (o->drop_last && n_images < o->batch)
+        return yp_err_set(err, "loader: %lld images make no whole batch of %d; lower --batch to at most %lld",
+                          (long long)n_images, o->batch, (long long)n_images);
     if (n_images < 1 || n_images >= (1LL << 40))
         return yp_err_set(err, "loader: the dataset has %lld images (1..2^40-1 needed)", (long long)n_images);
     if (max_rows < 0 || max_rows > (INT64_MAX / 64)) return yp_err_set(err, "loader: bad label row count");
     return 0;
 }
 
+/* Validation and training without augmentation build letterboxed single images. */
+static int letterboxed(const yp_loader_opts *o) { return o->validation || o->no_augment; }
+
 static int64_t rows_cap_of(const yp_loader_opts *o, int64_t max_rows) {
-    int64_t cap = o->validation ? max_rows : 4 * max_rows; /* yp_aug_train_rows_cap */
+    int64_t cap = letterboxed(o) ? max_rows : 4 * max_rows; /* yp_aug_train_rows_cap */
     return cap > 0 ? cap : 1;
 }
 
 /* Per-worker fixed workspace: yp_aug_train_ws, or the (imgsz+1)^2 tile for validation. */
 static int worker_ws_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, size_t *bytes) {
-    if (o->validation) return yp_image_bytes(o->imgsz + 1, o->imgsz + 1, bytes);
+    if (letterboxed(o)) return yp_image_bytes(o->imgsz + 1, o->imgsz + 1, bytes);
     yp_aug_config cfg = {.imgsz = o->imgsz, .n_images = n_images, .max_rows = max_rows, .hyp = o->hyp};
     return yp_aug_train_ws(&cfg, bytes);
 }
@@ -230,7 +239,7 @@ static int build_item(worker *w, int64_t epoch, int64_t p, yp_image *out, int64_
         yp_rng r; /* a retry draws anew (else a mosaic would pick the same bad partner again) */
         yp_rng_seed(&r, l->o.seed + (uint64_t)t * 0x9e3779b97f4a7c15ull, yp_loader_stream(epoch, p));
         w->source_failed = 0;
-        int rc = l->o.validation ? val_item(w, idx, out, n, m, err) : train_item(w, idx, &r, out, n, m, err);
+        int rc = letterboxed(&l->o) ? val_item(w, idx, out, n, m, err) : train_item(w, idx, &r, out, n, m, err);
         if (rc == 0) {
             if (t > 0) atomic_fetch_add(&l->replaced, 1);
             m->index = idx, m->position = p;
@@ -246,7 +255,7 @@ static int build_item(worker *w, int64_t epoch, int64_t p, yp_image *out, int64_
 /* Global batch g into slot s. Returns 0, 1 when stopped, -1 with s->err set. */
 static int build_batch(worker *w, int64_t g, slot *s) {
     yp_loader *l = w->l;
-    int64_t epoch = g / l->bpe, start = (g % l->bpe) * l->o.batch, left = l->n - start;
+    int64_t epoch = l->o.first_epoch + g / l->bpe, start = (g % l->bpe) * l->o.batch, left = l->n - start;
     int S = l->o.imgsz;
     size_t img = (size_t)S * (size_t)S * 3;
     ensure_order(w, epoch);
@@ -346,12 +355,12 @@ yp_loader *yp_loader_open(const yp_labels *labels, const yp_loader_opts *o, yp_e
     l->labels = labels, l->o = *o, l->n = labels->n, l->nslots = b.slots;
     l->cfg = (yp_aug_config){.imgsz = o->imgsz, .n_images = l->n, .max_rows = max_rows, .hyp = o->hyp};
     l->rows_cap = rows_cap_of(o, max_rows);
-    l->bpe = (l->n + o->batch - 1) / o->batch;
+    l->bpe = o->drop_last ? l->n / o->batch : (l->n + o->batch - 1) / o->batch;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_free, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
     l->bad = calloc((size_t)l->n, sizeof *l->bad);
-    if (mul(l->bpe, o->epochs, &l->total) || !l->bad) {
+    if (mul(l->bpe, o->epochs - o->first_epoch, &l->total) || !l->bad) {
         yp_err_set(err, "loader: out of memory");
     } else if (!alloc_slots(l, err) && !alloc_workers(l, err) && !start_workers(l, err)) {
         return l;
@@ -379,12 +388,14 @@ int yp_loader_next(yp_loader *l, yp_loader_batch *b, yp_err *err) {
         pthread_mutex_unlock(&l->mu);
         return -1;
     }
-    *b = (yp_loader_batch){.epoch = g / l->bpe, .index = g % l->bpe, .n = s->n, .imgsz = l->o.imgsz,
+    *b = (yp_loader_batch){.epoch = l->o.first_epoch + g / l->bpe, .index = g % l->bpe, .n = s->n, .imgsz = l->o.imgsz,
                            .images = s->images, .labels = s->labels, .n_labels = s->n_labels, .meta = s->meta};
     l->next_deliver++, l->delivered++, l->holding = 1;
     pthread_mutex_unlock(&l->mu);
     return 1;
 }
+
+int64_t yp_loader_batches_per_epoch(const yp_loader *l) { return l->bpe; }
 
 void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s) {
     pthread_mutex_lock(&l->mu);

@@ -10,7 +10,7 @@
 
 yp_hyp yp_hyp_default(yp_optimizer opt) {
     yp_hyp h;
-    h.lr = opt == YP_OPT_SGD ? 0.01 : 0.001;
+    h.lr = h.lr_bias = opt == YP_OPT_SGD ? 0.01 : 0.001;
     h.momentum = 0.937, h.beta2 = 0.999, h.eps = 1e-8;
     h.weight_decay = 5e-4, h.max_grad_norm = 10.0;
     h.ema_decay = 0.9999, h.ema_tau = 2000.0;
@@ -80,6 +80,11 @@ static int decays(const yp_tensor *w) {
     return w->role == YP_ROLE_CONV_WEIGHT;
 }
 
+/* Group 0, the biases (every parameter named "bias": conv and BN), has its own learning rate. */
+static int is_bias(const yp_tensor *w) {
+    return w->role == YP_ROLE_CONV_BIAS || w->role == YP_ROLE_BN_BETA;
+}
+
 static double grad_norm(const yp_binding *b, yp_err *err) {
     double total = 0;
     for (int t = 0; t < b->s->n_tensors; t++) {
@@ -102,7 +107,7 @@ static int step_param(const yp_binding *b, const yp_trainer *tr, int t, float sc
     float *p = yp_bind_tensor(b, t), *g = yp_bind_tensor(b, w->grad), *m = yp_bind_tensor(b, tr->opt_m[t]);
     const yp_hyp *h = &tr->hyp;
     const yp_optim_hyp oh = {
-        .lr = (float)h->lr,
+        .lr = (float)(is_bias(w) ? h->lr_bias : h->lr),
         .momentum = (float)h->momentum,
         .beta2 = (float)h->beta2,
         .eps = (float)h->eps,

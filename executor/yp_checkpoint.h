@@ -15,7 +15,7 @@
  *                          since the last update (trainer.micro > 0)
  * and "__metadata__" (strings; numbers printed so that they read back exactly, %.17g):
  *   format "yoloplan-checkpoint", version "1", epoch, best_fitness, updates, micro, optimizer
- *   ("sgd", "adam", "adamw"), ema ("0"/"1"), hyp.lr, hyp.momentum, hyp.beta2, hyp.eps,
+ *   ("sgd", "adam", "adamw"), ema ("0"/"1"), hyp.lr, hyp.lr_bias, hyp.momentum, hyp.beta2, hyp.eps,
  *   hyp.weight_decay, hyp.max_grad_norm, hyp.ema_decay, hyp.ema_tau, last_grad_norm, plan (the
  *   plan's plan.json text, yp_plan_json_text) and options (the caller's JSON text).
  * BN's num_batches_tracked is not stored (YOLOv5's BN has a fixed momentum, so nothing reads it);

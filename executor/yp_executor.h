@@ -21,7 +21,10 @@
 #include "yp_binding.h"
 
 typedef struct {
-    double lr;            /* learning rate of every group (train.py's warmup ramps it; lr0 0.01) */
+    double lr;            /* learning rate of the weights: train.py's groups 1 (conv weights) and 2 (BN
+                           * weights); lr0 0.01, ramped from 0 by the warm-up */
+    double lr_bias;       /* learning rate of the biases (conv and BN biases: train.py's group 0); the
+                           * warm-up ramps it down from warmup_bias_lr 0.1, then it equals lr */
     double momentum;      /* SGD momentum / Adam beta1: 0.937 */
     double beta2, eps;    /* Adam: 0.999, 1e-8 */
     double weight_decay;  /* conv weights only, already scaled by batch*accumulate/64: 5e-4 */

@@ -10,7 +10,8 @@
  * load_image (imgsz, no augmentation) + letterbox to imgsz x imgsz (no auto, no scaleup), as
  * LoadImagesAndLabels with augment off and rect off; per image the original size and the ratio
  * and padding scale_boxes needs (yp_ratio_pad: gain h/h0, pad dw, dh, as val.py's shapes).
- * Batch b of an epoch holds positions b*batch .. min(n, (b+1)*batch) - 1 (the last may be short).
+ * Batch b of an epoch holds positions b*batch .. min(n, (b+1)*batch) - 1 (the last may be short,
+ * unless drop_last leaves it out).
  *
  * Bad images. An image that fails to decode or has vanished is warned about once (one stderr
  * line, "loader: skipping FILE: reason"), counted (yp_loader_stats.bad_images) and never read
@@ -31,7 +32,8 @@
  * Threads: yp_loader_next and yp_loader_close are called from one consumer thread; close may be
  * called at any time (after any number of batches, also none) and stops, joins and frees.
  * Defines: yp_loader_opts, yp_loader_opts_default, yp_loader_image, yp_loader_batch,
- * yp_loader_bytes, yp_loader_host_bytes, yp_loader_stream, yp_loader_open, yp_loader_next,
+ * yp_loader_bytes, yp_loader_host_bytes, yp_loader_stream, yp_loader_open,
+ * yp_loader_batches_per_epoch, yp_loader_next,
  * yp_loader_stats, yp_loader_close, yp_loader_to_float. */
 #ifndef YP_LOADER_H
 #define YP_LOADER_H
@@ -53,12 +55,19 @@ typedef struct {
     int batch;       /* images per batch, >= 1 */
     int imgsz;       /* output side S, 2..16384 */
     int validation;  /* 1: letterbox, dataset order, no augmentation */
-    int64_t epochs;  /* batches are delivered for epochs 0 .. epochs - 1, >= 1 */
+    int no_augment;  /* training with augment off (--no-augment): the epoch's permutation, each image
+                      * as validation builds it (load_image, letterbox without scaleup) */
+    int64_t first_epoch; /* batches are delivered for epochs first_epoch .. epochs - 1 (a resumed run
+                          * starts later; each epoch's batches are those of an uninterrupted run) */
+    int64_t epochs;  /* >= first_epoch + 1 */
+    int drop_last;   /* 1: only whole batches (floor(n / batch) per epoch; the last short one is not
+                      * built); 0: the last batch of an epoch may be short */
     uint64_t seed;
     yp_aug_hyp hyp;  /* training only */
 } yp_loader_opts;
 
-/* workers 8, prefetch 2, batch 16, imgsz 640, training, 1 epoch, seed 0, hyp.scratch-low. */
+/* workers 8, prefetch 2, batch 16, imgsz 640, training, epoch 0 only, short batches kept, seed 0,
+ * hyp.scratch-low. */
 void yp_loader_opts_default(yp_loader_opts *o);
 
 /* One image of a batch. */
@@ -105,6 +114,9 @@ typedef struct yp_loader yp_loader;
  * loader, or NULL with err set (bad options, an empty dataset, out of memory, a thread that
  * cannot start). */
 yp_loader *yp_loader_open(const yp_labels *labels, const yp_loader_opts *o, yp_err *err);
+
+/* Batches per epoch: ceil(n / batch), or floor(n / batch) with drop_last. */
+int64_t yp_loader_batches_per_epoch(const yp_loader *l);
 
 /* The next batch, in order. Returns 1 with *b set, 0 when every epoch has been delivered, or -1
  * with err set (no image of the dataset loads, a worker's error). Blocks until it is ready. */
