@@ -357,7 +357,7 @@ int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err) {
     yp_ds_paths images = {0};
     table t = {0};
     memset(out, 0, sizeof *out);
-    int rc = yp_ds_find_images(data_yaml, &out->stats, &images, err);
+    int rc = yp_ds_find_images(data_yaml, "train", &out->stats, &images, err);
     if (rc == 0 && cache_path_of(&images, out->cache_path, sizeof out->cache_path))
         rc = yp_err_set(err, "%s: the label folder's path is too long for its cache; shorten it", data_yaml);
     if (rc == 0) {
