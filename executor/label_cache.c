@@ -1,4 +1,4 @@
-/* label_cache.c - yp_labels_load (yp_label_cache.h): the train split's labels through a cache
+/* label_cache.c - yp_labels_load_split (yp_label_cache.h): one split's labels through a cache
  * file beside them. Collects the images (dataset.c), keys them by their files' sizes and times,
  * reuses a cache that passes every check or parses the label files (dataset_labels.c) and
  * rewrites it atomically, then adds up the counts as yp_dataset_scan does. */
@@ -74,14 +74,22 @@ static uint64_t cache_key(const yp_ds_paths *images, int nc) {
     return h;
 }
 
-/* The cache beside the first image's label folder: labels/train/x.txt -> labels/train.cache. */
-static int cache_path_of(const yp_ds_paths *images, char *out, size_t size) {
+static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* The cache beside the first image's label folder F (yp_label_cache.h): F.cache when F's name
+ * starts with the split's (labels/val -> labels/val.cache) or, for train, with neither val nor
+ * test (labels/train2017, labels); else F.SPLIT.cache. */
+static int cache_path_of(const yp_ds_paths *images, const char *split, char *out, size_t size) {
     char label[YP_DS_PATH_MAX];
     if (yp_ds_label_path(yp_ds_paths_at(images, 0), label, sizeof label)) return -1;
     char *slash = strrchr(label, '/');
     if (!slash || slash == label) return -1;
     *slash = '\0';
-    int n = snprintf(out, size, "%s.cache", label);
+    slash = strrchr(label, '/');
+    const char *name = slash ? slash + 1 : label;
+    int own = starts_with(name, split) ||
+              (strcmp(split, "train") == 0 && !starts_with(name, "val") && !starts_with(name, "test"));
+    int n = own ? snprintf(out, size, "%s.cache", label) : snprintf(out, size, "%s.%s.cache", label, split);
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
@@ -353,12 +361,12 @@ static void save_noting(yp_labels *out, const table *t, const yp_ds_paths *image
     snprintf(out->note + n, sizeof out->note - n, "%s%s", n ? "; " : "", why);
 }
 
-int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err) {
+int yp_labels_load_split(const char *data_yaml, const char *split, yp_labels *out, yp_err *err) {
     yp_ds_paths images = {0};
     table t = {0};
     memset(out, 0, sizeof *out);
-    int rc = yp_ds_find_images(data_yaml, "train", &out->stats, &images, err);
-    if (rc == 0 && cache_path_of(&images, out->cache_path, sizeof out->cache_path))
+    int rc = yp_ds_find_images(data_yaml, split, &out->stats, &images, err);
+    if (rc == 0 && cache_path_of(&images, split, out->cache_path, sizeof out->cache_path))
         rc = yp_err_set(err, "%s: the label folder's path is too long for its cache; shorten it", data_yaml);
     if (rc == 0) {
         uint64_t key = cache_key(&images, out->stats.nc);
@@ -376,6 +384,10 @@ int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err) {
     table_free(&t);
     yp_ds_paths_free(&images);
     return rc;
+}
+
+int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err) {
+    return yp_labels_load_split(data_yaml, "train", out, err);
 }
 
 void yp_labels_free(yp_labels *l) {
