@@ -1,7 +1,7 @@
-/* dataset.c - yp_dataset_scan (yp_dataset.h): reads an Ultralytics data.yaml (the yaml tree of
- * graph/yaml_tree.h, so errors name FILE:LINE), resolves the dataset root and the train
- * entries like YOLOv5's check_dataset, collects the image files (dataset_images.c), reads
- * each image's label file (dataset_labels.c) and adds up the counts. */
+/* dataset.c - yp_dataset_scan_split (yp_dataset.h): reads an Ultralytics data.yaml (the yaml
+ * tree of graph/yaml_tree.h, so errors name FILE:LINE), resolves the dataset root and the entries
+ * of one split (train, val or test) like YOLOv5's check_dataset, collects the image files
+ * (dataset_images.c), reads each image's label file (dataset_labels.c) and adds up the counts. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +13,35 @@
 #define MAX_NC 100000
 #define TRAIN_HELP "a folder of images, a .txt list of image paths, or a list of those"
 
-enum { D_PATH, D_TRAIN, D_NC, D_NAMES, D_COUNT };
-static const char *const data_keys[D_COUNT] = {"path", "train", "nc", "names"};
+enum { D_PATH, D_TRAIN, D_VAL, D_TEST, D_NC, D_NAMES, D_COUNT };
+static const char *const data_keys[D_COUNT] = {"path", "train", "val", "test", "nc", "names"};
 
 typedef struct {
     const char *file;
     yp_err *err;
-    const yp_ynode *v[D_COUNT]; /* values of the keys this scan reads; other keys are ignored */
+    int split;                  /* D_TRAIN, D_VAL or D_TEST: the key whose images are collected */
+    const yp_ynode *v[D_COUNT]; /* values of the keys this scan reads; the other splits' keys and
+                                   unknown keys are ignored */
     int path_relative;          /* `path` is absent or relative: hint at YOLOv5's different base */
 } data_yaml;
+
+/* The data_keys index of split ("train", "val", "test"), or -1. */
+static int split_key(const char *split) {
+    if (split && strcmp(split, "train") == 0) return D_TRAIN;
+    if (split && strcmp(split, "val") == 0) return D_VAL;
+    if (split && strcmp(split, "test") == 0) return D_TEST;
+    return -1;
+}
+
+/* The split's key ("train", "val", "test"). */
+static const char *split_name(const data_yaml *d) { return data_keys[d->split]; }
+
+/* How to add the split's key when it is missing. */
+static const char *missing_fix(int split) {
+    return split == D_VAL    ? "add val: images/val, or train with --noval"
+           : split == D_TEST ? "add test: images/test (" TRAIN_HELP ")"
+                             : "add train: images/train (" TRAIN_HELP ")";
+}
 
 static int type_error(const data_yaml *d, const yp_ynode *n, const char *what, const char *expected) {
     char got[80];
@@ -32,22 +52,25 @@ static int type_error(const data_yaml *d, const yp_ynode *n, const char *what, c
 /* Collects the keys this scan reads. Unknown keys (download scripts, ...) are allowed. */
 static int read_keys(data_yaml *d, const yp_ynode *root) {
     if (yp_yn_is_null(root))
-        return yp_err_set(d->err, "%s:1: empty file; a data.yaml needs train (" TRAIN_HELP ") and nc or names",
-                          d->file);
-    if (root->kind != YP_YN_MAP) return type_error(d, root, "the file", "a mapping with keys path, train, nc, names");
+        return yp_err_set(d->err, "%s:1: empty file; a data.yaml needs %s (" TRAIN_HELP ") and nc or names",
+                          d->file, split_name(d));
+    if (root->kind != YP_YN_MAP)
+        return type_error(d, root, "the file", "a mapping with keys path, train, val, nc, names");
     for (int i = 0; i + 1 < root->n; i += 2) {
         const yp_ynode *key = root->kids[i];
         for (int k = 0; k < D_COUNT; k++) {
             if (strcmp(key->text, data_keys[k]) != 0) continue;
+            if ((k == D_TRAIN || k == D_VAL || k == D_TEST) && k != d->split) break; /* another split's */
             if (d->v[k])
                 return yp_err_set(d->err, "%s:%d: duplicate key \"%s\" (first given at line %d); keep one", d->file,
                                   key->line, key->text, d->v[k]->line);
             d->v[k] = root->kids[i + 1];
         }
     }
-    if (!d->v[D_TRAIN] || yp_yn_is_null(d->v[D_TRAIN]))
-        return yp_err_set(d->err, "%s:%d: missing key \"train\"; add train: images/train (" TRAIN_HELP ")", d->file,
-                          d->v[D_TRAIN] ? d->v[D_TRAIN]->line : root->line);
+    const yp_ynode *s = d->v[d->split];
+    if (!s || yp_yn_is_null(s))
+        return yp_err_set(d->err, "%s:%d: missing key \"%s\"; %s", d->file, s ? s->line : root->line, split_name(d),
+                          missing_fix(d->split));
     return 0;
 }
 
@@ -129,38 +152,40 @@ static int resolve_root(data_yaml *d, char *root, size_t size) {
     return 0;
 }
 
-/* One train entry n, resolved against root into out (YOLOv5 retries "../x" as "x"). */
+/* One entry n of the split, resolved against root into out (YOLOv5 retries "../x" as "x"). */
 static int resolve_entry(const data_yaml *d, const char *root, const yp_ynode *n, char *out, size_t size) {
-    if (n->kind != YP_YN_SCALAR || yp_yn_is_null(n)) return type_error(d, n, "train", TRAIN_HELP);
+    const char *key = split_name(d);
+    if (n->kind != YP_YN_SCALAR || yp_yn_is_null(n)) return type_error(d, n, key, TRAIN_HELP);
     if (join(root, n->text, out, size))
-        return yp_err_set(d->err, "%s:%d: train: the path is too long; shorten it", d->file, n->line);
+        return yp_err_set(d->err, "%s:%d: %s: the path is too long; shorten it", d->file, n->line, key);
     if (canonical(out, size)) return 0;
     if (strncmp(n->text, "../", 3) == 0 && join(root, n->text + 3, out, size) == 0 && canonical(out, size)) return 0;
     join(root, n->text, out, size);
-    return yp_err_set(d->err, "%s:%d: train: %s does not exist; fix train or path (the dataset root, %s)%s", d->file,
-                      n->line, out, root,
+    return yp_err_set(d->err, "%s:%d: %s: %s does not exist; fix %s or path (the dataset root, %s)%s", d->file,
+                      n->line, key, out, key, root,
                       d->path_relative ? "; note: a relative path is taken from the yaml's folder (YOLOv5 takes it "
                                          "from its own folder)" : "");
 }
 
-/* Collects the images of every train entry, sorted. */
+/* Collects the images of every entry of the split, sorted. */
 static int collect_images(const data_yaml *d, const char *root, yp_ds_paths *images, yp_dataset_stats *st) {
-    const yp_ynode *t = d->v[D_TRAIN];
+    const yp_ynode *t = d->v[d->split];
+    const char *key = split_name(d);
     int n = t->kind == YP_YN_SEQ ? t->n : 1;
-    if (t->kind == YP_YN_MAP || n == 0) return type_error(d, t, "train", TRAIN_HELP);
+    if (t->kind == YP_YN_MAP || n == 0) return type_error(d, t, key, TRAIN_HELP);
     for (int i = 0; i < n; i++) {
         const yp_ynode *e = t->kind == YP_YN_SEQ ? t->kids[i] : t;
         char path[YP_DS_PATH_MAX], where[YP_DS_PATH_MAX + 32];
         if (resolve_entry(d, root, e, path, sizeof path)) return -1;
-        snprintf(where, sizeof where, "%s:%d: train", d->file, e->line);
+        snprintf(where, sizeof where, "%s:%d: %s", d->file, e->line, key);
         if (yp_ds_collect(path, where, root, images, st, d->err)) return -1;
     }
     if (images->n == 0 && st->n_bad_files > 0)
-        return yp_err_set(d->err, "%s:%d: train: none of the listed images exist, the first: %s", d->file, t->line,
+        return yp_err_set(d->err, "%s:%d: %s: none of the listed images exist, the first: %s", d->file, t->line, key,
                           st->first_bad);
     if (images->n == 0)
-        return yp_err_set(d->err, "%s:%d: train: no images found (extensions bmp dng jpeg jpg mpo png tif tiff webp "
-                          "pfm); check train and path (the dataset root, %s)", d->file, t->line, root);
+        return yp_err_set(d->err, "%s:%d: %s: no images found (extensions bmp dng jpeg jpg mpo png tif tiff webp "
+                          "pfm); check %s and path (the dataset root, %s)", d->file, t->line, key, key, root);
     yp_ds_paths_sort(images);
     return 0;
 }
@@ -214,11 +239,20 @@ static int count_labels(const data_yaml *d, const yp_ds_paths *images, yp_datase
     return rc ? rc : yp_ds_check_counts(d->file, images, st, files_found, d->err);
 }
 
-int yp_ds_find_images(const char *data_yaml_path, yp_dataset_stats *out, yp_ds_paths *images, yp_err *err) {
+/* A split name that is not one of the three. Returns -1. */
+static int bad_split(const char *data_yaml_path, const char *split, yp_err *err) {
+    return yp_err_set(err, "%s: unknown split \"%.40s\"; use train, val or test", data_yaml_path,
+                      split ? split : "(null)");
+}
+
+int yp_ds_find_images(const char *data_yaml_path, const char *split, yp_dataset_stats *out, yp_ds_paths *images,
+                      yp_err *err) {
     memset(out, 0, sizeof *out);
+    int key = split_key(split);
+    if (key < 0) return bad_split(data_yaml_path, split, err);
     yp_ynode *root = yp_yn_read(data_yaml_path, err);
     if (!root) return -1;
-    data_yaml d = {.file = data_yaml_path, .err = err};
+    data_yaml d = {.file = data_yaml_path, .err = err, .split = key};
     int rc = read_keys(&d, root);
     if (rc == 0) rc = read_nc(&d, root->line, &out->nc);
     if (rc == 0) rc = resolve_root(&d, out->root, sizeof out->root);
@@ -227,12 +261,16 @@ int yp_ds_find_images(const char *data_yaml_path, yp_dataset_stats *out, yp_ds_p
     return rc;
 }
 
-int yp_dataset_scan(const char *data_yaml_path, yp_dataset_stats *out, yp_err *err) {
+int yp_dataset_scan_split(const char *data_yaml_path, const char *split, yp_dataset_stats *out, yp_err *err) {
     yp_ds_paths images = {0};
     data_yaml d = {.file = data_yaml_path, .err = err};
-    int rc = yp_ds_find_images(data_yaml_path, out, &images, err);
+    int rc = yp_ds_find_images(data_yaml_path, split, out, &images, err);
     if (rc == 0) rc = count_labels(&d, &images, out);
     if (rc == 0) out->mean_labels = (double)out->n_labels / (double)out->n_images;
     yp_ds_paths_free(&images);
     return rc;
+}
+
+int yp_dataset_scan(const char *data_yaml_path, yp_dataset_stats *out, yp_err *err) {
+    return yp_dataset_scan_split(data_yaml_path, "train", out, err);
 }

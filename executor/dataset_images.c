@@ -1,5 +1,5 @@
-/* dataset_images.c - finding a train entry's image files (dataset_internal.h): a folder searched
- * recursively like YOLOv5's glob("**" / "*.*"), or a .txt list of image paths; and the path
+/* dataset_images.c - finding the image files of a split's entry (dataset_internal.h): a folder
+ * searched recursively like YOLOv5's glob("**" / "*.*"), or a .txt list of image paths; and the path
  * helpers (the path list, img2label_paths). Images are recognised by extension only. */
 #include <ctype.h>
 #include <dirent.h>

@@ -1,5 +1,5 @@
 /* dataset_internal.h - what the dataset scan's three files share: dataset.c reads data.yaml and
- * adds up the counts, dataset_images.c finds the image files of a train entry, dataset_labels.c
+ * adds up the counts, dataset_images.c finds the image files of a split's entry, dataset_labels.c
  * reads one label file. Not installed; yp_dataset.h is the interface.
  * label_cache.c (yp_label_cache.h) reuses them.
  * Defines: yp_ds_paths (+ add/at/sort/free), yp_ds_collect, yp_ds_find_images, yp_ds_label_path,
@@ -31,18 +31,19 @@ const char *yp_ds_paths_at(const yp_ds_paths *p, int64_t i);
 void yp_ds_paths_sort(yp_ds_paths *p);
 void yp_ds_paths_free(yp_ds_paths *p);
 
-/* Adds the images of one train entry, an existing folder (searched recursively, symlinks
+/* Adds the images of one entry of a split, an existing folder (searched recursively, symlinks
  * followed, each folder once) or a text file listing image paths. Listed images that do not
- * exist are dropped into st (n_bad_files, first_bad). `where` ("data.yaml:4: train") starts
+ * exist are dropped into st (n_bad_files, first_bad). `where` ("data.yaml:4: val") starts
  * error messages. Returns 0, or -1 with err set (list unreadable, out of memory). */
 int yp_ds_collect(const char *entry, const char *where, const char *root, yp_ds_paths *images,
                   yp_dataset_stats *st, yp_err *err);
 
-/* Reads data_yaml and collects the train split's images, sorted, into images (zero-initialised
- * by the caller, freed by it even on failure); *out gets root and nc and the listed images that
- * do not exist (n_bad_files, first_bad), the other counts 0. Returns 0, or -1 with err set as
- * yp_dataset_scan. */
-int yp_ds_find_images(const char *data_yaml, yp_dataset_stats *out, yp_ds_paths *images, yp_err *err);
+/* Reads data_yaml and collects the images of split ("train", "val" or "test"), sorted, into
+ * images (zero-initialised by the caller, freed by it even on failure); *out gets root and nc and
+ * the listed images that do not exist (n_bad_files, first_bad), the other counts 0. Returns 0, or
+ * -1 with err set as yp_dataset_scan_split (also for a split name that is not one of the three). */
+int yp_ds_find_images(const char *data_yaml, const char *split, yp_dataset_stats *out, yp_ds_paths *images,
+                      yp_err *err);
 
 /* YOLOv5's img2label_paths: the last "/images/" becomes "/labels/", the extension ".txt".
  * Returns 0, or -1 when the result does not fit in size. */

@@ -1,18 +1,15 @@
-/* label_cache.c - yp_labels_load (yp_label_cache.h): the train split's labels through a cache
+/* label_cache.c - yp_labels_load_split (yp_label_cache.h): one split's labels through a cache
  * file beside them. Collects the images (dataset.c), keys them by their files' sizes and times,
  * reuses a cache that passes every check or parses the label files (dataset_labels.c) and
- * rewrites it atomically, then adds up the counts as yp_dataset_scan does. */
-#define _XOPEN_SOURCE 700 /* fchmod */
-#include <errno.h>
-#include <fcntl.h>
+ * rewrites it atomically (yp_atomic_file.h), then adds up the counts as yp_dataset_scan does. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "dataset_internal.h"
+#include "yp_atomic_file.h"
 #include "yp_label_cache.h"
 
 #define HEADER 640
@@ -74,14 +71,22 @@ static uint64_t cache_key(const yp_ds_paths *images, int nc) {
     return h;
 }
 
-/* The cache beside the first image's label folder: labels/train/x.txt -> labels/train.cache. */
-static int cache_path_of(const yp_ds_paths *images, char *out, size_t size) {
+static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* The cache beside the first image's label folder F (yp_label_cache.h): F.cache when F's name
+ * starts with the split's (labels/val -> labels/val.cache) or, for train, with neither val nor
+ * test (labels/train2017, labels); else F.SPLIT.cache. */
+static int cache_path_of(const yp_ds_paths *images, const char *split, char *out, size_t size) {
     char label[YP_DS_PATH_MAX];
     if (yp_ds_label_path(yp_ds_paths_at(images, 0), label, sizeof label)) return -1;
     char *slash = strrchr(label, '/');
     if (!slash || slash == label) return -1;
     *slash = '\0';
-    int n = snprintf(out, size, "%s.cache", label);
+    slash = strrchr(label, '/');
+    const char *name = slash ? slash + 1 : label;
+    int own = starts_with(name, split) ||
+              (strcmp(split, "train") == 0 && !starts_with(name, "val") && !starts_with(name, "test"));
+    int n = own ? snprintf(out, size, "%s.cache", label) : snprintf(out, size, "%s.%s.cache", label, split);
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
@@ -158,51 +163,35 @@ static void make_header(const table *t, const yp_ds_paths *images, uint64_t key,
     memcpy(h + 104, t->first_bad, sizeof t->first_bad);
 }
 
-static int write_all(int fd, const void *data, size_t n) {
-    const char *p = data;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w, n -= (size_t)w;
-    }
-    return 0;
+typedef struct {
+    const table *t;
+    const yp_ds_paths *images;
+    const unsigned char *header;
+} save_ctx;
+
+/* yp_af_body: the header, the entries, the paths and the rows. */
+static int write_cache(void *ctx, yp_af_sink *k, const char **what, yp_err *err) {
+    const save_ctx *c = ctx;
+    (void)err;
+    *what = "writing";
+    int rc = yp_af_write(k, c->header, HEADER) || yp_af_write(k, c->t->e, (size_t)c->t->n * sizeof *c->t->e);
+    for (int64_t i = 0; i < c->images->n && rc == 0; i++)
+        rc = yp_af_write(k, yp_ds_paths_at(c->images, i), (size_t)c->t->e[i].path_len + 1);
+    if (rc == 0) rc = yp_af_write(k, c->t->rows, (size_t)c->t->n_rows * 5 * sizeof *c->t->rows);
+    return rc ? -1 : 0;
 }
 
-/* Writes the cache atomically. Returns 0, or -1 with note set (why it was not saved). */
+/* Writes the cache atomically (yp_atomic_file.h). Returns 0, or -1 with note set (why it was not
+ * saved). */
 static int save(const char *path, const table *t, const yp_ds_paths *images, uint64_t key, int nc, char *note,
                 size_t size) {
-    char tmp[4096 + 16];
     unsigned char header[HEADER];
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(note, size, "%.500s: cannot write the label cache (%s); labels were read but not cached", path,
-                 strerror(errno));
-        return -1;
-    }
+    yp_err err;
     make_header(t, images, key, nc, header);
-    int rc = fchmod(fd, 0644) || write_all(fd, header, HEADER) ||
-             write_all(fd, t->e, (size_t)t->n * sizeof *t->e);
-    for (int64_t i = 0; i < images->n && rc == 0; i++)
-        rc = write_all(fd, yp_ds_paths_at(images, i), (size_t)t->e[i].path_len + 1);
-    if (rc == 0) rc = write_all(fd, t->rows, (size_t)t->n_rows * 5 * sizeof *t->rows) || fsync(fd);
-    int err = errno;
-    if (close(fd) != 0 && rc == 0) rc = -1, err = errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1, err = errno;
-    if (rc) {
-        unlink(tmp);
-        snprintf(note, size, "%.500s: cannot write the label cache (%s); labels were read but not cached", path,
-                 strerror(err));
-        return -1;
-    }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    int dfd = open(slash ? dir : ".", O_RDONLY);
-    if (dfd >= 0) fsync(dfd), close(dfd); /* the rename itself reaches the disk */
-    return 0;
+    save_ctx c = {t, images, header};
+    if (yp_af_save(path, write_cache, &c, NULL, &err) == 0) return 0;
+    snprintf(note, size, "label cache not saved: %.500s; the labels were read", err.msg);
+    return -1;
 }
 
 /* ---- reading ---- */
@@ -353,12 +342,12 @@ static void save_noting(yp_labels *out, const table *t, const yp_ds_paths *image
     snprintf(out->note + n, sizeof out->note - n, "%s%s", n ? "; " : "", why);
 }
 
-int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err) {
+int yp_labels_load_split(const char *data_yaml, const char *split, yp_labels *out, yp_err *err) {
     yp_ds_paths images = {0};
     table t = {0};
     memset(out, 0, sizeof *out);
-    int rc = yp_ds_find_images(data_yaml, &out->stats, &images, err);
-    if (rc == 0 && cache_path_of(&images, out->cache_path, sizeof out->cache_path))
+    int rc = yp_ds_find_images(data_yaml, split, &out->stats, &images, err);
+    if (rc == 0 && cache_path_of(&images, split, out->cache_path, sizeof out->cache_path))
         rc = yp_err_set(err, "%s: the label folder's path is too long for its cache; shorten it", data_yaml);
     if (rc == 0) {
         uint64_t key = cache_key(&images, out->stats.nc);
@@ -376,6 +365,10 @@ int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err) {
     table_free(&t);
     yp_ds_paths_free(&images);
     return rc;
+}
+
+int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err) {
+    return yp_labels_load_split(data_yaml, "train", out, err);
 }
 
 void yp_labels_free(yp_labels *l) {

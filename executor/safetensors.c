@@ -1,6 +1,7 @@
-/* safetensors.c - the safetensors format (yp_safetensors.h): the dtype table, the atomic writer
- * (header built with cJSON, numbers as plain integers, padded with spaces to 8 bytes) and the
- * validating reader (regular files only, every header field checked, data read on demand). */
+/* safetensors.c - the safetensors format (yp_safetensors.h): the dtype table, the writer (header
+ * built with cJSON, numbers as plain integers, padded with spaces to 8 bytes; written atomically
+ * by yp_atomic_file.h) and the validating reader (regular files only, every header field checked,
+ * data read on demand). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -76,32 +77,6 @@ static int utf8_ok(const unsigned char *s, size_t n) {
 }
 
 /* ================================================================ writing */
-
-/* The temporary file being written, with the injected write limit. */
-typedef struct {
-    int fd;
-    int64_t written, limit; /* limit < 0: none */
-    int injected;           /* the failure was an injected one */
-} sink;
-
-/* Writes n bytes; -1 with errno set (ENOSPC past the injected limit). */
-static int sink_write(sink *k, const void *buf, size_t n) {
-    const char *p = buf;
-    if (k->limit >= 0 && k->written + (int64_t)n > k->limit) {
-        k->injected = 1, errno = ENOSPC;
-        return -1;
-    }
-    while (n) {
-        ssize_t w = write(k->fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (w == 0) errno = EIO;
-            return -1;
-        }
-        p += w, n -= (size_t)w, k->written += w;
-    }
-    return 0;
-}
 
 static cJSON *raw_int(int64_t v) {
     char buf[32];
@@ -181,13 +156,21 @@ static char *header_text(const yp_st_desc *d, size_t *len) {
     return out;
 }
 
-/* Writes the length, the header and every tensor's data into k. 0, or -1 with errno or err set
- * (*what names the step). */
-static int write_body(sink *k, const yp_st_desc *d, const char *hdr, size_t hlen, const char **what, yp_err *err) {
+typedef struct {
+    const yp_st_desc *d;
+    const char *hdr;
+    size_t hlen;
+} body_ctx;
+
+/* yp_af_body: the length, the header and every tensor's data. 0, or -1 with errno set, or -2
+ * with err set (*what names the step). */
+static int write_body(void *ctx, yp_af_sink *k, const char **what, yp_err *err) {
+    const body_ctx *c = ctx;
+    const yp_st_desc *d = c->d;
     unsigned char len8[8];
-    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)c->hlen >> (8 * i));
     *what = "writing the header";
-    if (sink_write(k, len8, 8) || sink_write(k, hdr, hlen)) return -1;
+    if (yp_af_write(k, len8, 8) || yp_af_write(k, c->hdr, c->hlen)) return -1;
     size_t most = 1;
     for (int i = 0; i < d->n; i++) {
         int64_t b = 0;
@@ -215,22 +198,9 @@ static int write_body(sink *k, const yp_st_desc *d, const char *hdr, size_t hlen
             }
             src = stage;
         }
-        rc = sink_write(k, src, (size_t)b);
+        rc = yp_af_write(k, src, (size_t)b);
     }
     free(stage);
-    return rc;
-}
-
-/* fsync of the folder holding path (where the rename's directory entry lives). */
-static int sync_folder(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
     return rc;
 }
 
@@ -245,46 +215,10 @@ int yp_st_save(const char *path, const yp_st_desc *d, const yp_st_faults *faults
         return yp_err_set(err, "%s: the header would be %zu bytes, above the format's limit of %lld", path, hlen,
                           YP_ST_MAX_HEADER);
     }
-    struct stat st;
-    const char *intact = stat(path, &st) == 0 ? "the previous file is intact" : "no file was written";
-    size_t tn = strlen(path) + 16;
-    char *tmp = malloc(tn);
-    sink k = {-1, 0, faults ? faults->write_limit : -1, 0};
-    if (tmp) snprintf(tmp, tn, "%s.tmp.XXXXXX", path), k.fd = mkstemp(tmp);
-    if (k.fd < 0) {
-        yp_err_set(err, "%s: cannot create a temporary file next to it: %s; %s", path, tmp ? strerror(errno) : "out of memory",
-                   intact);
-        free(tmp), free(hdr);
-        return -1;
-    }
-    const char *what = "setting the permissions";
-    yp_err inner = {{0}};
-    int rc = fchmod(k.fd, 0644);
-    if (!rc) rc = write_body(&k, d, hdr, hlen, &what, &inner);
-    if (!rc) {
-        what = "flushing to the disk (fsync)";
-        if (faults && faults->fail == YP_ST_FAIL_FSYNC) k.injected = 1, errno = EIO, rc = -1;
-        else rc = fsync(k.fd);
-    }
-    int saved = errno;
-    if (close(k.fd) && !rc) what = "closing", saved = errno, rc = -1;
-    if (!rc) {
-        what = "renaming it into place";
-        if (faults && faults->fail == YP_ST_FAIL_RENAME) k.injected = 1, saved = EIO, rc = -1;
-        else if (rename(tmp, path)) saved = errno, rc = -1;
-    }
-    if (rc) {
-        unlink(tmp);
-        if (rc == -2)
-            yp_err_set(err, "%s: %s failed: %s; %s", path, what, inner.msg, intact);
-        else
-            yp_err_set(err, "%s: %s failed: %s%s; %s", path, what, strerror(saved), k.injected ? " (injected)" : "", intact);
-    } else if (sync_folder(path)) {
-        rc = yp_err_set(err, "%s: written and renamed into place, but syncing its folder failed: %s; a crash now may "
-                        "lose the new file", path, strerror(errno));
-    }
-    free(tmp), free(hdr);
-    return rc ? -1 : 0;
+    body_ctx c = {d, hdr, hlen};
+    int rc = yp_af_save(path, write_body, &c, faults, err);
+    free(hdr);
+    return rc;
 }
 
 /* ================================================================ reading */

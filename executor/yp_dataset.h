@@ -1,8 +1,8 @@
-/* yp_dataset.h - the dataset scan: counts a YOLOv5 dataset's training images and label rows, so
- * that the plan can size its label and target-assignment buffers from real data (labels per
- * image) instead of a guess. Images are never decoded; only their names and the label files
- * are read.
- * Defines: yp_dataset_stats, yp_dataset_scan. */
+/* yp_dataset.h - the dataset scan: counts the images and label rows of one split (train, val or
+ * test) of a YOLOv5 dataset, so that the plan can size its label and target-assignment buffers
+ * from real data (labels per image) instead of a guess. Images are never decoded; only their
+ * names and the label files are read.
+ * Defines: yp_dataset_stats, yp_dataset_scan_split, yp_dataset_scan. */
 #ifndef YP_DATASET_H
 #define YP_DATASET_H
 
@@ -14,7 +14,7 @@ typedef struct {
     char root[1024];      /* dataset root: data.yaml's `path` (relative: from the yaml's folder;
                              absent: the yaml's folder), symlinks resolved when it exists */
     int nc;               /* classes: `nc`, or the length of `names` */
-    int64_t n_images;     /* training images kept (found, minus those dropped: n_bad_files) */
+    int64_t n_images;     /* the split's images kept (found, minus those dropped: n_bad_files) */
     int64_t n_labelled;   /* kept images that have a label file (possibly empty) */
     int64_t n_background; /* kept images with no labels: no label file, or an empty one */
     int64_t n_labels;     /* label rows of the kept images, duplicates removed */
@@ -29,15 +29,15 @@ typedef struct {
                              (paths under root are shown relative to it) */
 } yp_dataset_stats;
 
-/* Scans the `train` split of the Ultralytics data.yaml at data_yaml.
+/* Scans split `split` ("train", "val" or "test") of the Ultralytics data.yaml at data_yaml.
  *
- * Keys: path (dataset root), train (required), val, test, nc and/or names (one is required; if
- * both are given they must agree; names may be a list or a {0: name} mapping); other keys
- * (download scripts, ...) are ignored. train is a folder of images (searched recursively,
- * hidden entries skipped, as YOLOv5's glob), a .txt list of image paths ("./x" and other relative
- * lines are taken from the list's folder), or a list of those; a relative entry is joined to
- * the root (with YOLOv5's retry without a leading "../"). Image files: extensions bmp dng jpeg
- * jpg mpo png tif tiff webp pfm (any case).
+ * Keys: path (dataset root), train, val, test (the one named by split is required, the others
+ * are not read), nc and/or names (one is required; if both are given they must agree; names may
+ * be a list or a {0: name} mapping); other keys (download scripts, ...) are ignored. Each split
+ * is a folder of images (searched recursively, hidden entries skipped, as YOLOv5's glob), a .txt
+ * list of image paths ("./x" and other relative lines are taken from the list's folder), or a
+ * list of those; a relative entry is joined to the root (with YOLOv5's retry without a leading
+ * "../"). Image files: extensions bmp dng jpeg jpg mpo png tif tiff webp pfm (any case).
  *
  * Labels, as YOLOv5's img2label_paths and verify_image_label: the last "/images/" of the image
  * path becomes "/labels/" and the extension ".txt". A row is `class cx cy w h`; if any row of a
@@ -46,9 +46,16 @@ typedef struct {
  * A file with a bad row drops its image (counted in n_bad_files, first_bad says where); a missing
  * label file makes the image background. Never fatal.
  *
- * Returns 0 with *out filled, or -1 with err set (file, yaml line, problem, fix): unreadable or
- * malformed yaml, missing or mistyped key, a train entry that does not exist, no images found,
- * no label file found at all (YOLOv5 refuses to train), every image dropped, out of memory. */
+ * Returns 0 with *out filled, or -1 with err set (file, yaml line, problem, fix; messages name the
+ * split's key, e.g. "data.yaml:4: val: DIR does not exist; fix val or path (...)"): a split name
+ * other than the three, unreadable or malformed yaml, missing or mistyped key (a missing val:
+ * "missing key \"val\"; add val: images/val, or train with --noval"), an entry that does not
+ * exist, no images found, no label file found at all (YOLOv5 refuses to train; for val and test
+ * it only warns, yoloplan refuses those too: there would be nothing to measure), every image
+ * dropped, out of memory. */
+int yp_dataset_scan_split(const char *data_yaml, const char *split, yp_dataset_stats *out, yp_err *err);
+
+/* yp_dataset_scan_split(data_yaml, "train", out, err). */
 int yp_dataset_scan(const char *data_yaml, yp_dataset_stats *out, yp_err *err);
 
 #endif

@@ -1,12 +1,22 @@
-/* yp_label_cache.h - the training split's labels, parsed once and kept in a cache file beside
- * them, as YOLOv5's label cache: what the loader reads (image paths and their label rows) and the
- * counts yp_dataset_scan gives, without re-reading every label file on every run.
+/* yp_label_cache.h - the labels of one split (train, val or test), parsed once and kept in a
+ * cache file beside them, as YOLOv5's label cache: what the loader reads (image paths and their
+ * label rows) and the counts yp_dataset_scan_split gives, without re-reading every label file on
+ * every run.
  *
- * The cache is the first label file's folder plus ".cache" (labels/train/x.txt ->
- * labels/train.cache). It is reused only when its version, its key and the image list all match
- * and it passes every check below; otherwise it is rebuilt from the label files and rewritten
- * atomically (a temporary file in the same folder, fsync, rename). A folder that cannot be
- * written is not an error: the labels are read and a note says the cache was not saved.
+ * The cache is named after the folder F of the split's first label file (in sorted image order):
+ * F.cache when F's name starts with the split's name (labels/train/x.txt -> labels/train.cache,
+ * labels/val2017/x.txt -> labels/val2017.cache) or, for train, with neither "val" nor "test"
+ * (images/x.jpg -> F = labels -> labels.cache); otherwise F.SPLIT.cache (val: images/train2017,
+ * as coco128.yaml has it -> labels/train2017.val.cache; train and val .txt lists of images in
+ * one folder -> labels.cache and labels.val.cache). So splits whose labels share a folder never
+ * share a cache file, and each split's cache stays valid while another is loaded. (YOLOv5 names
+ * a .txt list's cache after the list; yoloplan keeps the label folder's rule for lists too.)
+ * Nothing in the cache depends on the split: the key and the checks below are the images' own,
+ * so even a shared file (folders named F and F.val) would only be rebuilt, never misread.
+ * It is reused only when its version, its key and the image list all match and it passes every
+ * check below; otherwise it is rebuilt from the label files and rewritten atomically (a
+ * temporary file in the same folder, fsync, rename). A folder that cannot be written is not an
+ * error: the labels are read and a note says the cache was not saved.
  *
  * Key: FNV-1a 64 over nc and, per image in sorted order, its path, size and modification time
  * (ns), and its label file's existence, size and modification time (YOLOv5 hashes paths and
@@ -29,7 +39,8 @@
  * checksum, each entry (status, rows only when labelled, lengths and NULs, the path equal to the
  * image collected now), each row (a whole class < nc, coordinates in [0, 1]) and the counts
  * against the entries. A cache that fails is rebuilt, with a note saying why.
- * Defines: yp_labels, yp_labels_load, yp_labels_free, yp_labels_image, yp_labels_rows. */
+ * Defines: yp_labels, yp_labels_load_split, yp_labels_load, yp_labels_free, yp_labels_image,
+ * yp_labels_rows. */
 #ifndef YP_LABEL_CACHE_H
 #define YP_LABEL_CACHE_H
 
@@ -41,7 +52,7 @@
 #define YP_LABEL_CACHE_VERSION 1
 
 typedef struct {
-    yp_dataset_stats stats; /* as yp_dataset_scan (mean_labels included) */
+    yp_dataset_stats stats; /* as yp_dataset_scan_split (mean_labels included) */
     int64_t n;              /* kept images: stats.n_images */
     /* private to label_cache.c */
     char *paths;            /* every collected image path, NUL-terminated */
@@ -55,9 +66,12 @@ typedef struct {
     char note[640];         /* why the cache was rebuilt or not saved ("" when reused) */
 } yp_labels;
 
-/* Loads the train split of data_yaml (yp_dataset_scan's rules) through the cache. Returns 0, or
- * -1 with err set (yp_dataset_scan's errors, out of memory). Zero-initialise out; free it with
- * yp_labels_free, also after a failure. */
+/* Loads split ("train", "val" or "test") of data_yaml (yp_dataset_scan_split's rules) through
+ * its cache. Returns 0, or -1 with err set (yp_dataset_scan_split's errors, out of memory).
+ * Zero-initialise out; free it with yp_labels_free, also after a failure. */
+int yp_labels_load_split(const char *data_yaml, const char *split, yp_labels *out, yp_err *err);
+
+/* yp_labels_load_split(data_yaml, "train", out, err). */
 int yp_labels_load(const char *data_yaml, yp_labels *out, yp_err *err);
 void yp_labels_free(yp_labels *l);
 

@@ -18,10 +18,10 @@
  * whose span is not what the dtype and shape need (checked arithmetic, no overflow), and data
  * offsets that overlap, leave a gap or do not end at the end of the file.
  *
- * The writer writes atomically: a temporary file in the destination's folder, written, flushed
- * to the disk (fsync), renamed over the destination, and the folder synced. A failure before the
- * rename removes the temporary file and leaves an existing destination as it was; the error says
- * so. Tests inject failures (yp_st_faults) to prove it.
+ * The writer writes atomically (yp_atomic_file.h): a temporary file in the destination's folder,
+ * written, flushed to the disk (fsync), renamed over the destination, and the folder synced. A
+ * failure before the rename removes the temporary file and leaves an existing destination as it
+ * was; the error says so. Tests inject failures (yp_st_faults) to prove it.
  *
  * The host must be little endian (checked at compile time). */
 #ifndef YP_SAFETENSORS_H
@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "yp_atomic_file.h"
 #include "yp_error.h"
 
 #define YP_ST_MAX_HEADER 100000000LL          /* the reference implementation's limit */
@@ -75,17 +76,12 @@ typedef struct {
     void *source_ctx;
 } yp_st_desc;
 
-/* Failures a test injects into yp_st_save (production passes NULL). */
-typedef enum {
-    YP_ST_FAIL_NONE,
-    YP_ST_FAIL_FSYNC,  /* the temporary file's fsync fails (EIO) */
-    YP_ST_FAIL_RENAME, /* everything is written and synced, then the rename fails (EIO) */
-} yp_st_fail_point;
-
-typedef struct {
-    int64_t write_limit;    /* >= 0: writing more bytes than this fails with ENOSPC (a full disk) */
-    yp_st_fail_point fail;
-} yp_st_faults;
+/* Failures a test injects into yp_st_save (production passes NULL): yp_atomic_file.h's. */
+typedef yp_af_fail_point yp_st_fail_point;
+typedef yp_af_faults yp_st_faults;
+#define YP_ST_FAIL_NONE YP_AF_FAIL_NONE
+#define YP_ST_FAIL_FSYNC YP_AF_FAIL_FSYNC   /* the temporary file's fsync fails (EIO) */
+#define YP_ST_FAIL_RENAME YP_AF_FAIL_RENAME /* everything is written and synced, then the rename fails (EIO) */
 
 /* Writes d to path atomically (above). 0, or -1 with err naming the file, the step that failed
  * and whether the previous file is intact. */

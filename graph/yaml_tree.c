@@ -1,10 +1,13 @@
 /* yaml_tree.c - libyaml events -> a small tree of yp_ynodes that keeps each node's line, so that
  * every error can name FILE:LINE; and the scalar accessors (yaml_tree.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -15,7 +18,19 @@ typedef struct {
     FILE *f;
     const char *file;
     yp_err *err;
+    size_t read;  /* bytes handed to libyaml so far */
+    int too_long; /* the file grew past YP_YN_MAX_FILE while being read */
 } yreader;
+
+/* libyaml's input: f, cut off at YP_YN_MAX_FILE bytes (a file that keeps growing is refused). */
+static int yr_input(void *data, unsigned char *buf, size_t size, size_t *got) {
+    yreader *r = data;
+    size_t room = YP_YN_MAX_FILE + 1 - r->read;
+    *got = fread(buf, 1, size < room ? size : room, r->f);
+    r->read += *got;
+    if (r->read > YP_YN_MAX_FILE) return r->too_long = 1, 0;
+    return !ferror(r->f);
+}
 
 void yp_yn_free(yp_ynode *n) {
     if (!n) return;
@@ -50,6 +65,9 @@ static size_t yr_line_of(FILE *f, size_t offset) {
 /* Reports libyaml's last error as FILE:LINE:COLUMN. Returns -1. */
 static int yr_syntax_error(const yreader *r) {
     const yaml_parser_t *p = &r->parser;
+    if (r->too_long)
+        return yp_err_set(r->err, "%s: longer than %d bytes; not a yaml file this reader takes", r->file,
+                          YP_YN_MAX_FILE);
     const char *problem = p->problem ? p->problem : "malformed input";
     if (p->error == YAML_READER_ERROR)
         return yp_err_set(r->err, "%s:%zu: syntax error: %s at byte %zu; save the file as UTF-8 text",
@@ -171,16 +189,54 @@ static yp_ynode *yr_document(yreader *r) {
     return root;
 }
 
-yp_ynode *yp_yn_read(const char *path, yp_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+static const char *yr_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a folder";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* Opens path for reading if it is a regular file of at most YP_YN_MAX_FILE bytes. The open never
+ * blocks (O_NONBLOCK: a FIFO without a writer would wait forever). NULL with err set. */
+static FILE *yr_open(const char *path, yp_err *err) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
         yp_err_set(err, "%s: cannot open: %s; check the path", path, strerror(errno));
         return NULL;
     }
+    struct stat st;
+    const char *problem = NULL;
+    if (fstat(fd, &st)) problem = strerror(errno);
+    else if (!S_ISREG(st.st_mode)) problem = yr_kind(st.st_mode);
+    if (problem) {
+        yp_err_set(err, "%s: %s, not a yaml file; give a regular file", path, problem);
+        close(fd);
+        return NULL;
+    }
+    if (st.st_size > YP_YN_MAX_FILE) {
+        yp_err_set(err, "%s: %lld bytes, longer than %d; not a yaml file this reader takes", path,
+                   (long long)st.st_size, YP_YN_MAX_FILE);
+        close(fd);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        yp_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+yp_ynode *yp_yn_read(const char *path, yp_err *err) {
+    FILE *f = yr_open(path, err);
+    if (!f) return NULL;
     yreader r = {.f = f, .file = path, .err = err};
     yp_ynode *root = NULL;
     if (yaml_parser_initialize(&r.parser)) {
-        yaml_parser_set_input_file(&r.parser, f);
+        yaml_parser_set_input(&r.parser, yr_input, &r);
         root = yr_document(&r);
         yaml_parser_delete(&r.parser);
     } else {

@@ -23,11 +23,14 @@ struct yp_ynode {
 };
 
 #define YP_YN_MAX_DEPTH 64 /* deeper nesting is an error, so walking the tree recursively is safe */
+#define YP_YN_MAX_FILE (16 << 20) /* bytes; model, data and hyp yamls are a few kB */
 
 /* Parses the single-document yaml file at path. Returns the root (free with yp_yn_free); an empty
  * file (or one with only comments) gives a null scalar at line 1. NULL with err set (FILE:LINE
- * and a fix): file not readable, syntax error, alias, non-scalar mapping key, nesting deeper than
- * YP_YN_MAX_DEPTH, several documents. Mapping keys are always scalars. */
+ * and a fix): file not readable, not a regular file (a FIFO, a device, a folder: refused without
+ * blocking, so /dev/zero or a FIFO cannot hang or fill memory), longer than YP_YN_MAX_FILE (also
+ * when it grows while being read), syntax error, alias, non-scalar mapping key, nesting deeper
+ * than YP_YN_MAX_DEPTH, several documents. Mapping keys are always scalars. */
 yp_ynode *yp_yn_read(const char *path, yp_err *err);
 
 /* Frees n and its children; NULL is fine. */

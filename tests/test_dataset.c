@@ -10,7 +10,17 @@
 
 #define DS YP_TEST_DATA "/dataset/"
 
-/* Scans DS/name; on failure prints the error. Returns yp_dataset_scan's result. */
+/* Scans split of DS/name; on failure prints the error. Returns yp_dataset_scan_split's result. */
+static int scan_split(const char *name, const char *split, yp_dataset_stats *st, yp_err *err) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s%s", DS, name);
+    memset(err, 0, sizeof *err);
+    int rc = yp_dataset_scan_split(path, split, st, err);
+    if (rc) printf("    (%s %s: %s)\n", name, split ? split : "(null)", err->msg);
+    return rc;
+}
+
+/* The train split through the old entry point. */
 static int scan(const char *name, yp_dataset_stats *st, yp_err *err) {
     char path[1024];
     snprintf(path, sizeof path, "%s%s", DS, name);
@@ -45,6 +55,49 @@ static void test_valid_dataset(void) {
     yp_err err;
     CHECK(scan("data.yaml", &st, &err) == 0); /* also: unknown keys (download) are ignored */
     check_train_counts(&st);
+}
+
+static void test_train_split_by_name(void) {
+    yp_dataset_stats st;
+    yp_err err;
+    CHECK(scan_split("data.yaml", "train", &st, &err) == 0);
+    check_train_counts(&st);
+}
+
+static void test_val_split(void) {
+    yp_dataset_stats st;
+    yp_err err;
+    CHECK(scan_split("data.yaml", "val", &st, &err) == 0); /* images/val: v.jpg, one row */
+    CHECK_EQ_I64(st.nc, 3);
+    CHECK_EQ_I64(st.n_images, 1);
+    CHECK_EQ_I64(st.n_labelled, 1);
+    CHECK_EQ_I64(st.n_background, 0);
+    CHECK_EQ_I64(st.n_labels, 1);
+    CHECK_EQ_I64(st.max_labels, 1);
+    CHECK_EQ_I64(st.n_bad_files, 0);
+    CHECK(ends_with(st.root, "/tests/data/dataset"));
+    CHECK(scan_split("sub/relative.yaml", "val", &st, &err) == 0); /* relative path, the same images */
+    CHECK_EQ_I64(st.n_images, 1);
+}
+
+static void test_split_errors(void) {
+    yp_dataset_stats st;
+    yp_err err;
+    CHECK(scan_split("no_images.yaml", "val", &st, &err) == -1); /* train and nc only */
+    CHECK(strcmp(strstr(err.msg, "no_images.yaml:"), "no_images.yaml:1: missing key \"val\"; add val: images/val, "
+                 "or train with --noval") == 0);
+    CHECK(scan_split("missing_val.yaml", "val", &st, &err) == -1);
+    CHECK_STR_HAS(err.msg, "missing_val.yaml:3: val: ");
+    CHECK_STR_HAS(err.msg, "/images/nope does not exist; fix val or path (the dataset root, ");
+    CHECK(scan_split("missing_val.yaml", "train", &st, &err) == 0); /* a bad val does not stop train */
+    CHECK(scan_split("missing_train.yaml", "val", &st, &err) == 0); /* nor a bad train val */
+    CHECK_EQ_I64(st.n_images, 1);
+    CHECK(scan_split("data.yaml", "test", &st, &err) == -1); /* `test:` with nothing after it */
+    CHECK_STR_HAS(err.msg, "data.yaml:5: missing key \"test\"; add test: images/test");
+    CHECK(scan_split("data.yaml", "valid", &st, &err) == -1);
+    CHECK_STR_HAS(err.msg, "data.yaml: unknown split \"valid\"; use train, val or test");
+    CHECK(scan_split("data.yaml", NULL, &st, &err) == -1);
+    CHECK_STR_HAS(err.msg, "unknown split");
 }
 
 static void test_relative_path(void) {
@@ -160,6 +213,9 @@ static void test_other_errors(void) {
 
 int main(void) {
     YP_RUN(test_valid_dataset);
+    YP_RUN(test_train_split_by_name);
+    YP_RUN(test_val_split);
+    YP_RUN(test_split_errors);
     YP_RUN(test_relative_path);
     YP_RUN(test_image_list);
     YP_RUN(test_several_entries);

@@ -1,7 +1,9 @@
 /* test_label_cache.c - the label cache (executor/yp_label_cache.h) on a small dataset made in a
  * temporary folder: written on the first load, reused without opening a label file, rebuilt when
  * a label file changes, when the version differs and (with a warning) when the file is corrupt;
- * the rows in YOLOv5's order and the counts equal to yp_dataset_scan's. */
+ * the rows in YOLOv5's order and the counts equal to yp_dataset_scan's. The val split: its own
+ * images and labels, its own cache beside them, reused, never the train cache even when the
+ * splits' labels share a folder; its errors (no val key, a val entry that does not exist). */
 #define _XOPEN_SOURCE 700 /* mkdtemp, utimensat */
 #include <dirent.h>
 #include <fcntl.h>
@@ -33,13 +35,29 @@ static void make_dataset(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(root, sizeof root, "%s/yp_label_cache_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(root)) return;
-    const char *dirs[] = {"images", "images/train", "labels", "labels/train"};
-    for (int i = 0; i < 4; i++) {
+    const char *dirs[] = {"images", "images/train", "images/val", "labels", "labels/train", "labels/val",
+                          "shared", "shared/images", "shared/labels"};
+    for (int i = 0; i < 9; i++) {
         char p[1024];
         path_of(p, sizeof p, dirs[i]);
         mkdir(p, 0755);
     }
-    put("data.yaml", "path: .\ntrain: images/train\nnc: 3\n");
+    put("data.yaml", "path: .\ntrain: images/train\nval: images/val\nnc: 3\n");
+    put("images/val/v1.jpg", "not decoded");
+    put("images/val/v2.png", "not decoded");
+    put("labels/val/v1.txt", "1 0.25 0.25 0.5 0.5\n");
+    put("labels/val/v2.txt", "2 0.5 0.5 0.1 0.2\n0 0.1 0.1 0.1 0.1\n");
+    /* shared/: train and val as .txt lists of images in one folder (YOLOv5's autosplit) */
+    put("shared/data.yaml", "train: train.txt\nval: val.txt\nnc: 3\n");
+    put("shared/train.txt", "./images/s1.jpg\n./images/s2.jpg\n");
+    put("shared/val.txt", "./images/s3.jpg\n");
+    for (int i = 1; i <= 3; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "shared/images/s%d.jpg", i);
+        put(rel, "not decoded");
+        snprintf(rel, sizeof rel, "shared/labels/s%d.txt", i);
+        put(rel, "0 0.5 0.5 0.5 0.5\n");
+    }
     const char *images[] = {"a", "b", "c", "d", "e"};
     for (int i = 0; i < 5; i++) {
         char rel[64];
@@ -59,6 +77,17 @@ static int load(yp_labels *l) {
     yp_labels_free(l);
     int rc = yp_labels_load(yaml, l, &err);
     if (rc) printf("    (%s)\n", err.msg);
+    return rc;
+}
+
+/* Loads split of the yaml at rel (under root); err gets the error. */
+static int load_split(const char *rel, const char *split, yp_labels *l, yp_err *err) {
+    char yaml[1024];
+    path_of(yaml, sizeof yaml, rel);
+    yp_labels_free(l);
+    memset(err, 0, sizeof *err);
+    int rc = yp_labels_load_split(yaml, split, l, err);
+    if (rc) printf("    (%s)\n", err->msg);
     return rc;
 }
 
@@ -90,7 +119,7 @@ static void check_contents(const yp_labels *l) {
           scan.mean_labels == st->mean_labels);
 }
 
-/* Files in labels/ other than train/ and train.cache (a temporary file left behind). */
+/* Files in labels/ other than train/, val/ and their caches (a temporary file left behind). */
 static int stray_files(void) {
     char p[1024];
     path_of(p, sizeof p, "labels");
@@ -98,9 +127,22 @@ static int stray_files(void) {
     int n = 0;
     for (struct dirent *e; d && (e = readdir(d));)
         n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "train") &&
-             strcmp(e->d_name, "train.cache");
+             strcmp(e->d_name, "train.cache") && strcmp(e->d_name, "val") && strcmp(e->d_name, "val.cache");
     if (d) closedir(d);
     return n;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* The modification time of root/rel in ns, -1 when it does not exist. */
+static long long mtime_of(const char *rel) {
+    char p[1024];
+    struct stat sb;
+    path_of(p, sizeof p, rel);
+    return stat(p, &sb) ? -1 : (long long)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
 }
 
 /* Overwrites n bytes at offset of the cache file. */
@@ -204,6 +246,72 @@ static void test_corrupt_cache_rebuilt_with_a_warning(void) {
     CHECK(L.reused && stray_files() == 0);
 }
 
+static void check_val_contents(const yp_labels *l) {
+    static const float v1[] = {1, 0.25f, 0.25f, 0.5f, 0.5f};
+    static const float v2[] = {2, 0.5f, 0.5f, 0.1f, 0.2f, 0, 0.1f, 0.1f, 0.1f, 0.1f}; /* file order */
+    REQUIRE(l->n == 2);
+    CHECK(ends_with(yp_labels_image(l, 0), "/images/val/v1.jpg"));
+    CHECK(ends_with(yp_labels_image(l, 1), "/images/val/v2.png"));
+    CHECK(rows_are(l, 0, v1, 1) && rows_are(l, 1, v2, 2));
+    CHECK(l->stats.n_images == 2 && l->stats.n_labels == 3 && l->stats.max_labels == 2 && l->stats.n_bad_files == 0);
+    CHECK(l->stats.nc == 3 && l->stats.n_background == 0);
+}
+
+static void test_val_split_has_its_own_cache(void) {
+    yp_err err;
+    REQUIRE(load(&L) == 0); /* train first: its cache exists and is current */
+    CHECK(L.reused);
+    long long train_cache = mtime_of("labels/train.cache");
+    REQUIRE(load_split("data.yaml", "val", &L, &err) == 0);
+    CHECK(!L.reused && L.label_reads == 2 && L.note[0] == '\0');
+    CHECK(ends_with(L.cache_path, "/labels/val.cache"));
+    CHECK(mtime_of("labels/val.cache") >= 0 && stray_files() == 0);
+    check_val_contents(&L);
+    REQUIRE(load_split("data.yaml", "val", &L, &err) == 0);
+    CHECK(L.reused && L.label_reads == 0 && L.note[0] == '\0');
+    check_val_contents(&L);
+    CHECK(mtime_of("labels/train.cache") == train_cache); /* val never wrote the train cache */
+    REQUIRE(load(&L) == 0);
+    CHECK(L.reused); /* and train's is still valid */
+    check_contents(&L);
+    REQUIRE(load_split("data.yaml", "train", &L, &err) == 0); /* the same as yp_labels_load */
+    CHECK(L.reused && ends_with(L.cache_path, "/labels/train.cache"));
+}
+
+static void test_splits_sharing_a_label_folder(void) {
+    yp_err err;
+    char train_cache[4096];
+    REQUIRE(load_split("shared/data.yaml", "train", &L, &err) == 0);
+    CHECK(!L.reused && L.n == 2 && ends_with(L.cache_path, "/shared/labels.cache"));
+    snprintf(train_cache, sizeof train_cache, "%s", L.cache_path);
+    REQUIRE(load_split("shared/data.yaml", "val", &L, &err) == 0);
+    CHECK(!L.reused && L.n == 1 && ends_with(L.cache_path, "/shared/labels.val.cache"));
+    CHECK(ends_with(yp_labels_image(&L, 0), "/shared/images/s3.jpg"));
+    CHECK(strcmp(train_cache, L.cache_path) != 0);
+    /* alternating loads keep both caches valid */
+    REQUIRE(load_split("shared/data.yaml", "train", &L, &err) == 0);
+    CHECK(L.reused && L.n == 2 && L.label_reads == 0);
+    REQUIRE(load_split("shared/data.yaml", "val", &L, &err) == 0);
+    CHECK(L.reused && L.n == 1 && L.label_reads == 0);
+}
+
+static void test_val_split_errors(void) {
+    yp_err err;
+    put("noval.yaml", "path: .\ntrain: images/train\nnc: 3\n");
+    CHECK(load_split("noval.yaml", "val", &L, &err) == -1);
+    CHECK_STR_HAS(err.msg, "noval.yaml:1: missing key \"val\"; add val: images/val, or train with --noval");
+    CHECK(strchr(err.msg, '\n') == NULL);
+    put("badval.yaml", "path: .\ntrain: images/train\nval:\n  - images/val\n  - images/nope\nnc: 3\n");
+    CHECK(load_split("badval.yaml", "val", &L, &err) == -1);
+    CHECK_STR_HAS(err.msg, "badval.yaml:5: val: ");
+    CHECK_STR_HAS(err.msg, "/images/nope does not exist; fix val or path");
+    CHECK(load_split("badval.yaml", "train", &L, &err) == 0 && L.reused); /* train does not read val */
+    CHECK(load_split("data.yaml", "test", &L, &err) == -1);
+    CHECK_STR_HAS(err.msg, "data.yaml:1: missing key \"test\"");
+    CHECK(load_split("data.yaml", "Val", &L, &err) == -1);
+    CHECK_STR_HAS(err.msg, "unknown split \"Val\"");
+}
+
 int main(void) {
     make_dataset();
     YP_RUN(test_written_then_reused);
@@ -211,6 +319,9 @@ int main(void) {
     YP_RUN(test_rebuilt_when_a_label_changes);
     YP_RUN(test_rebuilt_when_the_version_differs);
     YP_RUN(test_corrupt_cache_rebuilt_with_a_warning);
+    YP_RUN(test_val_split_has_its_own_cache);
+    YP_RUN(test_splits_sharing_a_label_folder);
+    YP_RUN(test_val_split_errors);
     yp_labels_free(&L);
     yp_test_remove_tree(root);
     return yp_test_summary();

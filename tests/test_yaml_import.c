@@ -305,6 +305,15 @@ static void test_file_not_found(void) {
     CHECK_STR_HAS(err.msg, strerror(ENOENT));
 }
 
+/* Not regular files are refused without reading: /dev/zero would never end, a folder is no yaml. */
+static void test_not_a_regular_file(void) {
+    yp_err err = {{0}};
+    CHECK(yp_yaml_import("/dev/zero", 0, &err) == NULL);
+    CHECK_STR_HAS(err.msg, "/dev/zero: a device, not a yaml file; give a regular file");
+    CHECK(yp_yaml_import(YP_TEST_DATA, 0, &err) == NULL);
+    CHECK_STR_HAS(err.msg, ": a folder, not a yaml file");
+}
+
 int main(void) {
     YP_RUN(test_param_totals);
     YP_RUN(test_yolov5s_layer_params);
@@ -316,5 +325,6 @@ int main(void) {
     YP_RUN(test_focus_spp);
     YP_RUN(test_bad_inputs);
     YP_RUN(test_file_not_found);
+    YP_RUN(test_not_a_regular_file);
     return yp_test_summary();
 }
