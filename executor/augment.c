@@ -3,8 +3,8 @@
  * augment_warp.c, augment_resize.c and augment_color.c. Differences from YOLOv5, by design: one
  * generator for every draw (YOLOv5 takes augment_hsv's gains from numpy's), no albumentations
  * (YOLOv5 runs them only when the package is installed), and no mixup: yp_aug_hyp has no
- * field for it, since hyp.scratch-low sets it to 0, so a hyp file asking for mixup must be
- * refused where it is read. Its draw is still taken, so the sequence keeps YOLOv5's order. */
+ * field for it, since hyp.scratch-low sets it to 0, so a hyp file asking for mixup is refused
+ * where it is read (hyp_file.c). Its draw is still taken, so the sequence keeps YOLOv5's order. */
 #include <string.h>
 
 #include "yp_augment.h"
