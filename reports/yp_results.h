@@ -68,4 +68,15 @@ int yp_results_read(const char *csv_path, yp_results_row **rows, int64_t *n, yp_
  * with nothing to drop, is left as it is. 0, or -1 with err set (the file is then untouched). */
 int yp_results_truncate(const char *csv_path, int64_t last_epoch, yp_err *err);
 
+/* Reads csv_path and draws <out_stem>.png (1600 x 800 pixels) and <out_stem>.svg: 2 rows of 5
+ * panels, as YOLOv5's plot_results: train/box_loss, train/obj_loss, train/cls_loss,
+ * metrics/precision, metrics/recall; val/box_loss, val/obj_loss, val/cls_loss, metrics/mAP_0.5,
+ * metrics/mAP_0.5:0.95; x is the epoch, each panel has the data (blue, with markers) and its
+ * Gaussian smoothing (orange dots, sigma 3 as scipy's gaussian_filter1d). A single row draws as
+ * one marker per panel. Each picture is drawn under a temporary name in the same folder and
+ * renamed into place. Needs PLplot's cairo driver (pngcairo/svgcairo) at run time. Serialised
+ * by a lock; PLplot has one global state, so nothing else in the process may use PLplot at the
+ * same time. 0, or -1 with err set (PLplot's fatal errors return here; the process lives on). */
+int yp_results_plot(const char *csv_path, const char *out_stem, yp_err *err);
+
 #endif
