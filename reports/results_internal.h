@@ -1,6 +1,7 @@
 /* results_internal.h - file handling shared by results.c and results_plot.c (internal to
  * reports/): a bounded read that never blocks on a FIFO, and replacing a file atomically (a
- * temporary file in the same folder, fsync, rename, fsync of the folder). */
+ * temporary file in the same folder, fsync, rename, fsync of the folder). executor/ has the
+ * same steps in yp_atomic_file.h; reports/ does not depend on executor/, hence this small copy. */
 #ifndef RESULTS_INTERNAL_H
 #define RESULTS_INTERNAL_H
 
