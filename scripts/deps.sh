@@ -10,6 +10,8 @@ packages=(
   build-essential cmake pkg-config   # compiler, build
   libcjson-dev libyaml-dev           # graph/: IR JSON, model yaml
   libgraphviz-dev graphviz           # reports/: timelines
+  libplplot-dev plplot-driver-cairo  # reports/: training curves (results.png/.svg); the driver is
+                                     # a module PLplot loads at run time (pngcairo, svgcairo)
   libdnnl-dev                        # kernels/cpu: convolutions (oneDNN, OpenMP)
   ocl-icd-opencl-dev                 # oneDNN's CMake package (dnnl-config.cmake) requires OpenCL;
                                      # libdnnl-dev only Recommends it, and we skip Recommends
