@@ -21,6 +21,9 @@ int cli_parse_img(const char *s, int64_t *w, int64_t *h, yp_err *err);
 /* Parses a positive integer option value in [lo, hi]. 0, or -1 with err set. */
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out, yp_err *err);
 
+/* Parses a size (512MiB, 1GiB, 7.5G, or 0) for option opt. 0, or -1 with err set. */
+int cli_parse_size(const char *opt, const char *v, int64_t *out, yp_err *err);
+
 /* Prints "yoloplan: <msg>" to stderr and returns YP_EXIT_USAGE. */
 int cli_fail(const yp_err *err);
 
@@ -34,5 +37,7 @@ int cmd_schedule(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_bench_step(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_val(int argc, char **argv);
 
 #endif

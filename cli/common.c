@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "yp_gpu.h"
 #include "yp_ir.h"
 #include "yp_models.h"
 #include "yp_yaml.h"
@@ -78,6 +79,18 @@ int cli_parse_img(const char *s, int64_t *w, int64_t *h, yp_err *err) {
         b = a;
     }
     *w = a, *h = b;
+    return 0;
+}
+
+int cli_parse_size(const char *opt, const char *v, int64_t *out, yp_err *err) {
+    yp_gpu tmp;
+    if (v && !strcmp(v, "0")) {
+        *out = 0;
+        return 0;
+    }
+    if (!v || yp_gpu_parse(v, &tmp, err) || tmp.from_table)
+        return yp_err_set(err, "%s %s: expected a size like 512MiB or 1GiB", opt, v ? v : "(missing)");
+    *out = tmp.mem_bytes;
     return 0;
 }
 

@@ -47,6 +47,14 @@ static void usage(FILE *f) {
           "  synth    --out DIR --images N [--val M] --classes K --img S|WxH --seed X\n"
           "                                                       write a synthetic YOLO dataset (shapes; the same\n"
           "                                                       bytes for the same options; --val default ceil(N/10))\n"
+          "  train    --data D.yaml [--model M|--cfg Y.yaml] [--weights W] [--img S] [--batch B] [--epochs E]\n"
+          "           [--device cpu|cuda] [--gpu G] [--mem SIZE] [--workers N] [--threads T] [--seed S]\n"
+          "           [--project DIR] [--name N] [--exist-ok] [--resume [LAST]] [--mosaic on|off] [--freeze N]\n"
+          "           [--optimizer sgd|adam|adamw] [--patience P] [--no-augment] [--noval] [--cos-lr] [--hyp H.yaml]\n"
+          "                                                       plan, then train inside the plan as train.py does\n"
+          "                                                       (--batch omitted: the plan's choice; runs/train/exp*)\n"
+          "  val      --weights W --data D.yaml [--img S] [--batch B] [--conf C] [--iou I] [--save-json]\n"
+          "           [--task val|test] [--model M]              val.py: P, R, mAP50, mAP50-95 of a checkpoint\n"
           "  version                                              build information\n"
           "\n"
           "\n",
@@ -69,6 +77,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "schedule")) return cmd_schedule(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench-step")) return cmd_bench_step(argc - 1, argv + 1);
     if (!strcmp(cmd, "synth")) return cmd_synth(argc - 1, argv + 1);
+    if (!strcmp(cmd, "train")) return cmd_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "val")) return cmd_val(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("yoloplan 0.1 (%s)\n", yp_kernels_build_info());
         return YP_EXIT_OK;

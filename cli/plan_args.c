@@ -60,18 +60,6 @@ static int parse_sizes(yp_search_opts *o, const char *v, yp_err *err) {
     return 0;
 }
 
-static int parse_size_bytes(const char *opt, const char *v, int64_t *out, yp_err *err) {
-    yp_gpu tmp;
-    if (!strcmp(v, "0")) {
-        *out = 0;
-        return 0;
-    }
-    if (yp_gpu_parse(v, &tmp, err) || tmp.from_table)
-        return yp_err_set(err, "%s %s: expected a size like 512MiB or 1GiB", opt, v);
-    *out = tmp.mem_bytes;
-    return 0;
-}
-
 static int gpu_auto(yp_gpu *gpu, yp_err *err) {
     char why[256], name[128];
     yp_backend *be = yp_backend_cuda_new(0, why, sizeof why);
@@ -158,7 +146,7 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
             return yp_err_set(err, "--labels %s: expected the mean labels per image, a number in 0..10000", v);
         b->labels_per_image = l;
     } else if (!strcmp(a, "--reserve")) {
-        if (parse_size_bytes(a, v, &pa->reserve, err)) return -1;
+        if (cli_parse_size(a, v, &pa->reserve, err)) return -1;
     } else if (!strcmp(a, "--top")) {
         long k;
         if (cli_parse_int(a, v, 1, 1000, &k, err)) return -1;

@@ -360,10 +360,14 @@ static int transferable(const yp_st_file *f, const yp_st_entry *e, const item *w
 }
 
 /* Transfers every model weight of it[0..n) that the file has, staging in host (8 bytes a value). */
-static int transfer(yp_exec *x, const yp_st_file *f, const item *it, int n, void *host, FILE *log, yp_ckpt_transfer *r,
-                    yp_err *err) {
+static int transfer(yp_exec *x, const yp_st_file *f, const item *it, int n, int ema, void *host, FILE *log,
+                    yp_ckpt_transfer *r, yp_err *err) {
     for (int i = 0; i < n; i++) {
-        int e = yp_st_find(f, it[i].name);
+        char ema_name[256];
+        int e = -1;
+        if (ema && snprintf(ema_name, sizeof ema_name, "ema.%s", it[i].name) < (int)sizeof ema_name)
+            e = yp_st_find(f, ema_name);
+        if (e < 0) e = yp_st_find(f, it[i].name);
         if (e < 0) {
             r->missing++;
             continue;
@@ -382,7 +386,7 @@ static int transfer(yp_exec *x, const yp_st_file *f, const item *it, int n, void
     return 0;
 }
 
-int yp_ckpt_load_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transfer *out, yp_err *err) {
+static int load_weights(yp_exec *x, const char *path, int ema, FILE *log, yp_ckpt_transfer *out, yp_err *err) {
     yp_st_file f;
     memset(out, 0, sizeof *out);
     if (yp_st_open(&f, path, err)) return -1;
@@ -396,7 +400,7 @@ int yp_ckpt_load_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transf
     }
     void *host = malloc((size_t)most * 8);
     if (!it || !host) yp_err_set(err, "%s: out of memory", path);
-    else rc = transfer(x, &f, it, k, host, log, out, err);
+    else rc = transfer(x, &f, it, k, ema, host, log, out, err);
     if (!rc) {
         out->unused = f.n - out->loaded - out->skipped;
         if (log)
@@ -406,4 +410,12 @@ int yp_ckpt_load_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transf
     free(host), free(it);
     yp_st_close(&f);
     return rc;
+}
+
+int yp_ckpt_load_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transfer *out, yp_err *err) {
+    return load_weights(x, path, 0, log, out, err);
+}
+
+int yp_ckpt_load_eval_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transfer *out, yp_err *err) {
+    return load_weights(x, path, 1, log, out, err);
 }

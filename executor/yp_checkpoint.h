@@ -87,4 +87,8 @@ typedef struct {
  * cannot be read). */
 int yp_ckpt_load_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transfer *out, yp_err *err);
 
+/* For validating a file (yoloplan val): as yp_ckpt_load_weights, but each tensor from the file's
+ * EMA copy ("ema.<name>") where it has one, as YOLOv5's attempt_load prefers ckpt['ema']. */
+int yp_ckpt_load_eval_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transfer *out, yp_err *err);
+
 #endif

@@ -1,0 +1,335 @@
+/* cmd_train.c - `yoloplan train`: plans the run for the device (the fastest plan that fits, or the
+ * given --batch), prints the plan and saves it in the run folder, then trains inside it as
+ * train.py (executor/yp_train.h): validation every epoch, results.csv and curves, last and best
+ * checkpoints, --resume. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "run_dir.h"
+#include "train_opts.h"
+#include "yp_checkpoint.h"
+#include "yp_plan_io.h"
+#include "yp_results.h"
+#include "yp_search.h"
+#include "yp_train.h"
+
+#define EXIT_NOFIT_RC (-2) /* run(): a plan that does not fit (exit 1) */
+
+typedef struct {
+    train_opts o;
+    char ckpt[RUN_DIR_PATH];   /* --resume: the checkpoint */
+    char dir[RUN_DIR_PATH];    /* the run folder */
+    char last[RUN_DIR_PATH + 32], best[RUN_DIR_PATH + 32], csv[RUN_DIR_PATH + 32], plot[RUN_DIR_PATH + 32];
+    yp_labels train, val;
+    int have_val;
+    yp_hyp_file hyp;
+    yp_graph *g;
+    yp_backend *be;
+    yp_plan p;
+    int have_plan;
+    yp_exec x;
+    int have_exec;
+    yp_train_state st;
+    int64_t pipeline_bytes; /* the data pipeline's host memory for the chosen batch */
+} train_run;
+
+static void run_free(train_run *r) {
+    if (r->have_exec) yp_exec_free(&r->x);
+    yp_backend_free(r->be);
+    if (r->have_plan) yp_plan_free(&r->p);
+    yp_graph_free(r->g);
+    yp_labels_free(&r->train);
+    yp_labels_free(&r->val);
+}
+
+static int path_join(char *out, size_t n, const char *dir, const char *file, yp_err *err) {
+    if (snprintf(out, n, "%s/%s", dir, file) >= (int)n) return yp_err_set(err, "%s: the path is too long", dir);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- memory of the data pipeline */
+
+/* The loaders' rings and workspaces (training at batch, validation at 2x), the float batches the
+ * executor is handed and one decoded image per worker at imgsz (the decoder's buffers). */
+static int pipeline_bytes(const train_run *r, int64_t batch, int64_t *out, yp_err *err) {
+    int64_t S = r->o.img, total = 0;
+    for (int v = 0; v < 2; v++) {
+        const yp_labels *l = v ? &r->val : &r->train;
+        if (v && !r->have_val) continue;
+        yp_loader_opts lo;
+        yp_loader_opts_default(&lo);
+        lo.workers = (int)r->o.workers, lo.batch = (int)(v ? 2 * batch : batch), lo.imgsz = (int)S, lo.validation = v;
+        lo.no_augment = r->o.no_augment;
+        yp_loader_bytes b;
+        if (yp_loader_host_bytes(&lo, l->n, l->stats.max_labels, &b, err)) return -1;
+        total += b.total + (int64_t)lo.batch * S * S * 3 * (int64_t)sizeof(float) + r->o.workers * S * S * 3;
+    }
+    *out = total;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- planning */
+
+static const char *ckpt_name(uint64_t layers, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int l = 0; l < 64; l++)
+        if (layers >> l & 1) snprintf(buf + strlen(buf), n - strlen(buf), "%s%d", buf[0] ? "," : "", l);
+    if (!buf[0]) snprintf(buf, n, "none");
+    return buf;
+}
+
+/* train.py's check_img_size: a multiple of the largest stride (32), at least 2 strides. */
+static void check_img(train_run *r) {
+    long gs = 32, s = (r->o.img + gs - 1) / gs * gs;
+    if (s < 2 * gs) s = 2 * gs;
+    if (s != r->o.img)
+        fprintf(stderr, "WARNING: --img %ld must be a multiple of max stride %ld, updating to %ld\n", r->o.img, gs, s);
+    r->o.img = s;
+}
+
+/* The fastest plan for the device that fits: fp32 for the CPU backend under the host-memory
+ * budget, the given --batch or the largest that fits up to the nominal 64 (and the training
+ * images), over every checkpoint set. */
+static int plan_new(train_run *r, yp_err *err) {
+    const int64_t max_batch = r->train.n < YP_NBS ? r->train.n : YP_NBS;
+    if (r->o.batch > r->train.n)
+        return yp_err_set(err, "--batch %ld: the training split has %lld images; lower --batch", r->o.batch,
+                          (long long)r->train.n);
+    yp_gpu dev;
+    int64_t budget;
+    if (!strcmp(r->o.device, "cpu")) {
+        int64_t avail = cli_host_available_bytes(), pipe;
+        if (pipeline_bytes(r, r->o.batch ? r->o.batch : max_batch, &pipe, err)) return -1;
+        if (r->o.mem[0]) {
+            if (cli_parse_size("--mem", r->o.mem, &budget, err)) return -1;
+        } else {
+            budget = avail - pipe;
+            if (avail <= 0 || budget <= 0)
+                return yp_err_set(err, "train: cannot tell the host's available memory (/proc/meminfo); give --mem SIZE");
+        }
+        if (budget <= 0) return yp_err_set(err, "--mem %s: give a positive size like 4GiB", r->o.mem);
+        yp_gpu_host(budget, &dev);
+    } else {
+        if (!r->o.gpu[0]) return yp_err_set(err, "--device cuda: give the card with --gpu (e.g. --gpu 8GB or --gpu a100)");
+        if (yp_gpu_parse(r->o.gpu, &dev, err)) return -1;
+        budget = dev.mem_bytes;
+    }
+    yp_search_opts so = yp_search_opts_default();
+    so.n_models = 1, so.models[0] = r->g;
+    so.n_sizes = 1, so.size_w[0] = so.size_h[0] = r->o.img;
+    so.prec_mask = 1u << YP_PREC_FP32; /* the CPU executor runs fp32 plans (AMP with [cuda]) */
+    int mosaic = !r->o.no_augment && r->hyp.aug.mosaic > 0;
+    so.mosaic_mask = 1u << mosaic;
+    so.batch = r->o.batch, so.max_batch = r->o.batch ? r->o.batch : max_batch;
+    yp_candidate *c = &so.base;
+    c->optimizer = (yp_optimizer)yp_optimizer_parse(r->o.optimizer);
+    c->ema = 1, c->freeze = (int)r->o.freeze, c->mosaic = mosaic;
+    int64_t most = r->train.stats.max_labels;
+    if (r->have_val && r->val.stats.max_labels > most) most = r->val.stats.max_labels;
+    c->labels_per_image = most > 0 ? (double)most : 1.0; /* the worst image, so no batch overflows the plan */
+    yp_exec_candidate_for(c, r->be);
+    yp_search_result res;
+    if (yp_search(&so, &dev, 0, &res, err)) return -1;
+    if (res.n_rows == 0) {
+        char ck[128];
+        yp_err_set(err, "train: no plan of %s at --img %ld%s fits %s (%.2f GiB): the smallest, batch %lld with "
+                   "checkpoints %s, needs %.2f GiB; %s", r->g->name, r->o.img, r->o.batch ? " and the given --batch" : "",
+                   dev.desc, (double)budget / 1073741824.0, (long long)res.smallest.cand.batch,
+                   ckpt_name(res.smallest.cand.ckpt_layers, ck, sizeof ck), res.smallest_bytes / 1073741824.0,
+                   strcmp(r->o.device, "cpu") ? "lower --img or --batch" : "raise --mem, or lower --img or --batch");
+        yp_search_free(&res);
+        return EXIT_NOFIT_RC;
+    }
+    int rc = yp_search_realize(&so, &res.rows[0], &dev, 0, r->train.n, &r->p, err);
+    yp_search_free(&res);
+    if (rc) return -1;
+    r->have_plan = 1;
+    if (!r->p.fits) return yp_err_set(err, "train: the realised plan does not fit %s", dev.desc), EXIT_NOFIT_RC;
+    return 0;
+}
+
+static void print_plan(const train_run *r, FILE *f) {
+    const yp_candidate *c = &r->p.cand;
+    char ck[128];
+    yp_train_sched s;
+    yp_train_sched_init(&s, &r->hyp, r->o.cos_lr, 1, r->o.epochs, c->batch, 1);
+    double arena = (double)r->p.arena_bytes / 1073741824.0, pipe = (double)r->pipeline_bytes / 1073741824.0;
+    fprintf(f, "plan: %s, batch %lld, accumulate %d, img %lld, %s, checkpoints %s, arena %.2f GiB, device %s", r->g->name,
+            (long long)c->batch, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
+            ckpt_name(c->ckpt_layers, ck, sizeof ck), arena, r->o.device);
+    if (!strcmp(r->o.device, "cpu")) fprintf(f, " (%d threads)", yp_backend_cpu_threads(r->be));
+    fprintf(f, ", host memory %.2f GiB (%s%.2f GiB data pipeline)\n", (strcmp(r->o.device, "cpu") ? 0 : arena) + pipe,
+            strcmp(r->o.device, "cpu") ? "" : "arena + ", pipe);
+}
+
+/* ---------------------------------------------------------------- the run's files */
+
+static int on_epoch(void *ctx, const yp_epoch_result *e, yp_err *err) {
+    train_run *r = ctx;
+    yp_results_row row = {e->epoch, {e->train_loss[0], e->train_loss[1], e->train_loss[2], e->val.mp, e->val.mr,
+                                     e->val.map50, e->val.map, e->val.loss[0], e->val.loss[1], e->val.loss[2], e->lr[0],
+                                     e->lr[1], e->lr[2]}};
+    if (yp_results_append(r->csv, &row, err)) return -1;
+    return yp_results_plot(r->csv, r->plot, err);
+}
+
+static int write_run_files(train_run *r, yp_err *err) {
+    char path[RUN_DIR_PATH + 32];
+    if (path_join(path, sizeof path, r->dir, "plan.json", err) || yp_plan_save(&r->p, path, err)) return -1;
+    if (path_join(path, sizeof path, r->dir, "hyp.yaml", err) || yp_hyp_file_write(path, &r->hyp, err)) return -1;
+    if (path_join(path, sizeof path, r->dir, "opt.yaml", err) || train_opts_write_yaml(&r->o, path, err)) return -1;
+    return 0;
+}
+
+static int set_paths(train_run *r, yp_err *err) {
+    if (path_join(r->last, sizeof r->last, r->dir, "weights/last.safetensors", err) ||
+        path_join(r->best, sizeof r->best, r->dir, "weights/best.safetensors", err) ||
+        path_join(r->csv, sizeof r->csv, r->dir, "results.csv", err) ||
+        path_join(r->plot, sizeof r->plot, r->dir, "results", err))
+        return -1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+static int load_data(train_run *r, yp_err *err) {
+    if (!r->o.data[0]) return yp_err_set(err, "train: --data is required (a YOLOv5 data.yaml; yoloplan synth writes one)");
+    if (yp_labels_load(r->o.data, &r->train, err)) return -1;
+    if (yp_labels_load_split(r->o.data, "val", &r->val, err)) return -1;
+    r->have_val = 1;
+    const yp_dataset_stats *t = &r->train.stats;
+    printf("train: %lld images, %lld backgrounds, %lld corrupt%s\n", (long long)t->n_images, (long long)t->n_background,
+           (long long)t->n_bad_files, r->train.reused ? " (label cache reused)" : "");
+    printf("val: %lld images, %lld backgrounds, %lld corrupt%s\n", (long long)r->val.stats.n_images,
+           (long long)r->val.stats.n_background, (long long)r->val.stats.n_bad_files,
+           r->val.reused ? " (label cache reused)" : "");
+    return 0;
+}
+
+static int make_backend(train_run *r, yp_err *err) {
+    char why[256];
+    if (!strcmp(r->o.device, "cpu")) {
+        const yp_cpu_config cpu = {(int)r->o.threads};
+        r->be = yp_backend_cpu_new(&cpu, why, sizeof why);
+    } else {
+        r->be = yp_backend_cuda_new(0, why, sizeof why);
+    }
+    if (!r->be) return yp_err_set(err, "--device %s: %s", r->o.device, why);
+    return 0;
+}
+
+/* Refusals of options this executor does not run yet, before anything is loaded. */
+static int check_supported(const train_opts *o, yp_err *err) {
+    if (o->multi_scale)
+        return yp_err_set(err, "--multi-scale: not supported yet (the executor runs every batch at the plan's size); "
+                          "drop --multi-scale");
+    if (o->cache[0])
+        return yp_err_set(err, "--cache %s: not supported yet (images are decoded each epoch); drop --cache", o->cache);
+    return 0;
+}
+
+/* A new run: data, hyp, model, plan, run folder and its files, executor, --weights. */
+static int start_new(train_run *r, yp_err *err) {
+    if (check_supported(&r->o, err) || load_data(r, err)) return -1;
+    yp_hyp_file_default(&r->hyp);
+    if (r->o.hyp[0] && yp_hyp_file_read(r->o.hyp, &r->hyp, err)) return -1;
+    if (!r->o.mosaic) r->hyp.aug.mosaic = 0.0;
+    check_img(r);
+    if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || make_backend(r, err)) return -1;
+    int rc = plan_new(r, err);
+    if (rc) return rc;
+    if (pipeline_bytes(r, r->p.cand.batch, &r->pipeline_bytes, err)) return -1;
+    print_plan(r, stdout);
+    if (run_dir_make(r->o.project, r->o.name, r->o.exist_ok, 1, r->dir, sizeof r->dir, err)) return -1;
+    if (snprintf(r->o.save_dir, sizeof r->o.save_dir, "%s", r->dir) >= (int)sizeof r->o.save_dir)
+        return yp_err_set(err, "--project/--name: the run folder's path is too long");
+    r->o.batch = r->p.cand.batch; /* the plan's choice, so that a resumed run has it */
+    if (set_paths(r, err) || write_run_files(r, err)) return -1;
+    if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;
+    r->have_exec = 1;
+    if (r->o.weights[0]) {
+        yp_ckpt_transfer t;
+        if (yp_ckpt_load_weights(&r->x, r->o.weights, stdout, &t, err)) return -1;
+    }
+    r->st = yp_train_state_initial();
+    return 0;
+}
+
+/* --resume: the checkpoint's options, its run folder's plan.json and hyp.yaml, its state. */
+static int start_resume(train_run *r, yp_err *err) {
+    if (r->o.resume[0]) snprintf(r->ckpt, sizeof r->ckpt, "%s", r->o.resume);
+    else if (run_dir_latest("runs", r->ckpt, sizeof r->ckpt, err)) return -1;
+    yp_ckpt_info info;
+    if (yp_ckpt_read_info(r->ckpt, &info, err)) return -1;
+    int rc = train_opts_from_json(info.options, &r->o, err) || yp_train_state_parse(info.options, &r->st, err);
+    yp_ckpt_info_free(&info);
+    if (rc) return yp_err_set(err, "--resume %s: %s", r->ckpt, err->msg);
+    if (r->st.next_epoch >= r->o.epochs)
+        return yp_err_set(err, "--resume %s: all %ld epochs are done, nothing to resume; start a new run with --weights %s",
+                          r->ckpt, r->o.epochs, r->ckpt);
+    char path[RUN_DIR_PATH + 32];
+    if (run_dir_of_checkpoint(r->ckpt, r->dir, sizeof r->dir, err) || set_paths(r, err) || load_data(r, err)) return -1;
+    if (path_join(path, sizeof path, r->dir, "hyp.yaml", err) || yp_hyp_file_read(path, &r->hyp, err)) return -1;
+    if (path_join(path, sizeof path, r->dir, "plan.json", err) ||
+        yp_plan_load_with(path, yp_exec_scratch_resolver(), &r->p, &r->g, err))
+        return -1;
+    r->have_plan = 1;
+    long t = 0;
+    if (sscanf(yp_candidate_scratch_name(&r->p.cand), "onednn:%ld", &t) == 1) r->o.threads = t; /* as planned */
+    if (make_backend(r, err) || pipeline_bytes(r, r->p.cand.batch, &r->pipeline_bytes, err)) return -1;
+    print_plan(r, stdout);
+    if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;
+    r->have_exec = 1;
+    if (yp_ckpt_resume(&r->x, r->ckpt, NULL, err)) return -1;
+    if (yp_results_truncate(r->csv, r->st.next_epoch - 1, err)) return -1;
+    printf("Resuming training from %s from epoch %lld to %ld total epochs\n", r->ckpt, (long long)r->st.next_epoch,
+           r->o.epochs);
+    return 0;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int run(train_run *r, yp_err *err) {
+    int rc = r->o.resume_given ? start_resume(r, err) : start_new(r, err);
+    if (rc) return rc;
+    char *opts = train_opts_json(&r->o);
+    if (!opts) return yp_err_set(err, "train: out of memory");
+    yp_train_opts to = {
+        .train = &r->train, .val = r->have_val ? &r->val : NULL, .hyp = r->hyp, .epochs = r->o.epochs,
+        .workers = (int)r->o.workers, .seed = (uint64_t)r->o.seed, .augment = !r->o.no_augment, .cos_lr = r->o.cos_lr,
+        .patience = r->o.patience, .noval = r->o.noval, .per_class = 1, .last_path = r->last, .best_path = r->best,
+        .options_json = opts, .console = stdout, .tty = isatty(STDOUT_FILENO), .on_epoch = on_epoch, .ctx = r,
+    };
+    int64_t first = r->st.next_epoch;
+    double t0 = now_s();
+    rc = yp_train_run(&r->x, &to, &r->st, err);
+    free(opts);
+    if (rc) return -1;
+    printf("\n%lld epochs completed in %.3f hours.\nResults saved to %s\n", (long long)(r->st.next_epoch - first),
+           (now_s() - t0) / 3600.0, r->dir);
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_run *r = calloc(1, sizeof *r);
+    yp_err err = {0};
+    if (!r) return fprintf(stderr, "yoloplan: out of memory\n"), YP_EXIT_USAGE;
+    train_opts_default(&r->o);
+    int rc = train_opts_parse(argc, argv, &r->o, &err);
+    if (!rc) rc = run(r, &err);
+    run_free(r);
+    free(r);
+    if (rc == EXIT_NOFIT_RC) {
+        fprintf(stderr, "yoloplan: %s\n", err.msg);
+        return YP_EXIT_NOFIT;
+    }
+    return rc ? cli_fail(&err) : YP_EXIT_OK;
+}

@@ -1,0 +1,188 @@
+/* cmd_val.c - `yoloplan val`: val.py on the CPU executor. The model comes from the checkpoint's
+ * plan (a yoloplan checkpoint) or --model (a plain state dict), the weights from the file (its
+ * EMA copy where it has one); a validation plan (batch --batch, gradients of no layer) is made for
+ * the host, then one pass over the split prints val.py's table and, with --save-json, writes the
+ * COCO-format predictions. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "run_dir.h"
+#include "yp_checkpoint.h"
+#include "yp_ir.h"
+#include "yp_train.h"
+
+typedef struct {
+    const char *weights, *data, *model, *project, *name, *task;
+    int64_t img, batch;
+    long workers, threads;
+    double conf, iou;
+    int save_json, exist_ok;
+} val_opts;
+
+#define VAL_USAGE "usage: yoloplan val --weights W --data D.yaml [--img S] [--batch B] [--conf C] [--iou I] " \
+                  "[--save-json] [--task val|test] [--model M] [--workers N] [--threads T] [--project DIR] [--name N]"
+
+static int parse_double(const char *opt, const char *v, double lo, double hi, double *out, yp_err *err) {
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !(x >= lo && x <= hi)) return yp_err_set(err, "%s %s: expected a number in [%g, %g]", opt, v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int parse(int argc, char **argv, val_opts *o, yp_err *err) {
+    long n = 0;
+    *o = (val_opts){.model = "yolov5s", .project = "runs/val", .name = "exp", .task = "val", .img = 640, .batch = 32,
+                    .workers = 8, .threads = 0, .conf = 0.001, .iou = 0.6};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(a, "--save-json") || !strcmp(a, "--exist-ok")) {
+            *(a[2] == 's' ? &o->save_json : &o->exist_ok) = 1;
+            continue;
+        }
+        if (!v) return yp_err_set(err, "val: option %s needs a value; " VAL_USAGE, a);
+        if (!strcmp(a, "--weights")) o->weights = v;
+        else if (!strcmp(a, "--data")) o->data = v;
+        else if (!strcmp(a, "--model") || !strcmp(a, "--cfg")) o->model = v;
+        else if (!strcmp(a, "--project")) o->project = v;
+        else if (!strcmp(a, "--name")) o->name = v;
+        else if (!strcmp(a, "--task")) {
+            if (strcmp(v, "val") && strcmp(v, "test")) return yp_err_set(err, "--task %s: expected val or test", v);
+            o->task = v;
+        } else if (!strcmp(a, "--img")) rc = cli_parse_int(a, v, 32, 8192, &n, err), o->img = n;
+        else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 2, 2048, &n, err), o->batch = n;
+        else if (!strcmp(a, "--workers")) rc = cli_parse_int(a, v, 1, 64, &o->workers, err);
+        else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err);
+        else if (!strcmp(a, "--conf")) rc = parse_double(a, v, 0.0, 1.0, &o->conf, err);
+        else if (!strcmp(a, "--iou")) rc = parse_double(a, v, 0.0, 1.0, &o->iou, err);
+        else return yp_err_set(err, "val: unknown option %s; " VAL_USAGE, a);
+        if (rc) return -1;
+        i++;
+    }
+    if (!o->weights || !o->data) return yp_err_set(err, "val: --weights and --data are required; " VAL_USAGE);
+    if (o->img % 32) {
+        long s = (o->img + 31) / 32 * 32;
+        fprintf(stderr, "WARNING: --img %lld must be a multiple of max stride 32, updating to %ld\n", (long long)o->img, s);
+        o->img = s;
+    }
+    if (!o->threads) o->threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    return 0;
+}
+
+/* The model: a yoloplan checkpoint's plan names it (its "model" IR); otherwise --model. */
+static yp_graph *load_model(const val_opts *o, int nc, yp_err *err) {
+    yp_ckpt_info info;
+    if (yp_ckpt_read_info(o->weights, &info, NULL) == 0) {
+        cJSON *plan = cJSON_Parse(info.plan ? info.plan : "");
+        cJSON *ir = cJSON_GetObjectItemCaseSensitive(plan, "model");
+        char *text = cJSON_IsObject(ir) ? cJSON_PrintUnformatted(ir) : NULL;
+        yp_graph *g = text ? yp_ir_load_buffer(text, strlen(text), o->weights, err) : NULL;
+        free(text);
+        cJSON_Delete(plan);
+        yp_ckpt_info_free(&info);
+        if (g && g->nc != nc) {
+            yp_err_set(err, "--weights %s: the model has nc %d, --data %d classes; validate on the data it was trained "
+                       "for", o->weights, g->nc, nc);
+            yp_graph_free(g);
+            return NULL;
+        }
+        if (g) return g;
+        return NULL;
+    }
+    return cli_load_model(o->model, nc, err);
+}
+
+static int run(const val_opts *o, yp_err *err) {
+    yp_labels val;
+    memset(&val, 0, sizeof val);
+    yp_graph *g = NULL;
+    yp_backend *be = NULL;
+    yp_plan p;
+    yp_exec x;
+    yp_validator *v = NULL;
+    yp_coco_json *json = NULL;
+    int have_plan = 0, have_exec = 0, rc = -1;
+    char why[256], dir[RUN_DIR_PATH], path[RUN_DIR_PATH + 320];
+    const yp_cpu_config cpu = {(int)o->threads};
+    memset(&x, 0, sizeof x);
+    if (yp_labels_load_split(o->data, o->task, &val, err) || !(g = load_model(o, val.stats.nc, err))) goto done;
+    if (!(be = yp_backend_cpu_new(&cpu, why, sizeof why))) {
+        yp_err_set(err, "val: %s", why);
+        goto done;
+    }
+    /* the validation pass runs at twice the planned training batch; no layer trains */
+    yp_candidate c = yp_candidate_default();
+    c.batch = (o->batch + 1) / 2, c.img_w = c.img_h = o->img, c.mosaic = 0, c.ema = 0, c.freeze = g->n_layers;
+    c.labels_per_image = val.stats.max_labels > 0 ? (double)val.stats.max_labels : 1.0;
+    yp_exec_candidate_for(&c, be);
+    yp_gpu host;
+    int64_t avail = cli_host_available_bytes();
+    yp_gpu_host(avail > 0 ? avail : (int64_t)1 << 30, &host);
+    if (yp_plan_build(g, &c, &host, 0, 0, &p, err)) goto done;
+    have_plan = 1;
+    if (!p.fits) {
+        yp_err_set(err, "val: batch %lld at --img %lld needs %.2f GiB, the host has %.2f GiB available; lower --batch",
+                   (long long)o->batch, (long long)o->img, (double)p.device_bytes / 1073741824.0,
+                   (double)avail / 1073741824.0);
+        rc = -2;
+        goto done;
+    }
+    if (yp_exec_init(&x, &p, be, 0, 1, err)) goto done;
+    have_exec = 1;
+    yp_ckpt_transfer t;
+    if (yp_ckpt_load_eval_weights(&x, o->weights, stdout, &t, err)) goto done;
+    if (t.loaded == 0) {
+        yp_err_set(err, "--weights %s: none of the model's tensors is in the file; give a checkpoint of this model",
+                   o->weights);
+        goto done;
+    }
+    yp_val_opts vo = {.workers = (int)o->workers, .runs = 1, .loss = 0};
+    yp_nms_cfg_val(&vo.nms);
+    vo.nms.conf_thres = (float)o->conf, vo.nms.iou_thres = o->iou;
+    if (!(v = yp_validator_new(&x, &val, &vo, err))) goto done;
+    if (o->save_json && !(json = yp_coco_json_new())) {
+        yp_err_set(err, "val: out of memory");
+        goto done;
+    }
+    yp_val_result r;
+    if (yp_validator_run(v, json, &r, err)) goto done;
+    yp_validator_print(v, &r, 1, NULL, stdout);
+    if (json) {
+        const char *base = strrchr(o->weights, '/');
+        char stem[256];
+        snprintf(stem, sizeof stem, "%s", base ? base + 1 : o->weights);
+        char *dot = strrchr(stem, '.');
+        if (dot) *dot = 0;
+        if (run_dir_make(o->project, o->name, o->exist_ok, 0, dir, sizeof dir, err)) goto done;
+        snprintf(path, sizeof path, "%s/%s_predictions.json", dir, stem);
+        if (yp_coco_json_write(json, path, err)) goto done;
+        printf("Saving %s...\nResults saved to %s\n", path, dir);
+    }
+    rc = 0;
+done:
+    yp_coco_json_free(json);
+    yp_validator_free(v);
+    if (have_exec) yp_exec_free(&x);
+    yp_backend_free(be);
+    if (have_plan) yp_plan_free(&p);
+    yp_graph_free(g);
+    yp_labels_free(&val);
+    return rc;
+}
+
+int cmd_val(int argc, char **argv) {
+    val_opts o;
+    yp_err err = {0};
+    int rc = parse(argc, argv, &o, &err);
+    if (!rc) rc = run(&o, &err);
+    if (rc == -2) {
+        fprintf(stderr, "yoloplan: %s\n", err.msg);
+        return YP_EXIT_NOFIT;
+    }
+    return rc ? cli_fail(&err) : YP_EXIT_OK;
+}

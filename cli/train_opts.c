@@ -1,0 +1,205 @@
+/* train_opts.c - `yoloplan train`'s options (train_opts.h): the table, the argv parser, JSON and
+ * opt.yaml. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "train_opts.h"
+#include "yp_atomic_file.h"
+
+typedef enum { T_STR, T_INT, T_FLAG, T_ONOFF } opt_type;
+
+typedef struct {
+    const char *flag;  /* command-line spelling; NULL: stored only */
+    const char *key;   /* JSON and opt.yaml key (train.py's where it has one) */
+    opt_type type;
+    size_t off, size;  /* T_STR: the char array */
+    long lo, hi;       /* T_INT range */
+    const char *const *choices; /* T_STR: allowed values (NULL: any) */
+} opt_desc;
+
+static const char *const devices[] = {"cpu", "cuda", NULL};
+static const char *const optimizers[] = {"sgd", "adam", "adamw", NULL};
+static const char *const caches[] = {"ram", NULL};
+
+#define S(flag, key, field, ch) {flag, key, T_STR, offsetof(train_opts, field), sizeof(((train_opts *)0)->field), 0, 0, ch}
+#define I(flag, key, field, lo, hi) {flag, key, T_INT, offsetof(train_opts, field), 0, lo, hi, NULL}
+#define F(flag, key, field) {flag, key, T_FLAG, offsetof(train_opts, field), 0, 0, 0, NULL}
+static const opt_desc table[] = {
+    S("--data", "data", data, NULL),
+    S("--model", "cfg", model, NULL),
+    S("--cfg", "cfg", model, NULL),
+    S("--weights", "weights", weights, NULL),
+    S("--hyp", "hyp", hyp, NULL),
+    I("--img", "imgsz", img, 32, 8192),
+    I("--batch", "batch_size", batch, 1, 1024),
+    I("--epochs", "epochs", epochs, 1, 1000000),
+    S("--device", "device", device, devices),
+    S("--gpu", "gpu", gpu, NULL),
+    S("--mem", "mem", mem, NULL),
+    I("--workers", "workers", workers, 1, 64),
+    I("--threads", "threads", threads, 1, 1024),
+    I("--seed", "seed", seed, 0, 2147483647L),
+    S("--project", "project", project, NULL),
+    S("--name", "name", name, NULL),
+    F("--exist-ok", "exist_ok", exist_ok),
+    S("--cache", "cache", cache, caches),
+    {"--mosaic", "mosaic", T_ONOFF, offsetof(train_opts, mosaic), 0, 0, 0, NULL},
+    F("--multi-scale", "multi_scale", multi_scale),
+    I("--freeze", "freeze", freeze, 0, 1000),
+    S("--optimizer", "optimizer", optimizer, optimizers),
+    I("--patience", "patience", patience, 0, 1000000),
+    F("--no-augment", "no_augment", no_augment),
+    F("--noval", "noval", noval),
+    F("--cos-lr", "cos_lr", cos_lr),
+    S(NULL, "save_dir", save_dir, NULL),
+};
+#define N_OPTS (sizeof table / sizeof table[0])
+
+void train_opts_default(train_opts *o) {
+    memset(o, 0, sizeof *o);
+    snprintf(o->model, sizeof o->model, "yolov5s");
+    snprintf(o->project, sizeof o->project, "runs/train");
+    snprintf(o->name, sizeof o->name, "exp");
+    snprintf(o->device, sizeof o->device, "cpu");
+    snprintf(o->optimizer, sizeof o->optimizer, "sgd");
+    o->img = 640, o->epochs = 100, o->workers = 8, o->patience = 100, o->mosaic = 1;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o->threads = n > 0 ? n : 1;
+}
+
+static const char *choice_list(const char *const *c, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int i = 0; c[i]; i++) snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? "|" : "", c[i]);
+    return buf;
+}
+
+/* Sets option d from text v. */
+static int set_value(train_opts *o, const opt_desc *d, const char *v, yp_err *err) {
+    char *p = (char *)o + d->off;
+    const char *name = d->flag ? d->flag : d->key;
+    if (d->type == T_STR) {
+        if (strlen(v) >= d->size) return yp_err_set(err, "%s: the value is longer than %zu bytes", name, d->size - 1);
+        if (d->choices) {
+            int ok = 0;
+            for (int i = 0; d->choices[i]; i++) ok |= !strcmp(d->choices[i], v);
+            char buf[64];
+            if (!ok) return yp_err_set(err, "%s %s: expected %s", name, v, choice_list(d->choices, buf, sizeof buf));
+        }
+        memcpy(p, v, strlen(v) + 1);
+        return 0;
+    }
+    if (d->type == T_ONOFF) {
+        if (strcmp(v, "on") && strcmp(v, "off")) return yp_err_set(err, "%s %s: expected on or off", name, v);
+        *(int *)p = !strcmp(v, "on");
+        return 0;
+    }
+    long x;
+    if (cli_parse_int(name, v, d->lo, d->hi, &x, err)) return -1;
+    if (d->type == T_FLAG) *(int *)p = (int)x;
+    else *(long *)p = x;
+    return 0;
+}
+
+int train_opts_parse(int argc, char **argv, train_opts *o, yp_err *err) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--resume")) { /* an optional value: the next word unless it is an option */
+            o->resume_given = 1;
+            if (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
+                if (strlen(argv[i + 1]) >= sizeof o->resume) return yp_err_set(err, "--resume: the path is too long");
+                snprintf(o->resume, sizeof o->resume, "%s", argv[++i]);
+            }
+            continue;
+        }
+        const opt_desc *d = NULL;
+        for (size_t k = 0; k < N_OPTS && !d; k++)
+            if (table[k].flag && !strcmp(table[k].flag, a)) d = &table[k];
+        if (!d)
+            return yp_err_set(err, "train: unknown option %s; see yoloplan help (train takes YOLOv5 train.py's flags: "
+                              "--data --model --weights --img --batch --epochs ...)", a);
+        if (d->type == T_FLAG) {
+            *(int *)((char *)o + d->off) = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return yp_err_set(err, "train: option %s needs a value", a);
+        if (set_value(o, d, argv[++i], err)) return -1;
+    }
+    return 0;
+}
+
+char *train_opts_json(const train_opts *o) {
+    cJSON *j = cJSON_CreateObject();
+    for (size_t k = 0; j && k < N_OPTS; k++) {
+        const opt_desc *d = &table[k];
+        const char *p = (const char *)o + d->off;
+        if (cJSON_GetObjectItemCaseSensitive(j, d->key)) continue; /* --model and --cfg share a field */
+        if (d->type == T_STR) cJSON_AddStringToObject(j, d->key, p);
+        else if (d->type == T_INT) cJSON_AddNumberToObject(j, d->key, (double)*(const long *)p);
+        else cJSON_AddBoolToObject(j, d->key, *(const int *)p);
+    }
+    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return t;
+}
+
+int train_opts_from_json(const char *json, train_opts *o, yp_err *err) {
+    cJSON *j = cJSON_Parse(json ? json : "");
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return yp_err_set(err, "the options are not a JSON object");
+    }
+    int rc = 0;
+    for (size_t k = 0; !rc && k < N_OPTS; k++) {
+        const opt_desc *d = &table[k];
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(j, d->key);
+        char *p = (char *)o + d->off;
+        if (!v) continue;
+        if (d->type == T_STR && cJSON_IsString(v) && strlen(v->valuestring) < d->size) memcpy(p, v->valuestring, strlen(v->valuestring) + 1);
+        else if (d->type == T_INT && cJSON_IsNumber(v)) *(long *)p = (long)v->valuedouble;
+        else if ((d->type == T_FLAG || d->type == T_ONOFF) && cJSON_IsBool(v)) *(int *)p = cJSON_IsTrue(v);
+        else rc = yp_err_set(err, "the options' \"%s\" has the wrong type", d->key);
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+int train_opts_write_yaml(const train_opts *o, const char *path, yp_err *err) {
+    size_t cap = 16384, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return yp_err_set(err, "%s: out of memory", path);
+    const char *done[N_OPTS];
+    size_t n_done = 0;
+    for (size_t k = 0; k < N_OPTS; k++) {
+        const opt_desc *d = &table[k];
+        int dup = 0;
+        for (size_t i = 0; i < n_done; i++) dup |= !strcmp(done[i], d->key);
+        if (dup) continue;
+        done[n_done++] = d->key;
+        const char *p = (const char *)o + d->off;
+        int w;
+        if (d->type == T_STR) { /* a JSON string is a valid yaml scalar */
+            cJSON *s = cJSON_CreateString(p);
+            char *q = s ? cJSON_PrintUnformatted(s) : NULL;
+            w = snprintf(buf + n, cap - n, "%s: %s\n", d->key, q ? q : "''");
+            free(q), cJSON_Delete(s);
+        } else if (d->type == T_INT) {
+            w = snprintf(buf + n, cap - n, "%s: %ld\n", d->key, *(const long *)p);
+        } else {
+            w = snprintf(buf + n, cap - n, "%s: %s\n", d->key, *(const int *)p ? "true" : "false");
+        }
+        if (w < 0 || (size_t)w >= cap - n) {
+            free(buf);
+            return yp_err_set(err, "%s: the options do not fit in %zu bytes", path, cap);
+        }
+        n += (size_t)w;
+    }
+    int rc = yp_af_save_bytes(path, buf, n, err);
+    free(buf);
+    return rc;
+}

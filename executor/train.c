@@ -1,0 +1,291 @@
+/* train.c - the epoch loop of train.py on the executor (yp_train.h): per batch the warm-up knobs,
+ * a micro-step and, when the accumulation is due, the optimizer step and EMA; per epoch
+ * validation, fitness, early stopping, checkpoints and the caller's callback; train.py's console. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "yp_checkpoint.h"
+#include "yp_train.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- state */
+
+yp_train_state yp_train_state_initial(void) {
+    yp_train_state s = {0, -1, 0.0, 0};
+    return s;
+}
+
+static cJSON *state_obj(const yp_train_state *s) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    char buf[40];
+    cJSON_AddNumberToObject(j, "next_epoch", (double)s->next_epoch);
+    cJSON_AddNumberToObject(j, "last_opt_step", (double)s->last_opt_step);
+    snprintf(buf, sizeof buf, "%.17g", s->best_fitness); /* exact, as the checkpoint's numbers */
+    cJSON_AddStringToObject(j, "best_fitness", buf);
+    cJSON_AddNumberToObject(j, "best_epoch", (double)s->best_epoch);
+    return j;
+}
+
+char *yp_train_state_json(const yp_train_state *s) {
+    cJSON *j = state_obj(s);
+    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return t;
+}
+
+int yp_train_state_parse(const char *options_json, yp_train_state *s, yp_err *err) {
+    cJSON *root = cJSON_Parse(options_json ? options_json : "");
+    cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "train_state");
+    const char *keys[4] = {"next_epoch", "last_opt_step", "best_fitness", "best_epoch"};
+    cJSON *v[4];
+    int ok = cJSON_IsObject(j);
+    for (int k = 0; ok && k < 4; k++) {
+        v[k] = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
+        ok = k == 2 ? cJSON_IsString(v[k]) : cJSON_IsNumber(v[k]);
+    }
+    if (ok) {
+        char *end;
+        s->next_epoch = (int64_t)v[0]->valuedouble, s->last_opt_step = (int64_t)v[1]->valuedouble;
+        s->best_fitness = strtod(v[2]->valuestring, &end), s->best_epoch = (int64_t)v[3]->valuedouble;
+        ok = !*end && s->next_epoch >= 0 && s->last_opt_step >= -1 && s->best_epoch >= 0;
+    }
+    cJSON_Delete(root);
+    if (!ok) return yp_err_set(err, "the checkpoint's options have no valid train_state (next_epoch, last_opt_step, "
+                               "best_fitness, best_epoch); it was not written by yoloplan train");
+    return 0;
+}
+
+/* The caller's options with the loop's state added under "train_state", as JSON text. */
+static char *options_with_state(const char *options, const yp_train_state *s) {
+    cJSON *root = cJSON_Parse(options && *options ? options : "{}");
+    if (!cJSON_IsObject(root)) cJSON_Delete(root), root = cJSON_CreateObject();
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "train_state");
+    cJSON *st = state_obj(s);
+    char *t = NULL;
+    if (root && st && cJSON_AddItemToObject(root, "train_state", st)) st = NULL, t = cJSON_PrintUnformatted(root);
+    cJSON_Delete(st);
+    cJSON_Delete(root);
+    return t;
+}
+
+/* ---------------------------------------------------------------- console */
+
+typedef struct {
+    FILE *f;
+    int tty;
+    char mem[16];
+    int64_t epoch, epochs, nb;
+    double t0;
+} console;
+
+static void fmt_hms(double s, char *buf, size_t n) {
+    long v = s > 0 && s < 1e8 ? (long)(s + 0.5) : 0;
+    if (v >= 3600) snprintf(buf, n, "%ld:%02ld:%02ld", v / 3600, v / 60 % 60, v % 60);
+    else snprintf(buf, n, "%02ld:%02ld", v / 60, v % 60);
+}
+
+static void con_header(const console *c) {
+    if (!c->f) return;
+    fprintf(c->f, "\n%11s%11s%11s%11s%11s%11s%11s\n", "Epoch", "GPU_mem", "box_loss", "obj_loss", "cls_loss", "Instances",
+            "Size");
+}
+
+/* train.py's progress line: the description, then tqdm's bar, count, elapsed<remaining, rate. */
+static void con_progress(const console *c, int64_t done, const double mloss[3], int64_t instances, int size, int final) {
+    if (!c->f || (!c->tty && !final)) return;
+    char ep[48], el[64], rem[64], bar[11];
+    snprintf(ep, sizeof ep, "%lld/%lld", (long long)c->epoch, (long long)c->epochs - 1);
+    double el_s = now_s() - c->t0, rate = el_s > 0 ? (double)done / el_s : 0;
+    fmt_hms(el_s, el, sizeof el);
+    fmt_hms(rate > 0 ? (double)(c->nb - done) / rate : 0, rem, sizeof rem);
+    int fill = c->nb > 0 ? (int)(10 * done / c->nb) : 10;
+    for (int k = 0; k < 10; k++) bar[k] = k < fill ? '#' : ' ';
+    bar[10] = 0;
+    fprintf(c->f, "%s%11s%11s%11.4g%11.4g%11.4g%11.4g%11.4g: %3d%%|%s| %lld/%lld [%s<%s, %5.2fit/s]%s", c->tty ? "\r" : "",
+            ep, c->mem, mloss[0], mloss[1], mloss[2], (double)instances, (double)size,
+            c->nb > 0 ? (int)(100 * done / c->nb) : 100, bar, (long long)done, (long long)c->nb, el, rem, rate,
+            final ? "\n" : "");
+    fflush(c->f);
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+typedef struct {
+    yp_exec *x;
+    yp_train_opts *o;
+    yp_train_state *st;
+    yp_loader *loader;
+    yp_validator *val;
+    yp_train_sched sched;
+    float *images;
+    int64_t n_floats, nb, steps;
+    console con;
+} loop;
+
+/* The knobs of global batch ni into the trainer. */
+static void apply_knobs(loop *L, const yp_train_knobs *k) {
+    yp_hyp *h = &L->x->trainer.hyp;
+    h->lr_bias = k->lr[0];
+    h->lr = k->lr[1]; /* groups 1 and 2 share it */
+    if (L->sched.sgd) h->momentum = k->momentum;
+}
+
+/* One epoch's batches. Returns 0, 1 when max_steps stopped the run, -1 with err set. */
+static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp_err *err) {
+    yp_exec *x = L->x;
+    yp_train_opts *o = L->o;
+    yp_train_knobs k = {{0, 0, 0}, 0, 1};
+    int64_t instances = 0;
+    int size = 0;
+    mloss[0] = mloss[1] = mloss[2] = 0;
+    for (int64_t i = 0; i < L->nb; i++) {
+        yp_loader_batch b;
+        int rc = yp_loader_next(L->loader, &b, err);
+        if (rc == 0) return yp_err_set(err, "training: the loader ended early at epoch %lld batch %lld", (long long)epoch,
+                                       (long long)i);
+        if (rc < 0) return -1;
+        if (b.epoch != epoch || b.index != i)
+            return yp_err_set(err, "training: the loader delivered epoch %lld batch %lld for epoch %lld batch %lld",
+                              (long long)b.epoch, (long long)b.index, (long long)epoch, (long long)i);
+        int64_t ni = i + L->nb * epoch;
+        yp_train_knobs_at(&L->sched, epoch, ni, &k);
+        apply_knobs(L, &k);
+        double loss[4];
+        if (yp_loader_to_float(&b, L->images, L->n_floats) < 0)
+            return yp_err_set(err, "training: a batch of %d images does not fit the plan", b.n);
+        if (yp_exec_micro_step(x, L->images, b.labels, b.n_labels, loss, err)) return -1;
+        if (ni - L->st->last_opt_step >= k.accumulate) {
+            if (yp_exec_update(x, err)) return -1;
+            L->st->last_opt_step = ni;
+        }
+        for (int c = 0; c < 3; c++) mloss[c] = (mloss[c] * (double)i + loss[c]) / (double)(i + 1);
+        if (o->step_losses && o->n_step_losses < o->step_losses_cap)
+            memcpy(o->step_losses[o->n_step_losses++], loss, 3 * sizeof(double));
+        instances = b.n_labels, size = b.imgsz;
+        L->steps++;
+        if (o->max_steps > 0 && L->steps >= o->max_steps) {
+            con_progress(&L->con, i + 1, mloss, instances, size, 1);
+            return 1;
+        }
+        con_progress(&L->con, i + 1, mloss, instances, size, i + 1 == L->nb);
+    }
+    memcpy(lr, k.lr, sizeof k.lr);
+    return 0;
+}
+
+static int save(loop *L, const char *path, yp_err *err) {
+    char *opts = options_with_state(L->o->options_json, L->st);
+    if (!opts) return yp_err_set(err, "checkpoint: out of memory");
+    yp_ckpt_meta m = {L->st->next_epoch - 1, L->st->best_fitness, opts};
+    int rc = yp_ckpt_save(L->x, path, &m, NULL, err);
+    free(opts);
+    return rc;
+}
+
+/* Validation, fitness, early stopping and checkpoints after epoch e. Returns 0, 1 to stop
+ * early, -1 with err set. */
+static int end_epoch(loop *L, yp_epoch_result *r, int *possible_stop, yp_err *err) {
+    yp_train_opts *o = L->o;
+    yp_train_state *st = L->st;
+    int64_t e = r->epoch;
+    int final = e + 1 == o->epochs || *possible_stop;
+    if (L->val && (!o->noval || final)) {
+        if (yp_validator_run(L->val, NULL, &r->val, err)) return -1;
+        r->validated = 1;
+        if (o->console) yp_validator_print(L->val, &r->val, final && o->per_class, o->names, o->console);
+    }
+    r->fitness = r->validated ? r->val.fitness : 0.0;
+    /* EarlyStopping (compares with the best before this epoch), then the best fitness */
+    if (r->fitness >= st->best_fitness) st->best_epoch = e;
+    int64_t delta = e - st->best_epoch;
+    int stop = o->patience > 0 && delta >= o->patience;
+    *possible_stop = o->patience > 0 && delta >= o->patience - 1;
+    if (r->fitness > st->best_fitness) st->best_fitness = r->fitness;
+    r->is_best = r->fitness == st->best_fitness;
+    st->next_epoch = e + 1;
+    if (o->last_path && save(L, o->last_path, err)) return -1;
+    if (o->best_path && r->is_best && save(L, o->best_path, err)) return -1;
+    if (stop && o->console)
+        fprintf(o->console, "Stopping training early as no improvement observed in last %lld epochs. Best results "
+                "observed at epoch %lld, best model saved as best.safetensors.\n", (long long)o->patience,
+                (long long)st->best_epoch);
+    return stop;
+}
+
+static void loop_free(loop *L) {
+    yp_loader_close(L->loader);
+    yp_validator_free(L->val);
+    free(L->images);
+}
+
+static int loop_open(loop *L, yp_err *err) {
+    yp_exec *x = L->x;
+    yp_train_opts *o = L->o;
+    const yp_schedule *s = x->train.s;
+    if (s->opts.h != s->opts.w)
+        return yp_err_set(err, "training: the plan trains %lldx%lld images; the loader builds square ones: plan a square "
+                          "--img", (long long)s->opts.w, (long long)s->opts.h);
+    if (L->st->next_epoch >= o->epochs)
+        return yp_err_set(err, "training: epoch %lld of %lld is done: nothing to resume", (long long)L->st->next_epoch,
+                          (long long)o->epochs);
+    if (o->train->stats.nc != s->g->nc)
+        return yp_err_set(err, "training: the data has nc %d, the model %d", o->train->stats.nc, s->g->nc);
+    yp_loader_opts lo;
+    yp_loader_opts_default(&lo);
+    lo.workers = o->workers, lo.batch = (int)s->opts.batch, lo.imgsz = (int)s->opts.h;
+    lo.first_epoch = L->st->next_epoch, lo.epochs = o->epochs, lo.drop_last = 1, lo.seed = o->seed;
+    lo.hyp = o->hyp.aug, lo.no_augment = !o->augment;
+    if (!(L->loader = yp_loader_open(o->train, &lo, err))) return -1;
+    L->nb = yp_loader_batches_per_epoch(L->loader);
+    L->n_floats = s->opts.batch * s->opts.h * s->opts.w * 3;
+    if (!(L->images = malloc((size_t)L->n_floats * sizeof(float))))
+        return yp_err_set(err, "training: out of memory for the float batch");
+    if (o->val) {
+        yp_val_opts vo = {.workers = o->workers, .runs = o->noval ? 1 : o->epochs - L->st->next_epoch, .loss = 1};
+        yp_nms_cfg_val(&vo.nms);
+        if (!(L->val = yp_validator_new(x, o->val, &vo, err))) return -1;
+    }
+    yp_train_sched_init(&L->sched, &o->hyp, o->cos_lr, s->opts.optimizer == YP_OPT_SGD, o->epochs, s->opts.batch, L->nb);
+    /* train.py scales the decay by the batch and accumulation it trains with */
+    yp_hyp *h = &x->trainer.hyp;
+    h->weight_decay = o->hyp.weight_decay * (double)s->opts.batch * L->sched.accumulate / YP_NBS;
+    h->momentum = o->hyp.momentum;
+    yp_exec_set_loss_hyp(x, &o->hyp);
+    L->con = (console){.f = o->console, .tty = o->tty, .epochs = o->epochs, .nb = L->nb};
+    snprintf(L->con.mem, sizeof L->con.mem, "%.3gG", (double)x->train.arena_bytes / 1e9);
+    return 0;
+}
+
+int yp_train_run(yp_exec *x, yp_train_opts *o, yp_train_state *st, yp_err *err) {
+    loop L;
+    memset(&L, 0, sizeof L);
+    L.x = x, L.o = o, L.st = st;
+    o->n_step_losses = 0;
+    int rc = loop_open(&L, err), possible_stop = 0;
+    for (int64_t e = st->next_epoch; !rc && e < o->epochs; e++) {
+        yp_epoch_result r;
+        memset(&r, 0, sizeof r);
+        r.epoch = e, r.epochs = o->epochs;
+        double t0 = now_s();
+        L.con.epoch = e, L.con.t0 = t0;
+        con_header(&L.con);
+        rc = train_epoch(&L, e, r.train_loss, r.lr, err);
+        if (rc) break; /* 1: max_steps reached, the epoch unfinished: no validation, no checkpoint */
+        int stop = end_epoch(&L, &r, &possible_stop, err);
+        if (stop < 0) rc = -1;
+        r.seconds = now_s() - t0;
+        if (!rc && o->on_epoch && o->on_epoch(o->ctx, &r, err)) rc = -1;
+        if (stop) break;
+    }
+    loop_free(&L);
+    return rc < 0 ? -1 : 0;
+}

@@ -1,0 +1,171 @@
+/* validate.c - val.py on the executor (yp_train.h): the letterboxing loader over the split, the
+ * plan's validation pass per batch (yp_exec_eval), then per image NMS, the boxes back to original
+ * pixels, the matching at ten IoU thresholds, and the metrics over the split. Every buffer is
+ * allocated in yp_validator_new. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "yp_train.h"
+
+struct yp_validator {
+    yp_exec *x;
+    const yp_labels *val;
+    yp_val_opts o;
+    yp_eval_shape e;
+    yp_loader *loader;
+    int64_t bpe;            /* batches per pass */
+    float *images;          /* the float batch */
+    float *decoded;         /* Detect's decoded rows of the batch */
+    void *nms_ws;
+    int64_t nms_ws_bytes;
+    float *dets;            /* one image's NMS output, max_det rows of 6 */
+    float *labels;          /* one image's labels (class, x1, y1, x2, y2) */
+    int64_t max_rows;
+    yp_map map;
+};
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void yp_validator_free(yp_validator *v) {
+    if (!v) return;
+    yp_loader_close(v->loader);
+    free(v->images), free(v->decoded), free(v->nms_ws), free(v->dets), free(v->labels);
+    yp_map_free(&v->map);
+    free(v);
+}
+
+static int64_t max_rows_of(const yp_labels *lb) {
+    int64_t m = 0, n;
+    for (int64_t i = 0; i < lb->n; i++)
+        if (yp_labels_rows(lb, i, &n), n > m) m = n;
+    return m;
+}
+
+/* n floats, or NULL (n checked against size_t). */
+static float *floats(int64_t n) {
+    if (n < 1 || (uint64_t)n > SIZE_MAX / sizeof(float)) return NULL;
+    return malloc((size_t)n * sizeof(float));
+}
+
+yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_opts *o, yp_err *err) {
+    yp_eval_shape e = yp_exec_eval_shape(x);
+    int nc = x->train.s->g->nc;
+    if (e.h != e.w)
+        return yp_err_set(err, "validation: the plan validates %lldx%lld images; square letterboxed batches need a "
+                          "square --img", (long long)e.w, (long long)e.h), NULL;
+    if (val->stats.nc != nc)
+        return yp_err_set(err, "validation: the data has nc %d, the model %d; train with the data's nc", val->stats.nc,
+                          nc), NULL;
+    yp_validator *v = calloc(1, sizeof *v);
+    if (!v) return yp_err_set(err, "validation: out of memory"), NULL;
+    v->x = x, v->val = val, v->o = *o, v->e = e;
+    v->max_rows = max_rows_of(val);
+    int64_t pixels = e.batch * e.h * e.w * 3, boxes = e.batch * e.boxes * e.fields;
+    v->nms_ws_bytes = yp_nms_workspace_bytes(&o->nms, e.boxes, nc);
+    v->images = floats(pixels), v->decoded = floats(boxes);
+    v->dets = floats(o->nms.max_det * 6), v->labels = floats((v->max_rows > 0 ? v->max_rows : 1) * 5);
+    v->nms_ws = v->nms_ws_bytes > 0 ? malloc((size_t)v->nms_ws_bytes) : NULL;
+    int64_t cap_det;
+    if (!v->images || !v->decoded || !v->dets || !v->labels || v->nms_ws_bytes < 0 || !v->nms_ws ||
+        __builtin_mul_overflow(val->n, o->nms.max_det, &cap_det)) {
+        yp_validator_free(v);
+        return yp_err_set(err, "validation: out of memory for the %lld-image buffers", (long long)e.batch), NULL;
+    }
+    if (yp_map_init(&v->map, nc, cap_det, v->max_rows > 0 ? v->max_rows : 1, err)) {
+        yp_validator_free(v);
+        return NULL;
+    }
+    yp_loader_opts lo;
+    yp_loader_opts_default(&lo);
+    lo.workers = o->workers, lo.batch = (int)e.batch, lo.imgsz = (int)e.h, lo.validation = 1;
+    lo.epochs = o->runs > 0 ? o->runs : 1;
+    if (!(v->loader = yp_loader_open(val, &lo, err))) {
+        yp_validator_free(v);
+        return NULL;
+    }
+    v->bpe = yp_loader_batches_per_epoch(v->loader);
+    return v;
+}
+
+/* The loader batch b's image i: its label rows (class, x1, y1, x2, y2 in original pixels) into
+ * v->labels, from row *cursor on (rows are grouped by image, in image order). */
+static int64_t image_labels(yp_validator *v, const yp_loader_batch *b, int i, int64_t *cursor) {
+    int64_t k = 0, j = *cursor;
+    for (; j < b->n_labels && (int)b->labels[6 * j] == i; j++, k++) memcpy(v->labels + 5 * k, b->labels + 6 * j + 1, 5 * sizeof(float));
+    *cursor = j;
+    yp_labels_native(&b->meta[i].rp, b->imgsz, b->imgsz, v->labels, k, v->labels);
+    return k;
+}
+
+/* One batch: the pass, then per image NMS, rescaling, matching. */
+static int run_batch(yp_validator *v, const yp_loader_batch *b, yp_coco_json *json, yp_val_result *out,
+                     double *t_inf, double *t_nms, yp_err *err) {
+    int nc = v->x->train.s->g->nc;
+    if (yp_loader_to_float(b, v->images, v->e.batch * v->e.h * v->e.w * 3) < 0)
+        return yp_err_set(err, "validation: a batch of %d images does not fit the plan's %lld", b->n,
+                          (long long)v->e.batch);
+    double t0 = now_s();
+    yp_eval_batch in = {v->images, b->n, v->o.loss ? b->labels : NULL, b->n_labels};
+    yp_eval_out res = {v->decoded, {0, 0, 0, 0}};
+    if (yp_exec_eval(v->x, &in, &res, err)) return -1;
+    double t1 = now_s();
+    for (int k = 0; k < 3; k++) out->loss[k] += res.loss[k];
+    int64_t cursor = 0;
+    for (int i = 0; i < b->n; i++) {
+        const float *pred = v->decoded + (int64_t)i * v->e.boxes * v->e.fields;
+        int64_t nd = yp_nms(&v->o.nms, pred, v->e.boxes, nc, v->nms_ws, v->nms_ws_bytes, v->dets, err);
+        if (nd < 0) return -1;
+        yp_scale_boxes(&b->meta[i].rp, v->dets, nd, 6);
+        int64_t nl = image_labels(v, b, i, &cursor);
+        if (yp_map_add(&v->map, v->dets, nd, v->labels, nl, err)) return -1;
+        out->instances += nl;
+        if (json && yp_coco_json_add(json, yp_labels_image(v->val, b->meta[i].index), v->dets, nd, NULL, 0, err))
+            return -1;
+    }
+    *t_inf += t1 - t0, *t_nms += now_s() - t1;
+    return 0;
+}
+
+int yp_validator_run(yp_validator *v, yp_coco_json *json, yp_val_result *out, yp_err *err) {
+    memset(out, 0, sizeof *out);
+    yp_map_reset(&v->map);
+    double t0 = now_s(), t_inf = 0, t_nms = 0;
+    for (int64_t k = 0; k < v->bpe; k++) {
+        yp_loader_batch b;
+        int rc = yp_loader_next(v->loader, &b, err);
+        if (rc == 0) return yp_err_set(err, "validation: the loader has no more passes prepared (%lld)", (long long)v->o.runs);
+        if (rc < 0 || run_batch(v, &b, json, out, &t_inf, &t_nms, err)) return -1;
+    }
+    yp_map_compute(&v->map);
+    out->images = v->map.seen;
+    out->mp = v->map.mp, out->mr = v->map.mr, out->map50 = v->map.map50, out->map = v->map.map;
+    out->fitness = v->map.fitness;
+    for (int k = 0; k < 3; k++) out->loss[k] /= (double)v->bpe; /* val.py: the mean over the batches */
+    out->seconds = now_s() - t0;
+    if (out->images > 0) out->ms_inference = t_inf * 1e3 / (double)out->images, out->ms_nms = t_nms * 1e3 / (double)out->images;
+    return 0;
+}
+
+void yp_validator_print(const yp_validator *v, const yp_val_result *r, int per_class, char *const *names, FILE *f) {
+    const yp_map *m = &v->map;
+    fprintf(f, "%22s%11s%11s%11s%11s%11s%11s\n", "Class", "Images", "Instances", "P", "R", "mAP50", "mAP50-95");
+    fprintf(f, "%22s%11lld%11lld%11.3g%11.3g%11.3g%11.3g\n", "all", (long long)r->images, (long long)r->instances, r->mp,
+            r->mr, r->map50, r->map);
+    if (r->instances == 0)
+        fprintf(f, "WARNING: no labels found in the validation set, can not compute metrics without labels\n");
+    if (per_class && m->nc > 1 && m->best >= 0)
+        for (int c = 0; c < m->nc; c++) {
+            if (m->nt[c] <= 0) continue;
+            char idx[24];
+            snprintf(idx, sizeof idx, "%d", c);
+            fprintf(f, "%22s%11lld%11lld%11.3g%11.3g%11.3g%11.3g\n", names && names[c] ? names[c] : idx,
+                    (long long)r->images, (long long)m->nt[c], m->p[c], m->r[c], m->ap50[c], m->ap[c]);
+        }
+    fprintf(f, "Speed: %.1fms inference, %.1fms NMS per image at shape (%lld, 3, %lld, %lld)\n", r->ms_inference,
+            r->ms_nms, (long long)v->e.batch, (long long)v->e.h, (long long)v->e.w);
+}

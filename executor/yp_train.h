@@ -1,0 +1,171 @@
+/* yp_train.h - YOLOv5's train.py on the executor: the per-batch learning-rate, momentum and
+ * accumulation schedule (warm-up, linear or cosine decay), validation with mAP (val.py), and the
+ * epoch loop that ties the loader, the executor's steps, validation and checkpoints together.
+ *
+ * The loop runs inside one executor (one arena, allocated before the first step); it allocates its
+ * host buffers (the float batch, the NMS workspace, the metric tables) once at start-up, so no
+ * allocation happens per batch. What it writes besides checkpoints (results.csv, curves) is the
+ * caller's, through the per-epoch callback.
+ *
+ * Defines: yp_train_sched (+ yp_train_sched_init, yp_train_lf, yp_train_knobs_at), yp_validator
+ * (+ new, run, print, free), yp_train_opts, yp_train_state, yp_epoch_result, yp_train_run,
+ * yp_train_state_json, yp_train_state_parse, yp_exec_set_loss_hyp. */
+#ifndef YP_TRAIN_H
+#define YP_TRAIN_H
+
+#include <stdio.h>
+
+#include "yp_executor.h"
+#include "yp_hyp_file.h"
+#include "yp_label_cache.h"
+#include "yp_loader.h"
+#include "yp_metrics.h"
+
+#define YP_NBS 64 /* train.py's nominal batch size */
+
+/* ---------------------------------------------------------------- schedule (train_sched.c) */
+
+typedef struct {
+    double lr0, lrf, momentum, warmup_momentum, warmup_bias_lr;
+    int cos_lr;          /* --cos-lr: one_cycle instead of the linear decay */
+    int sgd;             /* SGD's groups have a momentum the warm-up ramps; Adam's betas are kept */
+    int64_t epochs;
+    int64_t batch;       /* the loader's batch */
+    int64_t nw;          /* warm-up iterations: max(round(warmup_epochs * nb), 100) */
+    int accumulate;      /* after the warm-up: max(round(nbs / batch), 1) */
+} yp_train_sched;
+
+/* train.py's settings for batch size `batch` and nb batches per epoch. Python's round (half to
+ * even) where train.py rounds. */
+void yp_train_sched_init(yp_train_sched *s, const yp_hyp_file *h, int cos_lr, int sgd, int64_t epochs, int64_t batch,
+                         int64_t nb);
+
+/* The LambdaLR factor of epoch e: linear (1 - e/epochs)(1 - lrf) + lrf, or one_cycle
+ * ((1 - cos(e pi / epochs)) / 2)(lrf - 1) + 1. */
+double yp_train_lf(const yp_train_sched *s, int64_t epoch);
+
+/* What train.py sets before the forward pass of global batch ni (ni = i + nb * epoch): */
+typedef struct {
+    double lr[3];    /* param groups 0 (biases), 1 (conv weights, decayed), 2 (BN weights) */
+    double momentum; /* SGD's momentum (the hyp's for Adam) */
+    int accumulate;  /* step when ni - last_opt_step >= accumulate */
+} yp_train_knobs;
+
+/* Up to ni = nw the warm-up interpolates over [0, nw]: accumulate from 1 to nbs/batch (rounded
+ * half to even, at least 1), group 0's lr from warmup_bias_lr and the others' from 0 to
+ * lr0 * lf(epoch), momentum from warmup_momentum; afterwards lr0 * lf(epoch), the hyp momentum
+ * and s->accumulate. */
+void yp_train_knobs_at(const yp_train_sched *s, int64_t epoch, int64_t ni, yp_train_knobs *out);
+
+/* ---------------------------------------------------------------- the loss's hyperparameters */
+
+/* Sets the loss of x's training step and of its validation pass from a hyp file as train.py
+ * does before training: box, obj and cls scaled by yp_loss_cfg_scale_gains at the plan's nominal
+ * image size, anchor_t, label smoothing. */
+void yp_exec_set_loss_hyp(yp_exec *x, const yp_hyp_file *h);
+
+/* ---------------------------------------------------------------- validation (validate.c) */
+
+typedef struct {
+    int workers;            /* loader threads */
+    int64_t runs;           /* validation passes the loader prepares (epochs validated) */
+    yp_nms_cfg nms;         /* yp_nms_cfg_val unless --conf / --iou */
+    int loss;               /* 1: also the loss over the split (val/box_loss ...) */
+} yp_val_opts;
+
+/* One validation pass's results (val.py's `results`, `maps` and the counts). */
+typedef struct {
+    int64_t images, instances; /* images seen, labels */
+    double mp, mr, map50, map, fitness;
+    double loss[3];            /* lbox, lobj, lcls: mean over the batches (0 without opts.loss) */
+    double seconds;            /* the pass's wall time */
+    double ms_inference, ms_nms; /* per image */
+} yp_val_result;
+
+typedef struct yp_validator yp_validator;
+
+/* Validation of x's plan over `val` (kept: it must outlive the validator): the letterboxing loader
+ * at the plan's validation batch and size, the decoded-box buffer, the NMS workspace and the metric
+ * tables, all allocated here. NULL with err set (an image size other than the plan's square, a
+ * dataset with another nc, out of memory). */
+yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_opts *o, yp_err *err);
+
+/* One pass over the split with the weights the validation pass reads (the EMA copies, or the
+ * weights without EMA): per image NMS, boxes to original pixels, matching; then the metrics.
+ * json (may be NULL) receives every image's detections (--save-json). 0, or -1 with err set. */
+int yp_validator_run(yp_validator *v, yp_coco_json *json, yp_val_result *out, yp_err *err);
+
+/* val.py's table of the last pass: the header, "all" and, with per_class, one row per class
+ * with labels (names may be NULL: the class index). */
+void yp_validator_print(const yp_validator *v, const yp_val_result *r, int per_class, char *const *names, FILE *f);
+
+void yp_validator_free(yp_validator *v);
+
+/* ---------------------------------------------------------------- the loop (train.c) */
+
+/* The loop's own state: what a checkpoint must carry besides the executor's for a resumed run to
+ * continue exactly. */
+typedef struct {
+    int64_t next_epoch;    /* the first epoch to run */
+    int64_t last_opt_step; /* global batch of the last optimizer step (-1: none) */
+    double best_fitness;   /* the best fitness so far (best.safetensors' epoch) */
+    int64_t best_epoch;    /* EarlyStopping's best epoch */
+} yp_train_state;
+
+/* A fresh run: epoch 0, no step, fitness 0. */
+yp_train_state yp_train_state_initial(void);
+
+/* The state as a JSON object text (malloc'd) / back from a checkpoint's options text (the key
+ * "train_state" of yp_train_run's options). 0, or -1 with err set. */
+char *yp_train_state_json(const yp_train_state *s);
+int yp_train_state_parse(const char *options_json, yp_train_state *s, yp_err *err);
+
+/* What the loop reports per epoch (train.py's log_vals). */
+typedef struct {
+    int64_t epoch, epochs;
+    double train_loss[3];  /* mean box, obj, cls loss over the epoch's batches */
+    int validated;         /* 0 with --noval before the final epoch: the metrics are zero */
+    yp_val_result val;
+    double lr[3];          /* the groups' rates at the end of the epoch */
+    double fitness;
+    int is_best;           /* fitness == best so far: best.safetensors was written */
+    double seconds;        /* the epoch's wall time, validation included */
+} yp_epoch_result;
+
+typedef int (*yp_epoch_cb)(void *ctx, const yp_epoch_result *r, yp_err *err);
+
+typedef struct {
+    const yp_labels *train;   /* the training split */
+    const yp_labels *val;     /* the validation split; NULL: no validation at all */
+    yp_hyp_file hyp;
+    int64_t epochs;
+    int workers;
+    uint64_t seed;
+    int augment;              /* 0: --no-augment (load_image + letterbox, no random transform) */
+    int cos_lr;
+    int64_t patience;         /* EarlyStopping's patience in epochs (<= 0: never) */
+    int noval;                /* validate only the final epoch */
+    int per_class;            /* the per-class table after the final validation */
+    char *const *names;       /* class names for the table (may be NULL) */
+    const char *last_path;    /* weights/last.safetensors (NULL: no checkpoints) */
+    const char *best_path;    /* weights/best.safetensors */
+    const char *options_json; /* the run's options (JSON object text) stored in every checkpoint */
+    FILE *console;            /* train.py's console lines (NULL: quiet) */
+    int tty;                  /* 1: refresh the progress line in place; 0: one line per epoch */
+    int64_t max_steps;        /* > 0: stop after this many micro-batches in all (tests, benches) */
+    yp_epoch_cb on_epoch;     /* after each epoch's validation and checkpoints (may be NULL) */
+    void *ctx;
+    /* optional: every micro-batch's loss items (box, obj, cls) appended here, up to cap entries */
+    double (*step_losses)[3];
+    int64_t step_losses_cap, n_step_losses;
+} yp_train_opts;
+
+/* Runs epochs st->next_epoch .. opts->epochs - 1 of training on x (initialised, weights set or
+ * resumed), as train.py: per batch the knobs, one micro-step, an optimizer step + EMA when the
+ * accumulation is due; per epoch validation (EMA weights), fitness, early stopping, last and best
+ * checkpoints (atomic; a failed write leaves the previous file and is an error), the callback.
+ * The training loader uses whole batches of the plan's batch (drop_last). Updates *st. 0, or -1
+ * with err set. */
+int yp_train_run(yp_exec *x, yp_train_opts *opts, yp_train_state *st, yp_err *err);
+
+#endif

@@ -1,0 +1,259 @@
+/* test_train.c - the training loop (executor/yp_train.h): train.py's warm-up and decay schedule
+ * against hand-computed values; an overfit run (8 synthetic images, 128 px, augmentation off)
+ * whose loss falls by at least half within 150 steps (train.py's warm-up always lasts at least
+ * 100 iterations and starts the weights' rate at 0: at step 30 it is 0.3 lr0 and the loss has
+ * fallen by under 20 %, so 30 steps cannot show it); a run resumed from the checkpoint of its
+ * first epoch continues with exactly the losses of the uninterrupted run; a second validation
+ * pass gives the same metrics (the pass leaves training's state alone). */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "yp_checkpoint.h"
+#include "yp_ir.h"
+#include "yp_synth.h"
+#include "yp_test.h"
+#include "yp_test_fs.h"
+#include "yp_train.h"
+
+#define S 128
+#define N_TRAIN 8
+#define NC 3
+
+static char root[512], yaml[700];
+static yp_labels train_lb, val_lb;
+static yp_graph *graph;
+static yp_backend *cpu;
+static yp_gpu host;
+
+static int close_to(double a, double b) { return fabs(a - b) <= 1e-12 * (fabs(b) > 1 ? fabs(b) : 1); }
+
+/* ---------------------------------------------------------------- schedule */
+
+static void test_schedule(void) {
+    yp_hyp_file h;
+    yp_hyp_file_default(&h);
+    yp_train_sched s;
+    /* 512 images at batch 16: nb 32, nw = max(round(3 * 32), 100) = 100; accumulate round(4) */
+    yp_train_sched_init(&s, &h, 0, 1, 100, 16, 32);
+    CHECK_EQ_I64(s.nw, 100);
+    CHECK_EQ_I64(s.accumulate, 4);
+    yp_train_knobs k;
+    yp_train_knobs_at(&s, 0, 0, &k); /* the first batch: bias lr 0.1, others 0, momentum 0.8 */
+    CHECK(close_to(k.lr[0], 0.1) && k.lr[1] == 0 && k.lr[2] == 0 && close_to(k.momentum, 0.8));
+    CHECK_EQ_I64(k.accumulate, 1);
+    /* ni 50 of epoch 1: lf(1) = 0.99 * 0.99 + 0.01 = 0.9901, target 0.009901;
+     * accumulate round(1 + 3 * 0.5) = round(2.5) = 2 (half to even); bias 0.1 + (0.009901 - 0.1)/2 */
+    yp_train_knobs_at(&s, 1, 50, &k);
+    CHECK(close_to(k.lr[1], 0.0049505) && close_to(k.lr[0], 0.0549505));
+    CHECK(close_to(k.momentum, 0.8 + 0.137 * 0.5));
+    CHECK_EQ_I64(k.accumulate, 2);
+    yp_train_knobs_at(&s, 4, 200, &k); /* after the warm-up: lr0 * lf(4), 0.937, 4 */
+    CHECK(close_to(k.lr[0], 0.01 * ((1 - 4 / 100.0) * 0.99 + 0.01)) && k.lr[0] == k.lr[2]);
+    CHECK(close_to(k.momentum, 0.937));
+    CHECK_EQ_I64(k.accumulate, 4);
+    /* --cos-lr: one_cycle(1, lrf, 100) at epoch 50 = 0.5 * (0.01 - 1) + 1 */
+    yp_train_sched_init(&s, &h, 1, 1, 100, 16, 32);
+    CHECK(close_to(yp_train_lf(&s, 50), 0.505));
+    /* batch 24: round(64/24 = 2.67) = 3; batch 128: round(0.5) = 0 -> 1; 1000 batches: nw 3000 */
+    yp_train_sched_init(&s, &h, 0, 1, 100, 24, 1000);
+    CHECK_EQ_I64(s.accumulate, 3);
+    CHECK_EQ_I64(s.nw, 3000);
+    yp_train_sched_init(&s, &h, 0, 1, 100, 128, 10);
+    CHECK_EQ_I64(s.accumulate, 1);
+    /* Adam: the warm-up leaves beta1 (train.py ramps only groups with a momentum key) */
+    yp_train_sched_init(&s, &h, 0, 0, 100, 16, 32);
+    yp_train_knobs_at(&s, 0, 10, &k);
+    CHECK(close_to(k.momentum, 0.937));
+}
+
+/* ---------------------------------------------------------------- runs */
+
+static int make_exec(yp_plan *p, yp_exec *x, int batch, int ema, yp_optimizer opt) {
+    yp_err err;
+    yp_candidate c = yp_candidate_default();
+    c.batch = batch, c.img_w = c.img_h = S, c.mosaic = 0, c.labels_per_image = 12, c.ema = ema, c.optimizer = opt;
+    yp_exec_candidate_for(&c, cpu);
+    if (yp_plan_build(graph, &c, &host, 0, 0, p, &err) || yp_exec_init(x, p, cpu, 0, 7, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static yp_train_opts base_opts(int64_t epochs, double (*losses)[3], int64_t cap) {
+    yp_train_opts o;
+    memset(&o, 0, sizeof o);
+    o.train = &train_lb, o.val = &val_lb;
+    yp_hyp_file_default(&o.hyp);
+    o.epochs = epochs, o.workers = 2, o.seed = 3, o.augment = 0, o.patience = 100;
+    o.step_losses = losses, o.step_losses_cap = cap;
+    return o;
+}
+
+static void test_overfit(void) {
+    yp_plan p;
+    yp_exec x;
+    if (make_exec(&p, &x, N_TRAIN, 1, YP_OPT_ADAM)) {
+        CHECK(0);
+        return;
+    }
+    enum { STEPS = 150 };
+    const int steps = STEPS;
+    double losses[STEPS][3];
+    yp_train_opts o = base_opts(steps, losses, steps);
+    o.val = NULL;
+    o.hyp.warmup_bias_lr = 0.0; /* Adam at lr0 0.01 (hyp.scratch-low's 0.001 is slow), biases ramped from 0 */
+    o.hyp.lr0 = 0.01;
+    yp_train_state st = yp_train_state_initial();
+    yp_err err = {0};
+    int rc = yp_train_run(&x, &o, &st, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CHECK(rc == 0);
+    CHECK_EQ_I64(o.n_step_losses, steps);
+    double first = losses[0][0] + losses[0][1] + losses[0][2], last = 0;
+    for (int i = steps - 5; i < steps; i++) last += (losses[i][0] + losses[i][1] + losses[i][2]) / 5.0;
+    for (int i = 0; i < steps; i += steps / 10)
+        printf("  step %3d: box %.4f obj %.4f cls %.4f\n", i + 1, losses[i][0], losses[i][1], losses[i][2]);
+    printf("overfit: loss %.4f at step 1, %.4f over steps %d-%d (%.0f%% lower)\n", first, last, steps - 4, steps,
+           100.0 * (1.0 - last / first));
+    CHECK(last <= 0.5 * first);
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+}
+
+/* The test's callback: a copy of the checkpoint after epoch 0 (the state a crash would leave). */
+typedef struct {
+    const char *last, *copy;
+} copy_ctx;
+
+static int copy_after_first(void *ctx, const yp_epoch_result *r, yp_err *err) {
+    const copy_ctx *c = ctx;
+    if (r->epoch != 0) return 0;
+    FILE *in = fopen(c->last, "rb"), *out = fopen(c->copy, "wb");
+    char buf[65536];
+    size_t n;
+    while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+    int rc = !in || !out;
+    if (in) fclose(in);
+    if (out && fclose(out)) rc = 1;
+    return rc ? yp_err_set(err, "copying %s failed", c->last) : 0;
+}
+
+static void test_resume_same_losses(void) {
+    char last[700], best[700], copy[700];
+    snprintf(last, sizeof last, "%s/last.safetensors", root);
+    snprintf(best, sizeof best, "%s/best.safetensors", root);
+    snprintf(copy, sizeof copy, "%s/epoch0.safetensors", root);
+    /* batch 2: 4 batches per epoch, accumulation 1 .. 2 during the warm-up */
+    enum { EPOCHS = 3, PER = N_TRAIN / 2, TOTAL = EPOCHS * PER };
+    double a[TOTAL][3], b[TOTAL][3];
+    yp_plan p;
+    yp_exec x;
+    yp_err err = {0};
+    if (make_exec(&p, &x, 2, 1, YP_OPT_SGD)) {
+        CHECK(0);
+        return;
+    }
+    copy_ctx cc = {last, copy};
+    yp_train_opts o = base_opts(EPOCHS, a, TOTAL);
+    o.last_path = last, o.best_path = best, o.options_json = "{\"run\":\"test\"}";
+    o.on_epoch = copy_after_first, o.ctx = &cc;
+    yp_train_state st = yp_train_state_initial();
+    int rc = yp_train_run(&x, &o, &st, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CHECK(rc == 0);
+    CHECK_EQ_I64(o.n_step_losses, TOTAL);
+    CHECK_EQ_I64(st.next_epoch, EPOCHS);
+    yp_exec_free(&x);
+
+    /* the resumed run: a new executor (other initial weights), the epoch-0 checkpoint */
+    yp_exec y;
+    if (yp_exec_init(&y, &p, cpu, 0, 99, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        CHECK(0);
+        yp_plan_free(&p);
+        return;
+    }
+    yp_ckpt_info info;
+    yp_train_state rs;
+    CHECK(yp_ckpt_resume(&y, copy, &info, &err) == 0);
+    CHECK(yp_train_state_parse(info.options, &rs, &err) == 0);
+    CHECK_STR_HAS(info.options, "\"run\":\"test\"");
+    yp_ckpt_info_free(&info);
+    CHECK_EQ_I64(rs.next_epoch, 1);
+    yp_train_opts q = base_opts(EPOCHS, b, TOTAL);
+    rc = yp_train_run(&y, &q, &rs, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CHECK(rc == 0);
+    CHECK_EQ_I64(q.n_step_losses, TOTAL - PER);
+    int same = 1;
+    for (int i = 0; i < TOTAL - PER && i < q.n_step_losses; i++)
+        for (int k = 0; k < 3; k++) same &= memcmp(&a[PER + i][k], &b[i][k], sizeof(double)) == 0;
+    CHECK(same);
+    /* and a finished run has nothing left */
+    rc = yp_train_run(&y, &q, &rs, &err);
+    CHECK(rc == -1);
+    CHECK_STR_HAS(err.msg, "nothing to resume");
+    yp_exec_free(&y);
+    yp_plan_free(&p);
+}
+
+static void test_validation_repeats(void) {
+    yp_plan p;
+    yp_exec x;
+    yp_err err = {0};
+    if (make_exec(&p, &x, 2, 1, YP_OPT_SGD)) {
+        CHECK(0);
+        return;
+    }
+    yp_val_opts vo = {.workers = 2, .runs = 2, .loss = 1};
+    yp_nms_cfg_val(&vo.nms);
+    yp_validator *v = yp_validator_new(&x, &val_lb, &vo, &err);
+    CHECK(v != NULL);
+    if (!v) fprintf(stderr, "%s\n", err.msg);
+    yp_val_result r1, r2;
+    CHECK(v && yp_validator_run(v, NULL, &r1, &err) == 0);
+    CHECK(v && yp_validator_run(v, NULL, &r2, &err) == 0);
+    CHECK_EQ_I64(r1.images, val_lb.n);
+    CHECK(r1.map == r2.map && r1.loss[0] == r2.loss[0] && r1.loss[1] == r2.loss[1] && r1.instances == r2.instances);
+    CHECK(r1.instances > 0 && r1.loss[1] > 0);
+    yp_validator_free(v);
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+}
+
+int main(void) {
+    const char *tmp = getenv("TMPDIR");
+    yp_err err = {0};
+    snprintf(root, sizeof root, "%s/yp_train_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    char why[256] = "", model[600];
+    yp_synth_opts so = {.n_train = N_TRAIN, .n_val = 4, .nc = NC, .w = S, .h = S, .seed = 11};
+    snprintf(model, sizeof model, "%s/yolov5n.json", YP_MODELS_DIR);
+    if (!mkdtemp(root) || yp_synth_write(root, &so, NULL, &err)) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        return 1;
+    }
+    snprintf(yaml, sizeof yaml, "%s/data.yaml", root);
+    cpu = yp_backend_cpu_new(&(yp_cpu_config){2}, why, sizeof why);
+    graph = yp_ir_load_file(model, &err);
+    if (graph) graph->nc = NC, graph->nodes[graph->n_nodes - 1].a.detect.nc = NC;
+    if (!cpu || !graph || yp_graph_check(graph, model, &err) || yp_labels_load(yaml, &train_lb, &err) ||
+        yp_labels_load_split(yaml, "val", &val_lb, &err)) {
+        fprintf(stderr, "setup: %s%s\n", why, err.msg);
+        return 1;
+    }
+    yp_gpu_host((int64_t)8 << 30, &host);
+    YP_RUN(test_schedule);
+    YP_RUN(test_overfit);
+    YP_RUN(test_resume_same_losses);
+    YP_RUN(test_validation_repeats);
+    yp_labels_free(&train_lb), yp_labels_free(&val_lb);
+    yp_graph_free(graph);
+    yp_backend_free(cpu);
+    yp_test_remove_tree(root);
+    return yp_test_summary();
+}
