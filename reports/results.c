@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "results_internal.h"
+#include "yp_atomic_file.h"
 #include "yp_results.h"
 
 const char *const yp_results_columns[YP_RESULTS_COLS] = {
@@ -289,7 +290,7 @@ int yp_results_append(const char *csv_path, const yp_results_row *r, yp_err *err
                        strerror(errno));
         else if (fsync(fd))
             yp_err_set(err, "%s: flushing to the disk (fsync) failed: %s", csv_path, strerror(errno));
-        else if (st.st_size == 0 && yp_rs_sync_folder(csv_path))
+        else if (st.st_size == 0 && yp_af_sync_folder(csv_path))
             yp_err_set(err, "%s: written, but syncing its folder failed: %s; a crash now may lose the new file",
                        csv_path, strerror(errno));
         else
@@ -326,7 +327,7 @@ int yp_results_truncate(const char *csv_path, int64_t last_epoch, yp_err *err) {
                 memcpy(out + o, text + sp[i].start, sp[i].next - sp[i].start);
                 o += sp[i].next - sp[i].start;
             }
-            rc = yp_rs_write_atomic(csv_path, out, o, err);
+            rc = yp_af_save_bytes(csv_path, out, o, err);
             free(out);
         }
     }

@@ -1,7 +1,7 @@
 /* results_internal.h - file handling shared by results.c and results_plot.c (internal to
- * reports/): a bounded read that never blocks on a FIFO, and replacing a file atomically (a
- * temporary file in the same folder, fsync, rename, fsync of the folder). executor/ has the
- * same steps in yp_atomic_file.h; reports/ does not depend on executor/, hence this small copy. */
+ * reports/): a bounded read that never blocks on a FIFO, and putting a file that PLplot wrote
+ * under a temporary name into place (fsync, rename, fsync of the folder). Texts written from
+ * memory go through graph/yp_atomic_file.h. */
 #ifndef RESULTS_INTERNAL_H
 #define RESULTS_INTERNAL_H
 
@@ -19,15 +19,8 @@ int yp_rs_read_file(const char *path, int64_t max, int missing_ok, char **buf, s
  * its name (malloc'ed), or NULL with err set. */
 char *yp_rs_temp_next_to(const char *path, yp_err *err);
 
-/* fsync of the folder that holds path (where a new or renamed directory entry lives). 0 or -1. */
-int yp_rs_sync_folder(const char *path);
-
 /* Flushes tmp to the disk, renames it to path and flushes path's folder. On failure tmp is
  * removed and err says which step failed. 0 or -1. */
 int yp_rs_commit(const char *tmp, const char *path, yp_err *err);
-
-/* Replaces path by the n bytes at data: a temporary file, then yp_rs_commit. 0 or -1; on
- * failure the previous file is intact. */
-int yp_rs_write_atomic(const char *path, const char *data, size_t n, yp_err *err);
 
 #endif

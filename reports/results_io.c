@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "results_internal.h"
+#include "yp_atomic_file.h"
 
 static const char *kind_of(mode_t m) {
     if (S_ISDIR(m)) return "a folder";
@@ -86,18 +87,6 @@ char *yp_rs_temp_next_to(const char *path, yp_err *err) {
     return tmp;
 }
 
-int yp_rs_sync_folder(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 int yp_rs_commit(const char *tmp, const char *path, yp_err *err) {
     const char *what = "opening it to flush";
     int fd = open(tmp, O_RDONLY | O_CLOEXEC), rc = -1;
@@ -119,36 +108,8 @@ int yp_rs_commit(const char *tmp, const char *path, yp_err *err) {
         return yp_err_set(err, "%s: %s failed: %s; %s", path, what, strerror(saved),
                           stat(path, &st) == 0 ? "the previous file is intact" : "no file was written");
     }
-    if (yp_rs_sync_folder(path))
+    if (yp_af_sync_folder(path))
         return yp_err_set(err, "%s: written and renamed into place, but syncing its folder failed: %s; a crash now "
                           "may lose the new file", path, strerror(errno));
     return 0;
-}
-
-int yp_rs_write_atomic(const char *path, const char *data, size_t n, yp_err *err) {
-    char *tmp = yp_rs_temp_next_to(path, err);
-    if (!tmp) return -1;
-    int fd = open(tmp, O_WRONLY | O_TRUNC | O_CLOEXEC);
-    int rc = fd < 0 ? -1 : 0;
-    for (size_t done = 0; !rc && done < n;) {
-        ssize_t w = write(fd, data + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (w == 0) errno = EIO;
-            rc = -1;
-        } else {
-            done += (size_t)w;
-        }
-    }
-    int saved = errno;
-    if (fd >= 0 && close(fd) && !rc) rc = -1, saved = errno;
-    if (rc) {
-        unlink(tmp);
-        free(tmp);
-        return yp_err_set(err, "%s: writing the temporary file failed: %s; the previous file is intact", path,
-                          strerror(saved));
-    }
-    rc = yp_rs_commit(tmp, path, err);
-    free(tmp);
-    return rc;
 }

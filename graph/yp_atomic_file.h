@@ -5,7 +5,7 @@
  * rename removes the temporary file and leaves an existing destination as it was; the error says
  * which step failed and so. Tests inject failures (yp_af_faults) to prove it.
  * Defines: yp_af_fail_point, yp_af_faults, yp_af_sink, yp_af_write, yp_af_body, yp_af_save,
- * yp_af_save_bytes. */
+ * yp_af_sync_folder, yp_af_save_bytes. */
 #ifndef YP_ATOMIC_FILE_H
 #define YP_ATOMIC_FILE_H
 
@@ -40,6 +40,10 @@ typedef int (*yp_af_body)(void *ctx, yp_af_sink *k, const char **what, yp_err *e
 /* Writes path atomically (above) with body. 0, or -1 with err naming the file, the step that
  * failed and whether the previous file is intact. */
 int yp_af_save(const char *path, yp_af_body body, void *ctx, const yp_af_faults *faults, yp_err *err);
+
+/* fsync of the folder that holds path (where a rename's directory entry lives). 0, or -1 with
+ * errno set. */
+int yp_af_sync_folder(const char *path);
 
 /* yp_af_save of the n bytes at data. */
 int yp_af_save_bytes(const char *path, const void *data, size_t n, yp_err *err);

@@ -35,7 +35,7 @@ int yp_af_write(yp_af_sink *k, const void *data, size_t n) {
 }
 
 /* fsync of the folder holding path (where the rename's directory entry lives). */
-static int sync_folder(const char *path) {
+int yp_af_sync_folder(const char *path) {
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     if (!dir) return -1;
@@ -83,7 +83,7 @@ int yp_af_save(const char *path, yp_af_body body, void *ctx, const yp_af_faults 
         else
             yp_err_set(err, "%s: %s failed: %s%s; %s", path, what, strerror(saved), k.injected ? " (injected)" : "",
                        intact);
-    } else if (sync_folder(path)) {
+    } else if (yp_af_sync_folder(path)) {
         rc = yp_err_set(err, "%s: written and renamed into place, but syncing its folder failed: %s; a crash now may "
                         "lose the new file", path, strerror(errno));
     }
