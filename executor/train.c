@@ -212,6 +212,11 @@ static int end_epoch(loop *L, yp_epoch_result *r, int *possible_stop, yp_err *er
     if (r->fitness > st->best_fitness) st->best_fitness = r->fitness;
     r->is_best = r->fitness == st->best_fitness;
     st->next_epoch = e + 1;
+    /* the caller's files first: a crash between them and the checkpoint repeats this epoch on
+     * --resume, whose files the caller then cuts back to the checkpoint's epoch */
+    r->seconds = now_s() - L->con.t0;
+    r->final = final || stop;
+    if (o->on_epoch && o->on_epoch(o->ctx, r, err)) return -1;
     if (o->last_path && save(L, o->last_path, err)) return -1;
     if (o->best_path && r->is_best && save(L, o->best_path, err)) return -1;
     if (stop && o->console)
@@ -275,15 +280,12 @@ int yp_train_run(yp_exec *x, yp_train_opts *o, yp_train_state *st, yp_err *err) 
         yp_epoch_result r;
         memset(&r, 0, sizeof r);
         r.epoch = e, r.epochs = o->epochs;
-        double t0 = now_s();
-        L.con.epoch = e, L.con.t0 = t0;
+        L.con.epoch = e, L.con.t0 = now_s();
         con_header(&L.con);
         rc = train_epoch(&L, e, r.train_loss, r.lr, err);
         if (rc) break; /* 1: max_steps reached, the epoch unfinished: no validation, no checkpoint */
         int stop = end_epoch(&L, &r, &possible_stop, err);
         if (stop < 0) rc = -1;
-        r.seconds = now_s() - t0;
-        if (!rc && o->on_epoch && o->on_epoch(o->ctx, &r, err)) rc = -1;
         if (stop) break;
     }
     loop_free(&L);

@@ -130,6 +130,7 @@ typedef struct {
     double fitness;
     int is_best;           /* fitness == best so far: best.safetensors was written */
     double seconds;        /* the epoch's wall time, validation included */
+    int final;             /* the last epoch this run will train (the final one, or early stopping's) */
 } yp_epoch_result;
 
 typedef int (*yp_epoch_cb)(void *ctx, const yp_epoch_result *r, yp_err *err);
@@ -153,7 +154,7 @@ typedef struct {
     FILE *console;            /* train.py's console lines (NULL: quiet) */
     int tty;                  /* 1: refresh the progress line in place; 0: one line per epoch */
     int64_t max_steps;        /* > 0: stop after this many micro-batches in all (tests, benches) */
-    yp_epoch_cb on_epoch;     /* after each epoch's validation and checkpoints (may be NULL) */
+    yp_epoch_cb on_epoch;     /* after each epoch's validation, before its checkpoints (may be NULL) */
     void *ctx;
     /* optional: every micro-batch's loss items (box, obj, cls) appended here, up to cap entries */
     double (*step_losses)[3];
@@ -162,8 +163,8 @@ typedef struct {
 
 /* Runs epochs st->next_epoch .. opts->epochs - 1 of training on x (initialised, weights set or
  * resumed), as train.py: per batch the knobs, one micro-step, an optimizer step + EMA when the
- * accumulation is due; per epoch validation (EMA weights), fitness, early stopping, last and best
- * checkpoints (atomic; a failed write leaves the previous file and is an error), the callback.
+ * accumulation is due; per epoch validation (EMA weights), fitness, early stopping, the callback,
+ * last and best checkpoints (atomic; a failed write leaves the previous file and is an error).
  * The training loader uses whole batches of the plan's batch (drop_last). Updates *st. 0, or -1
  * with err set. */
 int yp_train_run(yp_exec *x, yp_train_opts *opts, yp_train_state *st, yp_err *err);

@@ -125,14 +125,15 @@ static void test_overfit(void) {
     yp_plan_free(&p);
 }
 
-/* The test's callback: a copy of the checkpoint after epoch 0 (the state a crash would leave). */
+/* The test's callback: a copy of the checkpoint of epoch 0 (the state a crash during epoch 1 would
+ * leave), taken at epoch 1's callback, which runs before epoch 1's checkpoint is written. */
 typedef struct {
     const char *last, *copy;
 } copy_ctx;
 
 static int copy_after_first(void *ctx, const yp_epoch_result *r, yp_err *err) {
     const copy_ctx *c = ctx;
-    if (r->epoch != 0) return 0;
+    if (r->epoch != 1) return 0;
     FILE *in = fopen(c->last, "rb"), *out = fopen(c->copy, "wb");
     char buf[65536];
     size_t n;

@@ -1,0 +1,212 @@
+/* test_cli_train.c - `yoloplan train` and `yoloplan val` end to end on a tiny synthetic dataset
+ * (16 + 4 images at 64 px): the plan line, the run folder (plan.json, hyp.yaml, opt.yaml,
+ * results.csv with train.py's rows, results.png/.svg, last and best checkpoints), exp2 for a
+ * second run, a run killed mid-way and resumed (every epoch once in results.csv), "nothing to
+ * resume", val with --save-json, and each bad input: one line naming the file or option, exit 2
+ * (1 for a plan that does not fit). */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "yp_synth.h"
+#include "yp_test.h"
+#include "yp_test_fs.h"
+
+static char out[1 << 17], errtxt[1 << 14];
+static char dir[96], data[160];
+
+#define TRAIN_ARGS "train --data '%s' --model yolov5n --img 64 --batch 4 --workers 2 --threads 2 --project '%s/runs'"
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+    char cmd[4096], args[3072], errfile[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(errfile, sizeof errfile, "%s/stderr", dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>%s", dir, YP_BINARY, args, errfile);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    FILE *e = fopen(errfile, "rb");
+    n = e ? fread(errtxt, 1, sizeof errtxt - 1, e) : 0;
+    errtxt[n] = 0;
+    if (e) fclose(e);
+    unlink(errfile);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int exists(const char *fmt, const char *a) {
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof p, fmt, dir, a);
+    return stat(p, &st) == 0 && st.st_size > 0;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static int read_text(const char *path, char *buf, size_t n) {
+    FILE *f = fopen(path, "rb");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    if (f) fclose(f);
+    buf[k] = 0;
+    return f ? 0 : -1;
+}
+
+static void test_train_run_folder(void) {
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 2", data, dir), 0);
+    CHECK_STR_HAS(out, "plan: yolov5n, batch 4, accumulate 16, img 64, fp32");
+    CHECK_STR_HAS(out, "train: 16 images, 0 backgrounds, 0 corrupt");
+    CHECK_STR_HAS(out, "      Epoch    GPU_mem   box_loss   obj_loss   cls_loss  Instances       Size");
+    CHECK_STR_HAS(out, "        1/1");
+    CHECK_STR_HAS(out, "                 Class     Images  Instances          P          R      mAP50   mAP50-95");
+    CHECK_STR_HAS(out, "Results saved to ");
+    static const char *const files[] = {"plan.json", "hyp.yaml", "opt.yaml", "results.csv", "results.png",
+                                        "results.svg", "weights/last.safetensors", "weights/best.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        int ok = exists("%s/runs/exp/%s", files[i]);
+        if (!ok) fprintf(stderr, "missing runs/exp/%s\n", files[i]);
+        CHECK(ok);
+    }
+    char csv[4096], path[256];
+    snprintf(path, sizeof path, "%s/runs/exp/results.csv", dir);
+    CHECK(read_text(path, csv, sizeof csv) == 0);
+    CHECK_EQ_I64(count_lines(csv), 3);
+    CHECK(strncmp(csv, "               epoch,      train/box_loss,", 42) == 0);
+    CHECK_STR_HAS(csv, "\n                   1,");
+    /* a second run gets exp2 */
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1", data, dir), 0);
+    CHECK(exists("%s/runs/exp2/%s", "weights/last.safetensors"));
+    /* a finished run has nothing to resume */
+    CHECK_EQ_I64(run("train --resume runs/exp/weights/last.safetensors"), 2);
+    CHECK_STR_HAS(errtxt, "nothing to resume");
+    CHECK_EQ_I64(count_lines(errtxt), 1);
+}
+
+/* A run killed (SIGKILL) in its second or a later epoch continues with --resume: every epoch in
+ * results.csv exactly once. */
+static void test_kill_and_resume(void) {
+    char cmd[2048], csv[8192], path[256];
+    snprintf(path, sizeof path, "%s/runs/kill/results.csv", dir);
+    snprintf(cmd, sizeof cmd, TRAIN_ARGS " --epochs 12 --name kill", data, dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char line[3072];
+        snprintf(line, sizeof line, "cd '%s' && exec '%s' %s >/dev/null 2>&1", dir, YP_BINARY, cmd);
+        execl("/bin/sh", "sh", "-c", line, (char *)NULL);
+        _exit(127);
+    }
+    CHECK(pid > 0);
+    int rows = 0;
+    /* until epoch 1's row is there (so epoch 0's checkpoint, written after its row, is too; 60 s at most) */
+    for (int t = 0; pid > 0 && t < 60000 && rows < 3; t++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+        rows = read_text(path, csv, sizeof csv) == 0 ? count_lines(csv) : 0;
+    }
+    if (pid > 0) kill(pid, SIGKILL), waitpid(pid, NULL, 0);
+    CHECK(rows >= 3);
+    read_text(path, csv, sizeof csv);
+    CHECK(count_lines(csv) < 13); /* killed before the end */
+    CHECK_EQ_I64(run("train --resume runs/kill/weights/last.safetensors"), 0);
+    if (errtxt[0]) fprintf(stderr, "%s", errtxt);
+    CHECK_STR_HAS(out, "Resuming training from runs/kill/weights/last.safetensors from epoch");
+    CHECK(read_text(path, csv, sizeof csv) == 0);
+    CHECK_EQ_I64(count_lines(csv), 13);
+    for (int e = 0; e < 12; e++) {
+        char want[40];
+        snprintf(want, sizeof want, "\n%20d,", e);
+        const char *a = strstr(csv, want);
+        CHECK(a && !strstr(a + 1, want)); /* once */
+    }
+    /* a bare --resume finds the newest last.safetensors under runs/ (here: this run's) */
+    CHECK_EQ_I64(run("train --resume"), 2);
+    CHECK_STR_HAS(errtxt, "nothing to resume");
+}
+
+static void test_val(void) {
+    CHECK_EQ_I64(run("val --weights runs/exp/weights/best.safetensors --data '%s' --img 64 --batch 8 --threads 2 "
+                     "--workers 2 --save-json --project runs/val", data), 0);
+    CHECK_STR_HAS(out, "                   all          4");
+    CHECK_STR_HAS(out, "Results saved to runs/val/exp");
+    char json[1 << 16], path[256];
+    snprintf(path, sizeof path, "%s/runs/val/exp/best_predictions.json", dir);
+    CHECK(read_text(path, json, sizeof json) == 0);
+    CHECK(json[0] == '[');
+    CHECK_EQ_I64(run("val --weights '%s' --data '%s' --img 64", data, data), 2);
+    CHECK_STR_HAS(errtxt, "data.yaml");
+    CHECK_EQ_I64(count_lines(errtxt), 1);
+}
+
+static void write_file(const char *name, const char *text) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    if (f) fputs(text, f), fclose(f);
+}
+
+static void one_line_exit(int code, const char *want) {
+    CHECK_STR_HAS(errtxt, want);
+    CHECK_EQ_I64(count_lines(errtxt), 1);
+    (void)code;
+}
+
+static void test_bad_input(void) {
+    CHECK_EQ_I64(run("train --model yolov5n"), 2);
+    one_line_exit(2, "--data is required");
+    write_file("bad.yaml", "train: [unclosed\n");
+    CHECK_EQ_I64(run("train --data bad.yaml"), 2);
+    one_line_exit(2, "bad.yaml:");
+    CHECK_EQ_I64(run("train --data '%s' --epochs zero", data), 2);
+    one_line_exit(2, "--epochs zero");
+    CHECK_EQ_I64(run("train --data '%s' --optimizer rmsprop", data), 2);
+    one_line_exit(2, "--optimizer rmsprop: expected sgd|adam|adamw");
+    write_file("notckpt.safetensors", "this is not a checkpoint\n");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --name w --weights notckpt.safetensors", data, dir), 2);
+    one_line_exit(2, "notckpt.safetensors");
+    write_file("mixup.yaml", "lr0: 0.01\nmixup: 0.1\n");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --hyp mixup.yaml", data, dir), 2);
+    one_line_exit(2, "mixup.yaml:2");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --project /proc/yp_no", data, dir), 2);
+    one_line_exit(2, "--project /proc/yp_no");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --mem 1MiB", data, dir), 1); /* refused before any allocation */
+    one_line_exit(1, "needs");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --multi-scale", data, dir), 2);
+    one_line_exit(2, "--multi-scale");
+    CHECK_EQ_I64(run("train --resume nowhere/last.safetensors"), 2);
+    one_line_exit(2, "nowhere/last.safetensors");
+    CHECK_EQ_I64(run("val --data '%s'", data), 2);
+    one_line_exit(2, "--weights and --data are required");
+}
+
+int main(void) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/yp_cli_train_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    yp_err err = {0};
+    yp_synth_opts so = {.n_train = 16, .n_val = 4, .nc = 3, .w = 64, .h = 64, .seed = 5};
+    char synth[128];
+    if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
+    snprintf(synth, sizeof synth, "%s/synth", dir);
+    snprintf(data, sizeof data, "%s/synth/data.yaml", dir);
+    if (yp_synth_write(synth, &so, NULL, &err)) return fprintf(stderr, "setup: %s\n", err.msg), 1;
+    YP_RUN(test_train_run_folder);
+    YP_RUN(test_kill_and_resume);
+    YP_RUN(test_val);
+    YP_RUN(test_bad_input);
+    yp_test_remove_tree(dir);
+    return yp_test_summary();
+}
