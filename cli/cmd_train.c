@@ -26,6 +26,7 @@ typedef struct {
     char last[RUN_DIR_PATH + 32], best[RUN_DIR_PATH + 32], csv[RUN_DIR_PATH + 32], plot[RUN_DIR_PATH + 32];
     yp_labels train, val;
     int have_val;
+    char **names; /* the data's class names */
     yp_hyp_file hyp;
     yp_graph *g;
     yp_backend *be;
@@ -42,6 +43,7 @@ static void run_free(train_run *r) {
     yp_backend_free(r->be);
     if (r->have_plan) yp_plan_free(&r->p);
     yp_graph_free(r->g);
+    yp_dataset_names_free(r->names, r->train.stats.nc);
     yp_labels_free(&r->train);
     yp_labels_free(&r->val);
 }
@@ -201,6 +203,7 @@ static int load_data(train_run *r, yp_err *err) {
     if (yp_labels_load(r->o.data, &r->train, err)) return -1;
     if (yp_labels_load_split(r->o.data, "val", &r->val, err)) return -1;
     r->have_val = 1;
+    if (yp_dataset_names(r->o.data, r->train.stats.nc, &r->names, err)) return -1;
     const yp_dataset_stats *t = &r->train.stats;
     printf("train: %lld images, %lld backgrounds, %lld corrupt%s\n", (long long)t->n_images, (long long)t->n_background,
            (long long)t->n_bad_files, r->train.reused ? " (label cache reused)" : "");
@@ -305,7 +308,7 @@ static int run(train_run *r, yp_err *err) {
     yp_train_opts to = {
         .train = &r->train, .val = r->have_val ? &r->val : NULL, .hyp = r->hyp, .epochs = r->o.epochs,
         .workers = (int)r->o.workers, .seed = (uint64_t)r->o.seed, .augment = !r->o.no_augment, .cos_lr = r->o.cos_lr,
-        .patience = r->o.patience, .noval = r->o.noval, .per_class = 1, .last_path = r->last, .best_path = r->best,
+        .patience = r->o.patience, .noval = r->o.noval, .per_class = 1, .names = r->names, .last_path = r->last, .best_path = r->best,
         .options_json = opts, .console = stdout, .tty = isatty(STDOUT_FILENO), .on_epoch = on_epoch, .ctx = r,
     };
     int64_t first = r->st.next_epoch;

@@ -106,6 +106,7 @@ static int run(const val_opts *o, yp_err *err) {
     yp_exec x;
     yp_validator *v = NULL;
     yp_coco_json *json = NULL;
+    char **names = NULL;
     int have_plan = 0, have_exec = 0, rc = -1;
     char why[256], dir[RUN_DIR_PATH], path[RUN_DIR_PATH + 320];
     const yp_cpu_config cpu = {(int)o->threads};
@@ -151,7 +152,8 @@ static int run(const val_opts *o, yp_err *err) {
     }
     yp_val_result r;
     if (yp_validator_run(v, json, &r, err)) goto done;
-    yp_validator_print(v, &r, 1, NULL, stdout);
+    if (yp_dataset_names(o->data, val.stats.nc, &names, err)) goto done;
+    yp_validator_print(v, &r, 1, names, stdout);
     if (json) {
         const char *base = strrchr(o->weights, '/');
         char stem[256];
@@ -165,6 +167,7 @@ static int run(const val_opts *o, yp_err *err) {
     }
     rc = 0;
 done:
+    yp_dataset_names_free(names, val.stats.nc);
     yp_coco_json_free(json);
     yp_validator_free(v);
     if (have_exec) yp_exec_free(&x);

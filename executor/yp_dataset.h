@@ -2,7 +2,7 @@
  * test) of a YOLOv5 dataset, so that the plan can size its label and target-assignment buffers
  * from real data (labels per image) instead of a guess. Images are never decoded; only their
  * names and the label files are read.
- * Defines: yp_dataset_stats, yp_dataset_scan_split, yp_dataset_scan. */
+ * Defines: yp_dataset_stats, yp_dataset_scan_split, yp_dataset_scan, yp_dataset_names. */
 #ifndef YP_DATASET_H
 #define YP_DATASET_H
 
@@ -57,5 +57,11 @@ int yp_dataset_scan_split(const char *data_yaml, const char *split, yp_dataset_s
 
 /* yp_dataset_scan_split(data_yaml, "train", out, err). */
 int yp_dataset_scan(const char *data_yaml, yp_dataset_stats *out, yp_err *err);
+
+/* The class names of data_yaml's `names` (a list, or a {0: name} mapping), nc of them, malloc'd
+ * into *names (free with yp_dataset_names_free); a class without a name (or a file with nc only)
+ * gets "classK", as YOLOv5 names them. 0, or -1 with err set (the file no longer reads). */
+int yp_dataset_names(const char *data_yaml, int nc, char ***names, yp_err *err);
+void yp_dataset_names_free(char **names, int nc);
 
 #endif
