@@ -70,6 +70,10 @@ static int pipeline_bytes(const train_run *r, int64_t batch, int64_t *out, yp_er
         if (yp_loader_host_bytes(&lo, l->n, l->stats.max_labels, &b, err)) return -1;
         total += b.total + (int64_t)lo.batch * S * S * 3 * (int64_t)sizeof(float) + r->o.workers * S * S * 3;
     }
+    if (r->o.multi_scale) { /* the batch resized to its size, up to 1.5x */
+        int64_t M = (S * 3 / 2 + 31) / 32 * 32;
+        total += batch * M * M * 3 * (int64_t)sizeof(float);
+    }
     *out = total;
     return 0;
 }
@@ -129,7 +133,7 @@ static int plan_new(train_run *r, yp_err *err) {
     so.batch = r->o.batch, so.max_batch = r->o.batch ? r->o.batch : max_batch;
     yp_candidate *c = &so.base;
     c->optimizer = (yp_optimizer)yp_optimizer_parse(r->o.optimizer);
-    c->ema = 1, c->freeze = (int)r->o.freeze, c->mosaic = mosaic;
+    c->ema = 1, c->freeze = (int)r->o.freeze, c->mosaic = mosaic, c->multi_scale = r->o.multi_scale;
     int64_t most = r->train.stats.max_labels;
     if (r->have_val && r->val.stats.max_labels > most) most = r->val.stats.max_labels;
     c->labels_per_image = most > 0 ? (double)most : 1.0; /* the worst image, so no batch overflows the plan */
@@ -227,9 +231,6 @@ static int make_backend(train_run *r, yp_err *err) {
 
 /* Refusals of options this executor does not run yet, before anything is loaded. */
 static int check_supported(const train_opts *o, yp_err *err) {
-    if (o->multi_scale)
-        return yp_err_set(err, "--multi-scale: not supported yet (the executor runs every batch at the plan's size); "
-                          "drop --multi-scale");
     if (o->cache[0])
         return yp_err_set(err, "--cache %s: not supported yet (images are decoded each epoch); drop --cache", o->cache);
     return 0;

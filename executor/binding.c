@@ -79,6 +79,46 @@ int yp_bind_train(yp_binding *b, const yp_plan *p, yp_backend *be, int64_t guard
     return yp_bind_loss(b) ? yp_err_set(err, "out of memory staging the loss's target assignment") : 0;
 }
 
+/* s has p's schedule's structure and fits in its layout: the same steps (phase, op, node) and
+ * tensors (kind, role, dtype, lives), none larger than the planned one. */
+static int same_structure(const yp_schedule *plan, const yp_schedule *s, yp_err *err) {
+    if (s->n_tensors != plan->n_tensors || s->n_steps != plan->n_steps)
+        return yp_err_set(err, "the %lldx%lld schedule has %d tensors and %d steps, the plan's %d and %d", (long long)s->opts.w,
+                          (long long)s->opts.h, s->n_tensors, s->n_steps, plan->n_tensors, plan->n_steps);
+    for (int i = 0; i < s->n_steps; i++) {
+        const yp_step *a = &plan->steps[i], *b = &s->steps[i];
+        if (a->phase != b->phase || a->op != b->op || a->node != b->node || a->fused != b->fused)
+            return yp_err_set(err, "step %d of the %lldx%lld schedule (%s) is not the plan's (%s)", i, (long long)s->opts.w,
+                              (long long)s->opts.h, b->label, a->label);
+    }
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *a = &plan->tensors[t], *b = &s->tensors[t];
+        if (a->kind != b->kind || a->role != b->role || a->dtype != b->dtype || a->first != b->first || a->last != b->last)
+            return yp_err_set(err, "tensor %s of the %lldx%lld schedule is not the plan's %s", b->name, (long long)s->opts.w,
+                              (long long)s->opts.h, a->name);
+        if (b->bytes > a->bytes)
+            return yp_err_set(err, "tensor %s needs %lld bytes at %lldx%lld, more than the plan's %lld: the plan was not "
+                              "made for this size", b->name, (long long)b->bytes, (long long)s->opts.w, (long long)s->opts.h,
+                              (long long)a->bytes);
+    }
+    return 0;
+}
+
+int yp_bind_resized(yp_binding *b, const yp_binding *train, const yp_schedule *s, yp_err *err) {
+    memset(b, 0, sizeof *b);
+    if (train->guard) return yp_err_set(err, "other batch sizes run without guards");
+    if (same_structure(train->s, s, err)) return -1;
+    b->plan = train->plan, b->s = s, b->be = train->be, b->ops = train->ops, b->arena = train->arena;
+    b->arena_bytes = train->arena_bytes;
+    b->images_t = s->images_t, b->targets_t = s->targets_t;
+    b->fwd_t = calloc((size_t)s->g->n_nodes, sizeof(int));
+    b->offset = malloc((size_t)s->n_tensors * sizeof *b->offset);
+    if (!b->fwd_t || !b->offset) return yp_err_set(err, "out of memory binding the arena");
+    memcpy(b->offset, train->offset, (size_t)s->n_tensors * sizeof *b->offset);
+    mark_nodes(b);
+    return yp_bind_loss(b) ? yp_err_set(err, "out of memory staging the loss's target assignment") : 0;
+}
+
 int yp_bind_guard_arm(const yp_binding *b, int step, yp_err *err) {
     yp_backend *be = b->be;
     for (int t = 0; t < b->s->n_tensors && b->guard; t++) {

@@ -163,6 +163,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
 }
 
 void yp_exec_free(yp_exec *x) {
+    yp_exec_sizes_free(x);
     yp_exec_eval_free(x->eval);
     if (x->train.arena) x->train.be->mem_free(x->train.be, x->train.arena);
     yp_exec_profile(x, 0);

@@ -126,8 +126,10 @@ typedef struct {
     yp_loader *loader;
     yp_validator *val;
     yp_train_sched sched;
-    float *images;
+    float *images, *scaled; /* the loader's batch as floats; multi-scale: resized to the batch's size */
     int64_t n_floats, nb, steps;
+    int64_t imgsz;          /* the nominal size (--img) */
+    int multi_scale, gs;
     console con;
 } loop;
 
@@ -162,7 +164,16 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
         double loss[4];
         if (yp_loader_to_float(&b, L->images, L->n_floats) < 0)
             return yp_err_set(err, "training: a batch of %d images does not fit the plan", b.n);
-        if (yp_exec_micro_step(x, L->images, b.labels, b.n_labels, loss, err)) return -1;
+        int64_t side = L->imgsz;
+        const float *in = L->images;
+        if (L->multi_scale) { /* train.py: sz = randrange(0.5 imgsz, 1.5 imgsz + gs) // gs * gs, per batch */
+            yp_rng r;
+            yp_rng_seed(&r, o->seed, YP_MULTISCALE_STREAM ^ (uint64_t)ni);
+            int64_t lo = (int64_t)(L->imgsz * 0.5), hi = (int64_t)(L->imgsz * 1.5) + L->gs;
+            side = (lo + yp_rng_below(&r, hi - lo)) / L->gs * L->gs;
+            if (side != L->imgsz) yp_resize_bilinear_nhwc(L->images, b.n, L->imgsz, L->scaled, side), in = L->scaled;
+        }
+        if (yp_exec_micro_step_at(x, side, in, b.labels, b.n_labels, loss, err)) return -1;
         if (ni - L->st->last_opt_step >= k.accumulate) {
             if (yp_exec_update(x, err)) return -1;
             L->st->last_opt_step = ni;
@@ -170,7 +181,7 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
         for (int c = 0; c < 3; c++) mloss[c] = (mloss[c] * (double)i + loss[c]) / (double)(i + 1);
         if (o->step_losses && o->n_step_losses < o->step_losses_cap)
             memcpy(o->step_losses[o->n_step_losses++], loss, 3 * sizeof(double));
-        instances = b.n_labels, size = b.imgsz;
+        instances = b.n_labels, size = (int)side;
         L->steps++;
         if (o->max_steps > 0 && L->steps >= o->max_steps) {
             con_progress(&L->con, i + 1, mloss, instances, size, 1);
@@ -229,16 +240,18 @@ static int end_epoch(loop *L, yp_epoch_result *r, int *possible_stop, yp_err *er
 static void loop_free(loop *L) {
     yp_loader_close(L->loader);
     yp_validator_free(L->val);
-    free(L->images);
+    free(L->images), free(L->scaled);
 }
 
 static int loop_open(loop *L, yp_err *err) {
     yp_exec *x = L->x;
     yp_train_opts *o = L->o;
     const yp_schedule *s = x->train.s;
-    if (s->opts.h != s->opts.w)
+    const yp_candidate *c = &x->train.plan->cand;
+    if (c->img_h != c->img_w)
         return yp_err_set(err, "training: the plan trains %lldx%lld images; the loader builds square ones: plan a square "
-                          "--img", (long long)s->opts.w, (long long)s->opts.h);
+                          "--img", (long long)c->img_w, (long long)c->img_h);
+    L->imgsz = c->img_w, L->multi_scale = c->multi_scale, L->gs = yp_graph_max_stride(s->g);
     if (L->st->next_epoch >= o->epochs)
         return yp_err_set(err, "training: epoch %lld of %lld is done: nothing to resume", (long long)L->st->next_epoch,
                           (long long)o->epochs);
@@ -246,14 +259,22 @@ static int loop_open(loop *L, yp_err *err) {
         return yp_err_set(err, "training: the data has nc %d, the model %d", o->train->stats.nc, s->g->nc);
     yp_loader_opts lo;
     yp_loader_opts_default(&lo);
-    lo.workers = o->workers, lo.batch = (int)s->opts.batch, lo.imgsz = (int)s->opts.h;
+    lo.workers = o->workers, lo.batch = (int)s->opts.batch, lo.imgsz = (int)L->imgsz;
     lo.first_epoch = L->st->next_epoch, lo.epochs = o->epochs, lo.drop_last = 1, lo.seed = o->seed;
     lo.hyp = o->hyp.aug, lo.no_augment = !o->augment;
     if (!(L->loader = yp_loader_open(o->train, &lo, err))) return -1;
     L->nb = yp_loader_batches_per_epoch(L->loader);
-    L->n_floats = s->opts.batch * s->opts.h * s->opts.w * 3;
-    if (!(L->images = malloc((size_t)L->n_floats * sizeof(float))))
+    L->n_floats = s->opts.batch * L->imgsz * L->imgsz * 3;
+    if (!(L->images = malloc((size_t)L->n_floats * sizeof(float))) ||
+        (L->multi_scale && !(L->scaled = malloc((size_t)(s->opts.batch * s->opts.h * s->opts.w * 3) * sizeof(float)))))
         return yp_err_set(err, "training: out of memory for the float batch");
+    if (L->multi_scale) { /* every size a batch can take, prepared now: nothing is built per batch */
+        int64_t sides[256];
+        int n = yp_candidate_multiscale_sides(c, L->gs, sides, 256);
+        if (n < 0) return yp_err_set(err, "training: --multi-scale at --img %lld has over 256 sizes", (long long)L->imgsz);
+        for (int k = 0; k < n; k++)
+            if (yp_exec_add_size(x, sides[k], err)) return -1;
+    }
     if (o->val) {
         yp_val_opts vo = {.workers = o->workers, .runs = o->noval ? 1 : o->epochs - L->st->next_epoch, .loss = 1};
         yp_nms_cfg_val(&vo.nms);

@@ -50,11 +50,12 @@ void yp_train_knobs_at(const yp_train_sched *s, int64_t epoch, int64_t ni, yp_tr
 
 void yp_exec_set_loss_hyp(yp_exec *x, const yp_hyp_file *h) {
     const yp_candidate *c = &x->train.plan->cand;
-    yp_binding *b[2] = {&x->train, x->eval};
-    for (int i = 0; i < 2; i++) {
-        if (!b[i]) continue;
-        yp_loss_cfg_scale_gains(&b[i]->loss, h->box, h->obj, h->cls, c->img_w, c->img_h);
-        b[i]->loss.anchor_t = (float)h->anchor_t;
-        b[i]->loss.label_smoothing = (float)h->label_smoothing;
+    for (int i = -2; i < x->n_sizes; i++) { /* training, validation, the added sizes */
+        yp_binding *v = i == -2 ? &x->train : i == -1 ? x->eval : &x->sizes[i].b;
+        if (!v) continue;
+        /* train.py scales by its --img, the nominal size, whatever size a batch has */
+        yp_loss_cfg_scale_gains(&v->loss, h->box, h->obj, h->cls, c->img_w, c->img_h);
+        v->loss.anchor_t = (float)h->anchor_t;
+        v->loss.label_smoothing = (float)h->label_smoothing;
     }
 }

@@ -47,7 +47,15 @@ void yp_trainer_free(yp_trainer *tr) {
 
 int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, int64_t n_targets, double loss_out[4],
                        yp_err *err) {
-    const yp_binding *b = &x->train;
+    return yp_exec_micro_step_at(x, x->train.s->opts.h, images, targets, n_targets, loss_out, err);
+}
+
+int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const float *targets, int64_t n_targets,
+                          double loss_out[4], yp_err *err) {
+    const yp_binding *b = yp_exec_binding_for(x, side);
+    if (!b)
+        return yp_err_set(err, "no training binding for %lldx%lld batches: add the size first (yp_exec_add_size)",
+                          (long long)side, (long long)side);
     const yp_schedule *s = b->s;
     yp_backend *be = b->be;
     const yp_tensor *img = &s->tensors[b->images_t], *tg = &s->tensors[b->targets_t];

@@ -45,6 +45,12 @@ int yp_bind_train(yp_binding *b, const yp_plan *p, yp_backend *be, int64_t guard
  * when out of memory. */
 int yp_bind_loss(yp_binding *b);
 
+/* Binds s, the plan's training schedule built again at another image size (multi-scale batches),
+ * onto train's arena with train's offsets: "offsets kept", which is safe because s has the same
+ * steps and tensors with the same lives and none is larger than its planned slot (checked; s
+ * must outlive b). Without guards only. 0, or -1 with err set; free with yp_bind_free either way. */
+int yp_bind_resized(yp_binding *b, const yp_binding *train, const yp_schedule *s, yp_err *err);
+
 /* Writes the canaries of the tensors of b that come to life at `step` (a no-op without guards).
  * 0, or -1 with err. */
 int yp_bind_guard_arm(const yp_binding *b, int step, yp_err *err);

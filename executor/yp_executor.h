@@ -54,12 +54,21 @@ typedef struct {
     int64_t *n; /* and calls */
 } yp_profile;
 
+/* The training schedule rebuilt at another square size (multi-scale batches; multiscale.c). */
+typedef struct {
+    int64_t side;     /* its image side */
+    yp_schedule *s;   /* owned */
+    yp_binding b;     /* bound with the plan's offsets (yp_bind_resized) */
+} yp_exec_size;
+
 typedef struct yp_exec {
     yp_binding train;   /* the training schedule bound onto the arena (its `arena`: the allocation) */
     yp_trainer trainer; /* hyperparameters, optimizer and EMA links, counters */
     yp_profile prof;    /* off unless yp_exec_profile turned it on */
     yp_binding *eval;   /* the validation pass bound into the same arena (eval.c); yp_exec_init
                          * refuses a plan whose pass cannot be bound, so NULL only when zeroed */
+    yp_exec_size *sizes; /* other training sizes (yp_exec_add_size), n_sizes of them */
+    int n_sizes;
 } yp_exec;
 
 /* ---- conv scratch models (planner/yp_scratch.h) of the backends; scratch_model.c ----
@@ -122,6 +131,28 @@ void *yp_exec_tensor(const yp_exec *x, int t);
  * loss_out: lbox, lobj, lcls, total. 0, or -1 with err set. */
 int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, int64_t n_targets, double loss_out[4],
                        yp_err *err);
+
+/* ---- multi-scale (multiscale.c) ----
+ * A plan made with multi_scale holds the training step at its largest size (1.5x the nominal);
+ * smaller batches run the same schedule rebuilt at their size, bound with the plan's offsets, in
+ * the same arena (never a second allocation). */
+
+/* Adds square size side x side: builds the schedule, checks it fits the plan's layout, binds and
+ * prepares it (its convs' primitives), with the loss's gains of the training binding. The plan's
+ * own size needs no call. 0, or -1 with err set. */
+int yp_exec_add_size(yp_exec *x, int64_t side, yp_err *err);
+
+/* The binding that runs batches of side x side: the training binding at the plan's size, an added
+ * size's, or NULL. */
+const yp_binding *yp_exec_binding_for(const yp_exec *x, int64_t side);
+
+/* yp_exec_micro_step at side x side (images (batch, side, side, 3)). */
+int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const float *targets, int64_t n_targets,
+                          double loss_out[4], yp_err *err);
+
+/* F.interpolate(mode="bilinear", align_corners=False) of n NHWC images with 3 channels from
+ * in x in to out x out (the batch resize of a multi-scale step). */
+void yp_resize_bilinear_nhwc(const float *src, int64_t n, int64_t in, float *dst, int64_t out);
 
 /* The optimizer step on the accumulated gradients (clipped to hyp.max_grad_norm), then zeroes
  * them and updates the EMA. 0, or -1 with err set. */

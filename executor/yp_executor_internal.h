@@ -42,6 +42,9 @@ void yp_exec_eval_free(yp_binding *v);
  * schedule's roles; the hyperparameters are the defaults of p's optimizer, the counters 0. 0, or
  * -1 with err set (out of memory); free with yp_trainer_free either way. */
 int yp_trainer_init(yp_trainer *tr, const yp_plan *p, yp_err *err);
+
+/* Frees the added sizes (multiscale.c). */
+void yp_exec_sizes_free(yp_exec *x);
 /* Frees tr's tables and zeroes it; a zeroed trainer is a no-op. */
 void yp_trainer_free(yp_trainer *tr);
 

@@ -22,6 +22,7 @@
 #include "yp_metrics.h"
 
 #define YP_NBS 64 /* train.py's nominal batch size */
+#define YP_MULTISCALE_STREAM 0x6d756c7469ull /* "multi": the random stream of the batch sizes */
 
 /* ---------------------------------------------------------------- schedule (train_sched.c) */
 

@@ -111,6 +111,8 @@ typedef enum {
 /* "bn_stats", "bn+silu", "bn+silu_bwd", "bn_bwd_sums" ("" for none). */
 const char *yp_fused_name(yp_fused f);
 
+#define YP_SCHED_MAX_SIDES 64 /* multi-scale sides a schedule's scratch covers (train.py's 0.5-1.5x at 2048) */
+
 /* One conv as a scratch rule sees it (a Detect level is a 1x1 conv with bias). */
 typedef struct {
     yp_shape in, out;
@@ -148,6 +150,12 @@ typedef struct {
     yp_conv_scratch_fn conv_scratch; /* NULL: yp_conv_scratch_im2col */
     void *conv_scratch_ctx;
     unsigned fusions;      /* fusions allowed (bits 1u << yp_fusion, above); 0: none */
+    /* Multi-scale: the other square sides this step also runs at in the same layout (the executor
+     * rebuilds the schedule at each, keeping the offsets). Each conv's scratch is then the largest
+     * the rule asks for over h x w and these sides (the conv's sizes scaled by side / h), so the
+     * schedule built at any of them has the same tensors, none larger. 0: none. */
+    int n_scratch_sides;
+    int64_t scratch_sides[YP_SCHED_MAX_SIDES];
 } yp_sched_opts;
 
 /* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image, training,

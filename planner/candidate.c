@@ -60,6 +60,19 @@ void yp_candidate_train_size(const yp_candidate *c, int stride, int64_t *w, int6
     *h = (c->img_h * 3 / 2 + stride - 1) / stride * stride;
 }
 
+int yp_candidate_multiscale_sides(const yp_candidate *c, int stride, int64_t *out, int cap) {
+    int n = 0;
+    /* train.py: randrange(int(imgsz * 0.5), int(imgsz * 1.5) + gs) // gs * gs */
+    int64_t lo = (int64_t)((double)c->img_w * 0.5), hi = (int64_t)((double)c->img_w * 1.5) + stride;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t s = r / stride * stride;
+        if (s < stride || (n && out[n - 1] == s)) continue;
+        if (n == cap) return -1;
+        out[n++] = s;
+    }
+    return n;
+}
+
 int64_t yp_candidate_labels(const yp_candidate *c, int64_t batch) {
     return (int64_t)ceil((double)batch * c->labels_per_image * (c->mosaic ? 4.0 : 1.0));
 }
@@ -77,6 +90,10 @@ yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride) {
     o.ema = c->ema;
     o.conv_scratch = c->scratch_rule.fn, o.conv_scratch_ctx = c->scratch_rule.ctx;
     o.fusions = c->fusions;
+    if (c->multi_scale && c->img_w == c->img_h) { /* the smaller sizes run in this layout too */
+        int n = yp_candidate_multiscale_sides(c, stride, o.scratch_sides, YP_SCHED_MAX_SIDES);
+        o.n_scratch_sides = n > 0 ? n : 0;
+    }
     return o;
 }
 

@@ -73,6 +73,11 @@ void yp_candidate_train_size(const yp_candidate *c, int stride, int64_t *w, int6
 /* Labels in one training batch: batch x labels per image, x4 with mosaic, rounded up. */
 int64_t yp_candidate_labels(const yp_candidate *c, int64_t batch);
 
+/* train.py's --multi-scale sides of c (square, nominal img_w; grid `stride`):
+ * randrange(int(0.5 img), int(1.5 img) + stride) // stride * stride, the distinct values ascending
+ * into out (room for cap). Returns the count, or -1 when cap is too small. */
+int yp_candidate_multiscale_sides(const yp_candidate *c, int stride, int64_t *out, int cap);
+
 /* Schedule options of the training step (worst-case size and labels, the candidate's fusions). */
 yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride);
 

@@ -3,7 +3,8 @@
  * whose loss falls by at least half within 150 steps (train.py's warm-up always lasts at least
  * 100 iterations and starts the weights' rate at 0: at step 30 it is 0.3 lr0 and the loss has
  * fallen by under 20 %, so 30 steps cannot show it); a run resumed from the checkpoint of its
- * first epoch continues with exactly the losses of the uninterrupted run; a second validation
+ * first epoch continues with exactly the losses of the uninterrupted run; multi-scale batches run
+ * at every size train.py draws inside the plan's one arena; a second validation
  * pass gives the same metrics (the pass leaves training's state alone). */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <stdint.h>
@@ -203,6 +204,41 @@ static void test_resume_same_losses(void) {
     yp_plan_free(&p);
 }
 
+/* --multi-scale: the plan holds the largest size (192 for 128); the other sizes train.py draws
+ * (64 .. 160) run the rebuilt schedule in the same arena with the plan's offsets. */
+static void test_multiscale(void) {
+    yp_err err = {0};
+    yp_candidate c = yp_candidate_default();
+    c.batch = 2, c.img_w = c.img_h = S, c.mosaic = 0, c.labels_per_image = 12, c.multi_scale = 1;
+    yp_exec_candidate_for(&c, cpu);
+    int64_t sides[16];
+    CHECK_EQ_I64(yp_candidate_multiscale_sides(&c, 32, sides, 16), 5);
+    CHECK(sides[0] == 64 && sides[4] == 192);
+    yp_plan p;
+    yp_exec x;
+    if (yp_plan_build(graph, &c, &host, 0, 0, &p, &err) || yp_exec_init(&x, &p, cpu, 0, 7, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        CHECK(0);
+        return;
+    }
+    CHECK_EQ_I64(p.sched->opts.h, 192);
+    double losses[8][3];
+    yp_train_opts o = base_opts(2, losses, 8);
+    o.val = NULL, o.max_steps = 8;
+    yp_train_state st = yp_train_state_initial();
+    int rc = yp_train_run(&x, &o, &st, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CHECK(rc == 0);
+    CHECK_EQ_I64(o.n_step_losses, 8);
+    CHECK_EQ_I64(x.n_sizes, 4); /* 64, 96, 128, 160: the plan's own 192 needs none */
+    for (int i = 0; i < x.n_sizes; i++) CHECK(x.sizes[i].b.arena == x.train.arena && x.sizes[i].b.s->opts.h < 192);
+    int finite = 1;
+    for (int i = 0; i < 8; i++) finite &= isfinite(losses[i][0]) && isfinite(losses[i][1]) && losses[i][0] > 0;
+    CHECK(finite);
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+}
+
 static void test_validation_repeats(void) {
     yp_plan p;
     yp_exec x;
@@ -251,6 +287,7 @@ int main(void) {
     YP_RUN(test_schedule);
     YP_RUN(test_overfit);
     YP_RUN(test_resume_same_losses);
+    YP_RUN(test_multiscale);
     YP_RUN(test_validation_repeats);
     yp_labels_free(&train_lb), yp_labels_free(&val_lb);
     yp_graph_free(graph);
