@@ -122,7 +122,6 @@ static int plan_new(train_run *r, yp_err *err) {
     } else {
         if (!r->o.gpu[0]) return yp_err_set(err, "--device cuda: give the card with --gpu (e.g. --gpu 8GB or --gpu a100)");
         if (yp_gpu_parse(r->o.gpu, &dev, err)) return -1;
-        budget = dev.mem_bytes;
     }
     yp_search_opts so = yp_search_opts_default();
     so.n_models = 1, so.models[0] = r->g;
@@ -140,11 +139,31 @@ static int plan_new(train_run *r, yp_err *err) {
     yp_exec_candidate_for(c, r->be);
     yp_search_result res;
     if (yp_search(&so, &dev, 0, &res, err)) return -1;
+    if (res.n_rows == 0 && r->o.batch) { /* the given batch does not fit: name the best that does */
+        yp_search_opts any = so;
+        any.batch = 0, any.max_batch = max_batch;
+        yp_search_result best;
+        if (yp_search(&any, &dev, 0, &best, err)) {
+            yp_search_free(&res);
+            return -1;
+        }
+        if (best.n_rows > 0) {
+            char ck[128];
+            const yp_candidate *b = &best.rows[0].cand;
+            yp_err_set(err, "train: --batch %ld of %s at --img %ld does not fit %s; the best that fits is --batch %lld "
+                       "(checkpoints %s): drop --batch or pass that", r->o.batch, r->g->name, r->o.img, dev.desc,
+                       (long long)b->batch,
+                       ckpt_name(b->ckpt_layers, ck, sizeof ck));
+            yp_search_free(&best), yp_search_free(&res);
+            return EXIT_NOFIT_RC;
+        }
+        yp_search_free(&best);
+    }
     if (res.n_rows == 0) {
         char ck[128];
-        yp_err_set(err, "train: no plan of %s at --img %ld%s fits %s (%.2f GiB): the smallest, batch %lld with "
-                   "checkpoints %s, needs %.2f GiB; %s", r->g->name, r->o.img, r->o.batch ? " and the given --batch" : "",
-                   dev.desc, (double)budget / 1073741824.0, (long long)res.smallest.cand.batch,
+        yp_err_set(err, "train: no plan of %s at --img %ld%s fits %s: the smallest, batch %lld with checkpoints %s, "
+                   "needs %.2f GiB; %s", r->g->name, r->o.img, r->o.batch ? " and the given --batch" : "", dev.desc,
+                   (long long)res.smallest.cand.batch,
                    ckpt_name(res.smallest.cand.ckpt_layers, ck, sizeof ck), res.smallest_bytes / 1073741824.0,
                    strcmp(r->o.device, "cpu") ? "lower --img or --batch" : "raise --mem, or lower --img or --batch");
         yp_search_free(&res);

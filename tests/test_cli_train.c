@@ -185,6 +185,8 @@ static void test_bad_input(void) {
     one_line_exit(2, "--project /proc/yp_no");
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --mem 1MiB", data, dir), 1); /* refused before any allocation */
     one_line_exit(1, "needs");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --batch 16 --mem 30MiB", data, dir), 1);
+    one_line_exit(1, "the best that fits is --batch");
     CHECK_EQ_I64(run(TRAIN_ARGS " --cache ram", data, dir), 2);
     one_line_exit(2, "--cache ram");
     CHECK_EQ_I64(run("train --resume nowhere/last.safetensors"), 2);
