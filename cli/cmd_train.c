@@ -227,6 +227,15 @@ static int load_data(train_run *r, yp_err *err) {
     if (yp_labels_load_split(r->o.data, "val", &r->val, err)) return -1;
     r->have_val = 1;
     if (yp_dataset_names(r->o.data, r->train.stats.nc, &r->names, err)) return -1;
+    for (int k = 0; k < 2; k++) { /* YOLOv5's per-file warnings, then the counts */
+        const yp_labels *l = k ? &r->val : &r->train;
+        for (const char *w = l->warnings; w && *w;) {
+            const char *nl = strchr(w, '\n');
+            int len = nl ? (int)(nl - w) : (int)strlen(w);
+            printf("%s: WARNING: %.*s\n", k ? "val" : "train", len, w);
+            w += len + (nl != NULL);
+        }
+    }
     const yp_dataset_stats *t = &r->train.stats;
     printf("train: %lld images, %lld backgrounds, %lld corrupt%s\n", (long long)t->n_images, (long long)t->n_background,
            (long long)t->n_bad_files, r->train.reused ? " (label cache reused)" : "");

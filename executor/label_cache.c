@@ -3,6 +3,7 @@
  * reuses a cache that passes every check or parses the label files (dataset_labels.c) and
  * rewrites it atomically (yp_atomic_file.h), then adds up the counts as yp_dataset_scan does. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,51 @@ static read_result load_cache(const char *path, const yp_ds_paths *images, uint6
 
 /* ---- the result ---- */
 
+/* Appends one warning line to l->warnings. 0, or -1 when out of memory. */
+static int warn(yp_labels *l, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int warn(yp_labels *l, size_t *cap, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return -1;
+    size_t len = l->warnings ? strlen(l->warnings) : 0, need = len + strlen(line) + 2;
+    if (need > *cap) {
+        size_t c = *cap ? *cap : 1024;
+        while (c < need) c *= 2;
+        char *w = realloc(l->warnings, c);
+        if (!w) return -1;
+        l->warnings = w, *cap = c;
+    }
+    snprintf(l->warnings + len, *cap - len, "%s\n", line);
+    l->n_warnings++;
+    return 0;
+}
+
+/* YOLOv5's per-file warnings: each dropped image's label problem (its file read again, which a
+ * corrupt file only costs) and each file whose duplicate rows were removed. */
+static int warnings(yp_labels *l, const table *t, const yp_ds_paths *images) {
+    yp_ds_scratch s = {0};
+    size_t cap = 0;
+    int rc = 0;
+    for (int64_t i = 0; i < t->n && !rc; i++) {
+        const entry *e = t->e + i;
+        const char *img = yp_ds_paths_at(images, i);
+        if (e->status == ST_CORRUPT) {
+            yp_ds_label_file lf;
+            char problem[512] = "";
+            if (yp_ds_read_image_labels(img, &l->stats, &s, &lf, problem, sizeof problem) < 0) rc = -1;
+            else rc = warn(l, &cap, "%s: ignoring corrupt image/label: %s", yp_ds_shown(img, l->stats.root),
+                           problem[0] ? problem : "the label file no longer reads as it did");
+        } else if (e->n_dup > 0) {
+            rc = warn(l, &cap, "%s: %lld duplicate labels removed", yp_ds_shown(img, l->stats.root), (long long)e->n_dup);
+        }
+    }
+    yp_ds_scratch_free(&s);
+    return rc;
+}
+
 /* Fills l from t (every collected image) and adds up the counts as yp_dataset_scan does. */
 static int fill(yp_labels *l, const table *t, const yp_ds_paths *images, const char *data_yaml, yp_err *err) {
     int64_t pb = path_bytes(images), off = 0, kept = 0, row = 0, files_found = 0;
@@ -331,6 +377,7 @@ static int fill(yp_labels *l, const table *t, const yp_ds_paths *images, const c
     l->n = kept;
     if (yp_ds_check_counts(data_yaml, images, &l->stats, files_found, err)) return -1;
     l->stats.mean_labels = (double)l->stats.n_labels / (double)l->stats.n_images;
+    if (warnings(l, t, images)) return yp_err_set(err, "%s: out of memory", data_yaml);
     return 0;
 }
 
@@ -376,7 +423,8 @@ void yp_labels_free(yp_labels *l) {
     free(l->path_off);
     free(l->row_off);
     free(l->rows);
-    l->paths = NULL, l->path_off = l->row_off = NULL, l->rows = NULL;
+    free(l->warnings);
+    l->paths = NULL, l->path_off = l->row_off = NULL, l->rows = NULL, l->warnings = NULL, l->n_warnings = 0;
 }
 
 const char *yp_labels_image(const yp_labels *l, int64_t i) { return l->paths + l->path_off[i]; }

@@ -64,6 +64,9 @@ typedef struct {
     int reused;             /* 1: read from the cache, no label file opened */
     int64_t label_reads;    /* label files read this time */
     char note[640];         /* why the cache was rebuilt or not saved ("" when reused) */
+    char *warnings;         /* YOLOv5's per-file warnings, one line each (NULL: none): "FILE: ignoring
+                             * corrupt image/label: LINE: reason", "FILE: N duplicate labels removed" */
+    int64_t n_warnings;
 } yp_labels;
 
 /* Loads split ("train", "val" or "test") of data_yaml (yp_dataset_scan_split's rules) through

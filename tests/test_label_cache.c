@@ -107,6 +107,10 @@ static void check_contents(const yp_labels *l) {
     CHECK(st->n_images == 4 && st->n_labelled == 3 && st->n_background == 2 && st->n_labels == 4);
     CHECK(st->n_duplicates == 1 && st->max_labels == 2 && st->n_bad_files == 1 && st->nc == 3);
     CHECK_STR_HAS(st->first_bad, "labels/train/e.txt:1: class 7 >= nc 3");
+    /* YOLOv5's per-file warnings, from the cache as from the files (only the corrupt one is read again) */
+    CHECK_EQ_I64(l->n_warnings, 2);
+    CHECK_STR_HAS(l->warnings, "ignoring corrupt image/label: labels/train/e.txt:1: class 7 >= nc 3");
+    CHECK_STR_HAS(l->warnings, ": 1 duplicate labels removed\n");
     /* the same counts as the scan without a cache */
     char yaml[1024];
     yp_dataset_stats scan;
