@@ -36,39 +36,52 @@ static void test_pass(void) {
     REQUIRE(g != NULL);
     yp_schedule *s = build(g, 2, 320, YP_DTYPE_F16, YP_SAVE_PYTORCH);
     yp_torch_alloc *a = yp_torch_alloc_new(0, &err);
-    int *grads = s ? malloc((size_t)s->n_tensors * sizeof(int)) : NULL;
-    int *copies = s ? malloc((size_t)s->n_tensors * sizeof(int)) : NULL;
-    if (!s || !a || !grads || !copies) {
+    yp_torch_state st = {0};
+    if (!s || !a || yp_torch_state_init(&st, s, &err)) {
         CHECK(0);
         goto done;
     }
-    for (int t = 0; t < s->n_tensors; t++) grads[t] = copies[t] = -1;
-    yp_torch_pass_opts po = {0, 0};
-    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, grads, copies, &err), 0);
+    yp_torch_pass_opts po = {YP_TORCH_LOSS_SUM, 0, 0, 0};
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
     yp_torch_alloc_stats one = yp_torch_alloc_stats_get(a);
     CHECK_EQ_I64(one.allocated, rounded_bytes(s, YP_KIND_GRAD)); /* only .grad stays */
     yp_torch_saved sv;
     CHECK_EQ_I64(yp_torch_saved_bytes(s, &sv, &err), 0);
     CHECK(one.peak_allocated >= sv.total + rounded_bytes(s, YP_KIND_GRAD) / 2); /* all saved at once at the loss */
     CHECK(one.peak_reserved >= one.peak_allocated);
-    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, grads, copies, &err), 0);
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
     yp_torch_alloc_stats two = yp_torch_alloc_stats_get(a);
     CHECK_EQ_I64(two.allocated, one.allocated);
     printf("  pass 1: %lld segments, pass 2: %lld\n", (long long)one.n_segment_allocs, (long long)two.n_segment_allocs);
-    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, grads, copies, &err), 0);
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
     yp_torch_alloc_stats three = yp_torch_alloc_stats_get(a);
     printf("  pass 3: %lld\n", (long long)three.n_segment_allocs);
     CHECK_EQ_I64(three.reserved, two.reserved); /* from the second pass on, the cache serves the sequence */
     CHECK_EQ_I64(three.n_segment_allocs, two.n_segment_allocs);
     po.cache_weight_copies = 1;
-    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, grads, copies, &err), 0);
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
     CHECK_EQ_I64(yp_torch_alloc_stats_get(a).allocated, rounded_bytes(s, YP_KIND_GRAD) + rounded_bytes(s, YP_KIND_LOWP));
+    /* held outputs: the Detect outputs stay until the next pass's forward has returned */
+    po.hold_outputs = 1;
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
+    int64_t outs = 0;
+    for (int t = 0; t < s->n_tensors; t++)
+        if (s->tensors[t].role == YP_ROLE_VALUE && s->tensors[t].node == s->g->n_nodes - 1)
+            outs += yp_torch_round_size(s->tensors[t].bytes);
+    CHECK_EQ_I64(st.n_outputs, s->g->nl);
+    CHECK_EQ_I64(yp_torch_alloc_stats_get(a).allocated,
+                 rounded_bytes(s, YP_KIND_GRAD) + rounded_bytes(s, YP_KIND_LOWP) + outs);
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0); /* frees the previous ones, holds its own */
+    CHECK_EQ_I64(yp_torch_alloc_stats_get(a).allocated,
+                 rounded_bytes(s, YP_KIND_GRAD) + rounded_bytes(s, YP_KIND_LOWP) + outs);
+    CHECK_EQ_I64(yp_torch_state_drop(&st, a, &err), 0);
+    CHECK_EQ_I64(yp_torch_alloc_stats_get(a).allocated, 0);
     yp_schedule *y = build(g, 2, 320, YP_DTYPE_F16, YP_SAVE_YOLOPLAN);
     CHECK(y != NULL);
-    if (y) CHECK_EQ_I64(yp_torch_replay_pass(y, a, &po, grads, copies, &err), -1);
+    if (y) CHECK_EQ_I64(yp_torch_replay_pass(y, a, &po, &st, &err), -1);
     yp_schedule_free(y);
 done:
-    free(grads), free(copies);
+    yp_torch_state_free(&st);
     yp_torch_alloc_free(a);
     yp_schedule_free(s);
     yp_graph_free(g);
@@ -108,7 +121,9 @@ static void test_autobatch_probe(void) {
     for (const cJSON *c = gb->child; c && n < 5; c = c->next, n++) batches[n] = atoll(c->string), pub[n] = c->valuedouble;
     CHECK_EQ_I64(n, 5);
     yp_torch_probe_row rows[5];
-    CHECK_EQ_I64(yp_torch_autobatch_probe(g, 640, YP_DTYPE_F16, batches, n, rows, &err), 0);
+    yp_torch_probe_opts po = yp_torch_probe_opts_default(YP_TORCH_PRIOR_NONE);
+    po.thop = 0;
+    CHECK_EQ_I64(yp_torch_autobatch_probe(g, 640, YP_DTYPE_F16, &po, batches, n, rows, NULL, &err), 0);
     double base = before->valuedouble * (double)(1 << 30) / 1e9; /* GiB as logged -> GB */
     printf("  AutoBatch probe, yolov5s 640 AMP: batch, predicted GB (+%.4f GB before the probe), published, error\n", base);
     for (int i = 0; i < n; i++) {
