@@ -166,7 +166,8 @@
      bw,                                                                                        \
      GPU_FIXED_BYTES((int64_t)(mem_gib) * YP_GIB - (int64_t)(cuda_mib) * YP_MIB, sms, tps,     \
                      ws_mib),                                                                   \
-     1},
+     1,                                                                                         \
+     (int64_t)(cuda_mib) * YP_MIB},
 
 #define GPU_INFO_ROW(id, desc, mem_gib, fp32, tf32, fp16, bf16, bw, sms, tps, ws_mib, cuda_mib, \
                      aliases)                                                                   \
@@ -289,6 +290,7 @@ static void gpu_generic(int64_t bytes, int64_t reserved_bytes, yp_gpu *out) {
     out->mem_bytes = bytes;
     out->fixed_bytes = gpu_fixed_bytes(ref, reserved_bytes);
     out->from_table = 0;
+    out->cuda_total_bytes = bytes - reserved_bytes;
 }
 
 /* Bytes per unit for a unit word (case-insensitive), or 0 if unknown. */
@@ -406,7 +408,7 @@ int yp_gpu_from_device(const char *device_name, int64_t total_bytes, yp_gpu *out
     if (row >= 0) {
         *out = gpu_table[row];
         if (total_bytes > 0) {
-            out->mem_bytes = total_bytes;
+            out->mem_bytes = out->cuda_total_bytes = total_bytes;
             out->fixed_bytes = gpu_fixed_bytes(row, 0);
         }
         return 1;
@@ -424,4 +426,5 @@ void yp_gpu_host(int64_t mem_bytes, yp_gpu *out) {
     snprintf(out->name, sizeof out->name, "host");
     snprintf(out->desc, sizeof out->desc, "host memory (%s available)", size);
     out->fixed_bytes = 0;
+    out->cuda_total_bytes = mem_bytes;
 }

@@ -285,6 +285,7 @@ static int load_gpu(ctx *c, const cJSON *j, yp_gpu *g) {
     snprintf(g->desc, sizeof g->desc, "%s", desc);
     g->mem_bytes = (int64_t)v[0], g->fixed_bytes = (int64_t)v[1], g->fp32_tflops = v[2], g->tf32_tflops = v[3];
     g->fp16_tflops = v[4], g->bf16_tflops = v[5], g->bw_gbs = v[6], g->from_table = (int)v[7];
+    g->cuda_total_bytes = g->mem_bytes; /* not in plan.json: only the PyTorch target reads it */
     return 0;
 }
 

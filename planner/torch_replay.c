@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "yp_torch_replay.h"
+#include "torch_internal.h"
 
 /* ---------------------------------------------------------------- state */
 
@@ -27,7 +27,7 @@ void yp_torch_state_free(yp_torch_state *st) {
     st->n = 0;
 }
 
-static int release(yp_torch_alloc *a, int *slot, yp_err *err) {
+int ytr_release(yp_torch_alloc *a, int *slot, yp_err *err) {
     int h = *slot;
     *slot = -1;
     return yp_torch_free(a, h, err);
@@ -35,14 +35,14 @@ static int release(yp_torch_alloc *a, int *slot, yp_err *err) {
 
 static int drop_outputs(yp_torch_state *st, yp_torch_alloc *a, yp_err *err) {
     for (int l = 0; l < st->n_outputs; l++)
-        if (release(a, &st->outputs[l], err)) return -1;
+        if (ytr_release(a, &st->outputs[l], err)) return -1;
     st->n_outputs = 0;
     return 0;
 }
 
 int yp_torch_state_drop(yp_torch_state *st, yp_torch_alloc *a, yp_err *err) {
     for (int t = 0; t < st->n; t++)
-        if (release(a, &st->grads[t], err) || release(a, &st->copies[t], err)) return -1;
+        if (ytr_release(a, &st->grads[t], err) || ytr_release(a, &st->copies[t], err)) return -1;
     return drop_outputs(st, a, err);
 }
 
@@ -86,7 +86,7 @@ static int take_tmp(pass *p, int64_t bytes, int *id) {
     return rc;
 }
 
-static int drop_tmp(pass *p, int id) { return id >= 0 && id < p->n_tmp ? release(p->a, &p->tmp[id], p->err) : 0; }
+static int drop_tmp(pass *p, int id) { return id >= 0 && id < p->n_tmp ? ytr_release(p->a, &p->tmp[id], p->err) : 0; }
 
 /* A transient: allocated and freed at once (its only effect is on the cache and the peaks). */
 static int blip(pass *p, int64_t bytes) {
@@ -116,7 +116,7 @@ static int setup(pass *p, const yp_schedule *s, yp_torch_alloc *a, yp_torch_stat
 /* Frees what the pass still holds; returns rc, or -1 if a free failed. */
 static int teardown(pass *p, int rc) {
     for (int t = 0; p->held && t < p->s->n_tensors; t++)
-        if (p->held[t] >= 0 && release(p->a, &p->held[t], p->err) && !rc) rc = -1;
+        if (p->held[t] >= 0 && ytr_release(p->a, &p->held[t], p->err) && !rc) rc = -1;
     for (int i = 0; i < p->n_tmp; i++)
         if (drop_tmp(p, i) && !rc) rc = -1;
     free(p->held), free(p->from), free(p->to), free(p->tmp);
@@ -376,9 +376,9 @@ static int weight_grad(pass *p, int t) {
     if (cast && p->st->weights_no_grad) return 0;
     int h16 = -1, h32 = -1, rc;
     if (cast && (rc = take(p, g->bytes / 2, &h16))) return rc;
-    if ((rc = take(p, g->bytes, &h32)) || (rc = release(p->a, &h16, p->err))) return rc;
+    if ((rc = take(p, g->bytes, &h32)) || (rc = ytr_release(p->a, &h16, p->err))) return rc;
     if (p->st->grads[t] < 0) p->st->grads[t] = h32;
-    else if (release(p->a, &h32, p->err)) return -1;
+    else if (ytr_release(p->a, &h32, p->err)) return -1;
     return 0;
 }
 
@@ -398,9 +398,9 @@ static int train_before(pass *p, int i) {
 static int train_after(pass *p, int i) {
     for (int t = 0; t < p->s->n_tensors; t++) {
         int last = i < 0 || p->to[t] == i;
-        if (last && p->held[t] >= 0 && release(p->a, &p->held[t], p->err)) return -1;
+        if (last && p->held[t] >= 0 && ytr_release(p->a, &p->held[t], p->err)) return -1;
         if (last && p->to[t] >= 0 && p->s->tensors[t].kind == YP_KIND_LOWP && p->st->copies[t] >= 0 &&
-            release(p->a, &p->st->copies[t], p->err))
+            ytr_release(p->a, &p->st->copies[t], p->err))
             return -1;
     }
     return 0;
@@ -449,6 +449,15 @@ static int backward_extras(pass *p, int i, const yp_torch_pass_opts *o, int *ext
         } else if (tt->kind == YP_KIND_ACTGRAD && tt->producer >= 0 && tt->producer < i && p->held[t] >= 0) {
             if ((rc = take_tmp(p, tt->bytes, &extra[(*n_extra)++]))) return rc;
         }
+    }
+    if (o->wgrad_ws > 0 && (st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT) && !p->st->weights_no_grad) {
+        int64_t io = 0, dw = 0; /* cuDNN's weight-gradient workspace: wgrad_ws x (x + dy) bytes */
+        for (int q = 0; q < st->n_out; q++) dw |= s->tensors[yp_step_outputs(s, st)[q]].kind == YP_KIND_GRAD;
+        for (int q = 0; q < st->n_in; q++) {
+            const yp_tensor *tt = &s->tensors[yp_step_inputs(s, st)[q]];
+            if (tt->kind == YP_KIND_ACTGRAD || tt->kind == YP_KIND_SAVED || tt->kind == YP_KIND_INPUT) io += tt->bytes;
+        }
+        if (dw && (rc = blip(p, (int64_t)((double)io * o->wgrad_ws)))) return rc;
     }
     if (o->loss == YP_TORCH_LOSS_YOLO && i == p->detect_bwd)
         for (int l = YP_MAX_LEVELS - 1; l >= 0; l--)
@@ -518,7 +527,7 @@ static int infer_before(pass *p, int i) { return train_before(p, i); }
 
 static int infer_after(pass *p, int i) {
     for (int t = 0; t < p->s->n_tensors; t++)
-        if ((i < 0 || p->to[t] == i) && p->held[t] >= 0 && release(p->a, &p->held[t], p->err)) return -1;
+        if ((i < 0 || p->to[t] == i) && p->held[t] >= 0 && ytr_release(p->a, &p->held[t], p->err)) return -1;
     return 0;
 }
 
@@ -569,33 +578,28 @@ int yp_torch_replay_infer(const yp_schedule *s, yp_torch_alloc *a, const yp_torc
     if (!rc && o->autocast) st->weights_no_grad = 1;
     if (!rc && o->hold_outputs) rc = hold(&p);
     if (!rc && infer_after(&p, -1)) rc = -1;
-    if (rc && decoded && *decoded >= 0 && release(a, decoded, err)) rc = -1;
+    if (rc && decoded && *decoded >= 0 && ytr_release(a, decoded, err)) rc = -1;
     return teardown(&p, rc);
 }
 
 /* ---------------------------------------------------------------- AutoBatch's probe */
 
 yp_torch_probe_opts yp_torch_probe_opts_default(yp_torch_prior prior) {
-    yp_torch_probe_opts o = {prior, 1, 0};
+    yp_torch_probe_opts o = {prior, 1, 0, 0};
     return o;
 }
 
-static yp_schedule *schedule_at(const yp_graph *g, int64_t b, int64_t h, int64_t w, yp_dtype act, yp_err *err) {
+yp_schedule *ytr_schedule(const yp_graph *g, int64_t b, int64_t h, int64_t w, yp_dtype act, int freeze,
+                          yp_err *err) {
     yp_sched_opts so = yp_sched_opts_default(b, h, w);
     so.policy = YP_SAVE_PYTORCH;
     so.act_dtype = act;
+    so.freeze = freeze;
     so.ema = 0;
     return yp_schedule_build(g, &so, err);
 }
 
-/* A model's parameters and buffers on the device, one block each in module order (in `h`,
- * s->n_tensors + one num_batches_tracked per BN), in fp32 or, with half, as model.half() makes
- * them (num_batches_tracked stays int64). */
-typedef struct {
-    int *h, n;
-} dev_model;
-
-static int model_alloc(const yp_schedule *s, yp_torch_alloc *a, int half, dev_model *m, yp_err *err) {
+int ytr_model_alloc(const yp_schedule *s, yp_torch_alloc *a, int half, ytr_model *m, yp_err *err) {
     m->n = s->n_tensors * 2;
     m->h = malloc((size_t)m->n * sizeof(int));
     if (!m->h) return yp_err_set(err, "PyTorch replay: out of memory");
@@ -610,24 +614,22 @@ static int model_alloc(const yp_schedule *s, yp_torch_alloc *a, int half, dev_mo
     return 0;
 }
 
-/* module._apply(float or half): each floating tensor re-made in the other precision, the old
- * one freed as the new one takes its place. */
-static int model_convert(const yp_schedule *s, yp_torch_alloc *a, int to_half, dev_model *m, yp_err *err) {
+int ytr_model_convert(const yp_schedule *s, yp_torch_alloc *a, int to_half, ytr_model *m, yp_err *err) {
     for (int t = 0; t < s->n_tensors; t++) {
         if (m->h[t] < 0) continue;
         int64_t b = s->tensors[t].bytes;
         int nh = -1, rc = yp_torch_malloc(a, to_half ? b / 2 : b, &nh, err);
         if (rc) return rc;
-        if (release(a, &m->h[t], err)) return -1;
+        if (ytr_release(a, &m->h[t], err)) return -1;
         m->h[t] = nh;
     }
     return 0;
 }
 
-static int model_drop(dev_model *m, yp_torch_alloc *a, yp_err *err) {
+int ytr_model_drop(ytr_model *m, yp_torch_alloc *a, yp_err *err) {
     int rc = 0;
     for (int i = 0; m->h && i < m->n; i++)
-        if (m->h[i] >= 0 && release(a, &m->h[i], err)) rc = -1;
+        if (m->h[i] >= 0 && ytr_release(a, &m->h[i], err)) rc = -1;
     free(m->h);
     m->h = NULL;
     return rc;
@@ -635,21 +637,21 @@ static int model_drop(dev_model *m, yp_torch_alloc *a, yp_err *err) {
 
 /* check_amp: AutoShape's batch-1 inference of a 640x480 image (img x 3/4 img), in fp32, then
  * under autocast (its cached copies go when the context exits). */
-static int check_amp(const yp_graph *g, int64_t img, yp_torch_alloc *a, yp_err *err) {
+int ytr_check_amp(const yp_graph *g, int64_t img, yp_torch_alloc *a, yp_err *err) {
     int64_t h = (img * 3 / 4 + 31) / 32 * 32;
-    yp_schedule *f32 = schedule_at(g, 1, h, img, YP_DTYPE_F32, err), *f16 = NULL;
+    yp_schedule *f32 = ytr_schedule(g, 1, h, img, YP_DTYPE_F32, 0, err), *f16 = NULL;
     if (!f32) return -1;
-    f16 = schedule_at(g, 1, h, img, YP_DTYPE_F16, err);
+    f16 = ytr_schedule(g, 1, h, img, YP_DTYPE_F16, 0, err);
     yp_torch_state s32 = {0}, s16 = {0};
     int rc = f16 ? 0 : -1, dec = -1;
     if (!rc) rc = yp_torch_state_init(&s32, f32, err);
     if (!rc) rc = yp_torch_state_init(&s16, f16, err);
     yp_torch_infer_opts io = {0, 1, 0};
     if (!rc) rc = yp_torch_replay_infer(f32, a, &io, &s32, &dec, err);
-    if (!rc) rc = release(a, &dec, err);
+    if (!rc) rc = ytr_release(a, &dec, err);
     io.autocast = 1;
     if (!rc) rc = yp_torch_replay_infer(f16, a, &io, &s16, &dec, err);
-    if (!rc) rc = release(a, &dec, err);
+    if (!rc) rc = ytr_release(a, &dec, err);
     if (!rc) rc = yp_torch_state_drop(&s16, a, err);
     yp_torch_state_free(&s32), yp_torch_state_free(&s16);
     yp_schedule_free(f32), yp_schedule_free(f16);
@@ -658,15 +660,15 @@ static int check_amp(const yp_graph *g, int64_t img, yp_torch_alloc *a, yp_err *
 
 /* What train.py holds when AutoBatch starts (yp_torch_prior); the blocks go to m[0..2]. */
 static int prior_state(const yp_graph *g, const yp_schedule *s, int64_t img, yp_torch_prior prior, yp_torch_alloc *a,
-                       dev_model m[3], yp_err *err) {
+                       ytr_model m[3], yp_err *err) {
     if (prior == YP_TORCH_PRIOR_NONE) return 0;
-    int rc = model_alloc(s, a, 0, &m[0], err);
+    int rc = ytr_model_alloc(s, a, 0, &m[0], err);
     if (!rc && prior == YP_TORCH_PRIOR_V6) {
-        rc = model_alloc(s, a, 1, &m[1], err);         /* torch.load(map_location=device): fp16 */
-        if (!rc) rc = model_convert(s, a, 0, &m[1], err); /* ckpt['model'].float() */
+        rc = ytr_model_alloc(s, a, 1, &m[1], err);         /* torch.load(map_location=device): fp16 */
+        if (!rc) rc = ytr_model_convert(s, a, 0, &m[1], err); /* ckpt['model'].float() */
     }
-    if (!rc && prior == YP_TORCH_PRIOR_HEAD) rc = check_amp(g, img, a, err);
-    if (!rc) rc = model_alloc(s, a, 0, &m[2], err); /* AutoBatch's deepcopy(model) */
+    if (!rc && prior == YP_TORCH_PRIOR_HEAD) rc = ytr_check_amp(g, img, a, err);
+    if (!rc) rc = ytr_model_alloc(s, a, 0, &m[2], err); /* AutoBatch's deepcopy(model) */
     return rc;
 }
 
@@ -674,14 +676,14 @@ static int prior_state(const yp_graph *g, const yp_schedule *s, int64_t img, yp_
  * its gradient dropped, empty_cache. */
 static int probe_batch(const yp_schedule *s, const yp_torch_probe_opts *po, yp_torch_alloc *a, yp_torch_state *st,
                        yp_torch_probe_row *row, yp_err *err) {
-    yp_torch_pass_opts pass_o = {YP_TORCH_LOSS_SUM, 0, s->opts.act_dtype != YP_DTYPE_F32, 1};
+    yp_torch_pass_opts pass_o = {YP_TORCH_LOSS_SUM, 0, s->opts.act_dtype != YP_DTYPE_F32, 1, 0};
     const yp_tensor *im = &s->tensors[s->images_t];
     int64_t in_bytes = yp_shape_numel(im->shape) * 4, lowp = yp_shape_numel(im->shape) * 2;
     int x = -1, xg = -1, dec = -1, rc = yp_torch_malloc(a, in_bytes, &x, err);
     if (!rc && po->thop) {
         yp_torch_infer_opts io = {s->opts.act_dtype != YP_DTYPE_F32, 1, 0};
         rc = yp_torch_replay_infer(s, a, &io, st, &dec, err);
-        if (!rc) rc = release(a, &dec, err);
+        if (!rc) rc = ytr_release(a, &dec, err);
         if (!rc && po->cast_fix) st->weights_no_grad = 0;
     }
     for (int it = 0; it < 3 && !rc; it++) {
@@ -690,14 +692,21 @@ static int probe_batch(const yp_schedule *s, const yp_torch_probe_opts *po, yp_t
         int g16 = -1, g32 = -1;
         if (!rc && pass_o.cache_weight_copies) rc = yp_torch_malloc(a, lowp, &g16, err);
         if (!rc) rc = yp_torch_malloc(a, in_bytes, &g32, err);
-        if (!rc) rc = release(a, &g16, err);
+        if (!rc) rc = ytr_release(a, &g16, err);
         if (!rc && xg < 0) xg = g32, g32 = -1;
-        if (!rc) rc = release(a, &g32, err);
+        if (!rc) rc = ytr_release(a, &g32, err);
     }
-    if (rc) return rc > 0 ? yp_err_set(err, "PyTorch replay: out of the allocator's capacity") : -1;
+    if (rc > 0) { /* out of memory: profile() records None, empty_cache, the next batch */
+        *row = (yp_torch_probe_row){s->opts.batch, 0, 0, 0, 1};
+        yp_torch_empty_cache(a);
+        if (yp_torch_free(a, x, err) || yp_torch_free(a, xg, err)) return -1;
+        yp_torch_reset_peaks(a);
+        return 0;
+    }
+    if (rc) return -1;
     yp_torch_alloc_stats ast = yp_torch_alloc_stats_get(a);
     row->batch = s->opts.batch, row->reserved = ast.reserved, row->allocated = ast.allocated;
-    row->peak_allocated = ast.peak_allocated;
+    row->peak_allocated = ast.peak_allocated, row->failed = 0;
     /* empty_cache runs while x and x.grad are alive: the loop rebinds x only at the next batch */
     yp_torch_empty_cache(a);
     if (yp_torch_free(a, x, err) || yp_torch_free(a, xg, err)) return -1;
@@ -709,14 +718,14 @@ int yp_torch_autobatch_probe(const yp_graph *g, int64_t img, yp_dtype act, const
                              const int64_t *batches, int n, yp_torch_probe_row *rows, yp_torch_probe_start *start,
                              yp_err *err) {
     if (n < 1) return yp_err_set(err, "AutoBatch probe: no batch sizes");
-    yp_torch_alloc *a = yp_torch_alloc_new(0, err);
+    yp_torch_alloc *a = yp_torch_alloc_new(po->capacity, err);
     if (!a) return -1;
     yp_torch_state st = {0};
-    dev_model m[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
-    yp_schedule *s = schedule_at(g, batches[0], img, img, act, err);
+    ytr_model m[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
+    yp_schedule *s = ytr_schedule(g, batches[0], img, img, act, 0, err);
     int rc = s ? yp_torch_state_init(&st, s, err) : -1;
     if (!rc) rc = prior_state(g, s, img, po->prior, a, m, err);
-    if (rc > 0) rc = yp_err_set(err, "AutoBatch probe: out of the allocator's capacity");
+    if (rc > 0) rc = yp_err_set(err, "AutoBatch probe: the model itself does not fit in the card's memory");
     if (!rc && start) {
         yp_torch_alloc_stats ast = yp_torch_alloc_stats_get(a);
         start->reserved = ast.reserved, start->allocated = ast.allocated;
@@ -725,13 +734,13 @@ int yp_torch_autobatch_probe(const yp_graph *g, int64_t img, yp_dtype act, const
     for (int i = 0; i < n && !rc; i++) {
         if (i > 0) {
             yp_schedule_free(s);
-            s = schedule_at(g, batches[i], img, img, act, err);
+            s = ytr_schedule(g, batches[i], img, img, act, 0, err);
             if (!s) rc = -1;
             else if (s->n_tensors != st.n) rc = yp_err_set(err, "AutoBatch probe: parameters differ between batches");
         }
         if (!rc) rc = probe_batch(s, po, a, &st, &rows[i], err);
     }
-    for (int k = 0; k < 3; k++) model_drop(&m[k], a, err);
+    for (int k = 0; k < 3; k++) ytr_model_drop(&m[k], a, err);
     yp_torch_state_free(&st);
     yp_schedule_free(s);
     yp_torch_alloc_free(a);

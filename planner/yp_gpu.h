@@ -49,6 +49,9 @@ typedef struct {
     double bw_gbs;       /* memory bandwidth, GB/s (10^9 bytes/s) */
     int64_t fixed_bytes; /* device memory outside the arena: CUDA context + cuDNN/cuBLAS handles and kernels */
     int from_table;      /* 1 when the figures come from the table, 0 for a bare size */
+    int64_t cuda_total_bytes; /* what cudaMemGetInfo (and torch.cuda.get_device_properties().
+                               * total_memory) report as the total: mem_bytes less the driver's
+                               * reserve, the part of fixed_bytes no process sees */
 } yp_gpu;
 
 /* The documented table, in a fixed order (older and smaller cards first). Sets *n to its length

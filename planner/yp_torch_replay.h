@@ -34,9 +34,10 @@
  * paths that read it (the objectness slice and the gathered positives), the second added into
  * the first. Byte-exact where the shapes say so; the positive counts and the CIoU's small
  * tensors are estimates.
- * Not in the sequence: cuDNN's workspaces (taken from the allocator too, in sizes of its own
- * choosing that no shape rule here predicts: a constant or a per-conv term made the published
- * probes fit worse, so none is modelled), the parameters, BN statistics, optimizer state
+ * cuDNN's workspaces come from the allocator too, in sizes of its own choosing: the forward and
+ * input-gradient ones are not modelled (a constant or a per-conv term made the published probes,
+ * which compute no weight gradient, fit worse), the weight-gradient one is an option (wgrad_ws).
+ * Not in the sequence: the parameters, BN statistics, optimizer state
  * and EMA (the caller allocates them), and the tensors of a few bytes (loss scalars, shapes).
  *
  * Ownership: the caller owns the allocator and the state; yp_torch_state_init allocates the
@@ -75,6 +76,10 @@ typedef struct {
                               * autocast context over several passes, as AutoBatch's) */
     int hold_outputs;        /* the Detect outputs stay allocated (st->outputs) until the next
                               * pass's forward has returned */
+    double wgrad_ws;         /* cuDNN's workspace in a backward conv step that computes its
+                              * weight gradient: wgrad_ws x the bytes of the step's input and
+                              * output gradient, allocated and freed inside the step (0: none;
+                              * yp_torch_train.h says what it uses and why) */
 } yp_torch_pass_opts;
 
 /* Replays one forward and backward of s (a training schedule of the pytorch policy) through a.
@@ -133,16 +138,19 @@ typedef struct {
                         * cached under no_grad keeps its autograd history, so the passes after
                         * thop's compute weight gradients; before it (every published probe)
                         * they compute none (pytorch/pytorch#65766, #112583) */
+    int64_t capacity;  /* what cudaMalloc can give (0: no limit); a batch that does not fit is a
+                        * failed row, as profile() records None for it */
 } yp_torch_probe_opts;
 
-/* AutoBatch's defaults for a prior: thop on (YOLOv5's requirements install it), the fix off
- * (PyTorch < 2.10). */
+/* AutoBatch's defaults for a prior: thop on (YOLOv5's requirements install it), the fix off,
+ * no capacity. */
 yp_torch_probe_opts yp_torch_probe_opts_default(yp_torch_prior prior);
 
 /* One row of the probe: torch.cuda.memory_reserved() (and memory_allocated()) after three
  * forward+backward passes at this batch, in bytes, and the peak of memory_allocated. */
 typedef struct {
     int64_t batch, reserved, allocated, peak_allocated;
+    int failed; /* out of memory (the other fields are 0) */
 } yp_torch_probe_row;
 
 /* What AutoBatch logs before it probes (bytes). */
@@ -156,7 +164,8 @@ typedef struct {
  * forward+backward passes of the sum of the outputs (y held from one pass into the next and
  * across batches, as profile's loop keeps it), the reading, the input dropped and empty_cache.
  * The weight copies stay cached over the whole probe (one autocast context). rows[i] gets batch
- * i's reading; *start (may be NULL) what AutoBatch logs first. 0, or -1 with err set. */
+ * i's reading; *start (may be NULL) what AutoBatch logs first. 0 (failed rows included), or -1
+ * with err set (also when the prior itself does not fit). */
 int yp_torch_autobatch_probe(const yp_graph *g, int64_t img, yp_dtype act, const yp_torch_probe_opts *po,
                              const int64_t *batches, int n, yp_torch_probe_row *rows, yp_torch_probe_start *start,
                              yp_err *err);

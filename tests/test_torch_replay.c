@@ -41,7 +41,7 @@ static void test_pass(void) {
         CHECK(0);
         goto done;
     }
-    yp_torch_pass_opts po = {YP_TORCH_LOSS_SUM, 0, 0, 0};
+    yp_torch_pass_opts po = {YP_TORCH_LOSS_SUM, 0, 0, 0, 0};
     CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
     yp_torch_alloc_stats one = yp_torch_alloc_stats_get(a);
     CHECK_EQ_I64(one.allocated, rounded_bytes(s, YP_KIND_GRAD)); /* only .grad stays */

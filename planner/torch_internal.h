@@ -1,0 +1,32 @@
+/* torch_internal.h - helpers the PyTorch replays share (torch_replay.c, torch_train.c); not a
+ * public interface. */
+#ifndef YP_TORCH_INTERNAL_H
+#define YP_TORCH_INTERNAL_H
+
+#include "yp_torch_replay.h"
+
+/* A model's parameters and buffers on the device: one block per WEIGHT tensor of the schedule
+ * (h[t]) in module order, and one for each BN's num_batches_tracked (h[n_tensors + t] of its
+ * running_var). */
+typedef struct {
+    int *h, n;
+} ytr_model;
+
+/* Allocates a model (fp32, or fp16 as model.half() leaves it). 0, 1 out of capacity, -1 err. */
+int ytr_model_alloc(const yp_schedule *s, yp_torch_alloc *a, int half, ytr_model *m, yp_err *err);
+/* module._apply(half or float): each floating tensor re-made, the old one freed after it. */
+int ytr_model_convert(const yp_schedule *s, yp_torch_alloc *a, int to_half, ytr_model *m, yp_err *err);
+/* Frees the model's blocks (and its arrays). */
+int ytr_model_drop(ytr_model *m, yp_torch_alloc *a, yp_err *err);
+
+/* check_amp's two batch-1 inferences of a 640x480 image (fp32, then under autocast). */
+int ytr_check_amp(const yp_graph *g, int64_t img, yp_torch_alloc *a, yp_err *err);
+
+/* A training schedule of the pytorch policy at batch b, h x w, activations act, no EMA. */
+yp_schedule *ytr_schedule(const yp_graph *g, int64_t b, int64_t h, int64_t w, yp_dtype act, int freeze,
+                          yp_err *err);
+
+/* Frees *slot (the null handle is a no-op) and sets it to -1. */
+int ytr_release(yp_torch_alloc *a, int *slot, yp_err *err);
+
+#endif
