@@ -155,7 +155,7 @@ int cmd_plan(int argc, char **argv) {
         plan_args_free(&a);
         return cli_fail(&err);
     }
-    int rc = a.load_plan ? run_loaded(&a) : a.whatif ? run_whatif(&a) : run_search(&a);
+    int rc = a.torch ? cmd_plan_torch(&a) : a.load_plan ? run_loaded(&a) : a.whatif ? run_whatif(&a) : run_search(&a);
     plan_args_free(&a);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* plan_args.c - option parsing for the planner command. Every bad value gets one line naming the
  * option, the value and the fix (exit 2 in the caller). */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,9 +104,9 @@ static int scan_data(plan_args *pa, const char *path, yp_err *err) {
 }
 
 typedef struct {
-    const char *gpu, *model, *img, *precision, *ckpt, *mosaic, *data, *scratch;
-    long batch, freeze;
-    int policy_given, ckpt_given;
+    const char *gpu, *model, *img, *precision, *ckpt, *mosaic, *data, *scratch, *target, *profile;
+    long batch, freeze, max_batch;
+    int policy_given, ckpt_given, labels_given, images_given, top_given, no_ema;
 } raw_opts;
 
 /* Options that take a value; returns 1 if `a` was one (consuming v), 0 if not, -1 on error. */
@@ -120,6 +121,8 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
     else if (!strcmp(a, "--ckpt")) r->ckpt = v, r->ckpt_given = 1;
     else if (!strcmp(a, "--data")) r->data = v;
     else if (!strcmp(a, "--scratch")) r->scratch = v;
+    else if (!strcmp(a, "--target")) r->target = v;
+    else if (!strcmp(a, "--profile")) r->profile = v;
     else if (!strcmp(a, "--mosaic")) {
         if (one_of(a, v, mosaic_names, 3, err) < 0) return -1;
         r->mosaic = v;
@@ -128,7 +131,7 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
     } else if (!strcmp(a, "--max-batch")) {
         long mb;
         if (cli_parse_int(a, v, 1, YP_MAX_BATCH, &mb, err)) return -1;
-        pa->search.max_batch = mb;
+        pa->search.max_batch = mb, r->max_batch = mb;
     } else if (!strcmp(a, "--freeze")) {
         if (cli_parse_int(a, v, 0, 63, &r->freeze, err)) return -1;
     } else if (!strcmp(a, "--optimizer")) {
@@ -144,13 +147,13 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
         double l = strtod(v, &end);
         if (*end || !(l >= 0 && l <= 10000))
             return yp_err_set(err, "--labels %s: expected the mean labels per image, a number in 0..10000", v);
-        b->labels_per_image = l;
+        b->labels_per_image = l, r->labels_given = 1;
     } else if (!strcmp(a, "--reserve")) {
         if (cli_parse_size(a, v, &pa->reserve, err)) return -1;
     } else if (!strcmp(a, "--top")) {
         long k;
         if (cli_parse_int(a, v, 1, 1000, &k, err)) return -1;
-        pa->top_k = (int)k;
+        pa->top_k = (int)k, r->top_given = 1;
     } else if (!strcmp(a, "--row")) {
         long k;
         if (cli_parse_int(a, v, 1, 1000, &k, err)) return -1;
@@ -158,7 +161,7 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
     } else if (!strcmp(a, "--images")) {
         long k;
         if (cli_parse_int(a, v, 1, 1L << 30, &k, err)) return -1;
-        pa->n_images = k;
+        pa->n_images = k, r->images_given = 1;
     } else if (!strcmp(a, "--save-plan")) pa->save_plan = v;
     else if (!strcmp(a, "--load-plan")) pa->load_plan = v;
     else if (!strcmp(a, "--timeline")) pa->timeline = v;
@@ -239,6 +242,61 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
     return 0;
 }
 
+/* --target pytorch (and --profile autobatch): train.py's own options only, one model at one
+ * square size; the planner's options that train.py has no counterpart for are refused. */
+static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
+    if (r->target && strcmp(r->target, "pytorch") && strcmp(r->target, "yoloplan"))
+        return yp_err_set(err, "--target %s: expected yoloplan (the planner's own executor, the default) or pytorch "
+                          "(Ultralytics train.py)", r->target);
+    if (r->profile && strcmp(r->profile, "autobatch"))
+        return yp_err_set(err, "--profile %s: expected autobatch (AutoBatch's probe of batches 1-16)", r->profile);
+    if (r->profile && r->target && !strcmp(r->target, "yoloplan"))
+        return yp_err_set(err, "--profile autobatch reproduces Ultralytics' AutoBatch; use it with --target pytorch, "
+                          "not --target yoloplan");
+    pa->torch = (r->target && !strcmp(r->target, "pytorch")) || r->profile;
+    pa->torch_profile = r->profile != NULL;
+    if (!pa->torch) return 0;
+    const yp_search_opts *o = &pa->search;
+    static const struct {
+        const char *opt;
+        size_t at;
+    } none[] = {{"--ckpt", offsetof(raw_opts, ckpt)}, {"--mosaic", offsetof(raw_opts, mosaic)},
+                {"--scratch", offsetof(raw_opts, scratch)}};
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++)
+        if (*(const char *const *)((const char *)r + none[i].at))
+            return yp_err_set(err, "%s: train.py has no such option; drop it with --target pytorch", none[i].opt);
+    if (r->policy_given) return yp_err_set(err, "--policy: train.py saves what PyTorch's autograd saves; drop --policy "
+                                           "with --target pytorch");
+    if (r->no_ema) return yp_err_set(err, "--no-ema: train.py always keeps an EMA; drop it with --target pytorch");
+    if (pa->load_plan || pa->save_plan || pa->timeline)
+        return yp_err_set(err, "--target pytorch predicts train.py and makes no plan: drop --load-plan, --save-plan "
+                          "and --timeline");
+    if (r->top_given || pa->row) return yp_err_set(err, "--top/--row choose rows of the planner's table; drop them "
+                                                   "with --target pytorch");
+    if (r->images_given) return yp_err_set(err, "--images sizes the host-memory estimate of yoloplan's loader; drop it "
+                                           "with --target pytorch (device memory only)");
+    if (o->n_models != 1)
+        return yp_err_set(err, "--model: --target pytorch predicts one model at a time; give one (e.g. --model "
+                          "yolov5s)");
+    if (o->n_sizes != 1 || o->size_w[0] != o->size_h[0])
+        return yp_err_set(err, "--img: train.py trains one square size (--img 640); give one number, not a list, a "
+                          "range or WxH");
+    if (o->size_w[0] < 2 * yp_graph_max_stride(o->models[0]))
+        return yp_err_set(err, "--img %lld: train.py's smallest size is %d (two strides); use --img %d or more",
+                          (long long)o->size_w[0], 2 * yp_graph_max_stride(o->models[0]),
+                          2 * yp_graph_max_stride(o->models[0]));
+    pa->torch_max_batch = r->max_batch ? r->max_batch : 1024; /* AutoBatch's own bound */
+    pa->torch_amp = 1;
+    if (r->precision && !strcmp(r->precision, "fp32")) pa->torch_amp = 0;
+    else if (r->precision && strcmp(r->precision, "amp-fp16") && strcmp(r->precision, "all"))
+        return yp_err_set(err, "--precision %s: train.py trains with AMP in fp16 (amp-fp16, the default) or without "
+                          "it (fp32)", r->precision);
+    if (pa->torch_profile && r->batch)
+        return yp_err_set(err, "--profile autobatch probes batches 1, 2, 4, 8 and 16 itself; drop --batch %ld",
+                          r->batch);
+    return 0;
+}
+
 int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
     memset(pa, 0, sizeof *pa);
     pa->search = yp_search_opts_default();
@@ -250,7 +308,7 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "plan")) continue;
         if (!strcmp(a, "--json")) pa->json = 1;
-        else if (!strcmp(a, "--no-ema")) pa->search.base.ema = 0;
+        else if (!strcmp(a, "--no-ema")) pa->search.base.ema = 0, r.no_ema = 1;
         else if (!strcmp(a, "--multi-scale")) pa->search.base.multi_scale = 1;
         else {
             int k = v ? value_opt(pa, &r, a, v, err) : 0;
@@ -260,7 +318,8 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
             i++;
         }
     }
-    return apply(pa, &r, err);
+    if (apply(pa, &r, err)) return -1;
+    return torch_target(pa, &r, err);
 }
 
 void plan_args_free(plan_args *a) {

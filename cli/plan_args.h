@@ -23,10 +23,17 @@ typedef struct {
     int data_nc;             /* classes from --data (0: the model's own) */
     int has_data;
     yp_dataset_stats data_stats;
+    int torch;               /* --target pytorch: predict Ultralytics train.py (cli/cmd_torch.c) */
+    int torch_profile;       /* --profile autobatch: AutoBatch's probe (implies --target pytorch) */
+    int torch_amp;           /* train.py's AMP: on unless --precision fp32 */
+    int64_t torch_max_batch; /* the largest --batch-size searched (--max-batch; 1024 by default) */
 } plan_args;
 
 /* Parses argv (argv[0] is the command name or the first option). 0, or -1 with err set. */
 int plan_args_parse(int argc, char **argv, plan_args *a, yp_err *err);
 void plan_args_free(plan_args *a);
+
+/* --target pytorch (cli/cmd_torch.c): the report, or AutoBatch's probe with --profile. Exit code. */
+int cmd_plan_torch(plan_args *a);
 
 #endif
