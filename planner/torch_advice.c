@@ -97,17 +97,17 @@ static int add_remedy(const yp_graph *g, const yp_torch_train_opts *o, int64_t c
     snprintf(m->flag, sizeof m->flag, "%s", flag);
     m->opts = *o;
     m->opts.capacity = 0;
-    if (yp_torch_train_replay(g, &m->opts, &m->r, err)) return -1;
-    yp_torch_train_result capped;
-    int k = fits(g, o, capacity, margin, &capped, err);
+    yp_torch_train_result free_run;
+    if (yp_torch_train_replay(g, &m->opts, &free_run, err)) return -1;
+    int k = fits(g, o, capacity, margin, &m->r, err);
     if (k < 0) return -1;
-    m->fits = k, m->saves = base_need - m->r.peak_reserved;
+    m->fits = k, m->need = free_run.peak_allocated, m->saves = base_need - m->need;
     (*n)++;
     return 0;
 }
 
 int yp_torch_remedies(const yp_graph *g, const yp_torch_train_opts *base, int64_t capacity, double margin,
-                      yp_torch_remedy *out, int *n, yp_err *err) {
+                      int64_t rec_batch, yp_torch_remedy *out, int *n, yp_err *err) {
     *n = 0;
     yp_torch_train_opts o = *base;
     o.capacity = 0;
@@ -115,12 +115,11 @@ int yp_torch_remedies(const yp_graph *g, const yp_torch_train_opts *base, int64_
     if (yp_torch_train_replay(g, &o, &need, err)) return -1;
     char flag[48];
     /* a smaller --batch-size: the recommended one */
-    int64_t rb = 0;
-    if (base->batch > 1 && yp_torch_recommend(g, base, capacity, margin, base->batch - 1, &rb, NULL, err)) return -1;
+    int64_t rb = rec_batch;
     if (rb > 0 && rb < base->batch) {
         o = *base, o.batch = rb;
         snprintf(flag, sizeof flag, "--batch-size %lld", (long long)rb);
-        if (add_remedy(g, &o, capacity, margin, need.peak_reserved, flag, out, n, err)) return -1;
+        if (add_remedy(g, &o, capacity, margin, need.peak_allocated, flag, out, n, err)) return -1;
     }
     /* a smaller --img: the largest multiple of the stride (>= 2 strides, check_img_size's floor)
      * that fits at this batch */
@@ -144,12 +143,12 @@ int yp_torch_remedies(const yp_graph *g, const yp_torch_train_opts *base, int64_
     if (best > 0) {
         o = *base, o.img = best * gs;
         snprintf(flag, sizeof flag, "--img %lld", (long long)(best * gs));
-        if (add_remedy(g, &o, capacity, margin, need.peak_reserved, flag, out, n, err)) return -1;
+        if (add_remedy(g, &o, capacity, margin, need.peak_allocated, flag, out, n, err)) return -1;
     }
     /* --freeze 10: the backbone (layers 0-9 of every bundled model) */
     if (base->freeze < 10 && g->n_layers > 10) {
         o = *base, o.freeze = 10;
-        if (add_remedy(g, &o, capacity, margin, need.peak_reserved, "--freeze 10", out, n, err)) return -1;
+        if (add_remedy(g, &o, capacity, margin, need.peak_allocated, "--freeze 10", out, n, err)) return -1;
     }
     /* the other optimizers */
     static const char *const names[] = {"SGD", "Adam", "AdamW"};
@@ -157,11 +156,11 @@ int yp_torch_remedies(const yp_graph *g, const yp_torch_train_opts *base, int64_
         if (k == (int)base->optimizer) continue;
         o = *base, o.optimizer = (yp_optimizer)k;
         snprintf(flag, sizeof flag, "--optimizer %s", names[k]);
-        if (add_remedy(g, &o, capacity, margin, need.peak_reserved, flag, out, n, err)) return -1;
+        if (add_remedy(g, &o, capacity, margin, need.peak_allocated, flag, out, n, err)) return -1;
     }
     if (base->multi_scale) {
         o = *base, o.multi_scale = 0;
-        if (add_remedy(g, &o, capacity, margin, need.peak_reserved, "no --multi-scale", out, n, err)) return -1;
+        if (add_remedy(g, &o, capacity, margin, need.peak_allocated, "no --multi-scale", out, n, err)) return -1;
     }
     return 0;
 }

@@ -38,6 +38,7 @@ typedef struct {
     ytr_model model, ema;
     int *mom1, *mom2;          /* optimizer state per parameter tensor */
     int imgs, scaler[2];
+    int64_t reading;           /* the highest GPU_mem reading of the epoch so far */
     yp_torch_train_result *r;
     yp_err *err;
 } trainer;
@@ -124,6 +125,8 @@ static int iteration(trainer *c, const yp_schedule *s, int step) {
         if (c->scaler[k] < 0) rc = yp_torch_malloc(c->a, 4, &c->scaler[k], c->err);
     if (!rc && step) rc = optimizer_step(c);
     if (!rc && step) rc = after_step(c);
+    int64_t now = yp_torch_alloc_stats_get(c->a).reserved; /* the GPU_mem of this iteration's line */
+    if (!rc && now > c->reading) c->reading = now;
     return rc;
 }
 
@@ -210,12 +213,11 @@ static int64_t rounded_kind(const yp_schedule *s, yp_kind k) {
     return sum;
 }
 
-static int64_t rounded_handles(const yp_torch_alloc *a, const int *h, int n) {
+/* The rounded sizes of the tensors of s that h holds a block for. */
+static int64_t rounded_handles(const yp_schedule *s, const int *h) {
     int64_t sum = 0;
-    yp_err e;
-    yp_torch_block b;
-    for (int i = 0; i < n; i++)
-        if (h[i] >= 0 && !yp_torch_block_get(a, h[i], &b, &e)) sum += b.size;
+    for (int t = 0; t < s->n_tensors; t++)
+        if (h[t] >= 0) sum += yp_torch_round_size(s->tensors[t].bytes);
     return sum;
 }
 
@@ -248,9 +250,9 @@ static int run(trainer *c) {
     if ((rc = iteration(c, c->s, 1)) || (rc = iteration(c, c->big ? c->big : c->s, !acc)) ||
         (rc = iteration(c, c->s, 1)))
         goto out;
-    r->gpu_mem_epoch0 = yp_torch_alloc_stats_get(c->a).reserved;
+    r->gpu_mem_epoch0 = c->reading, c->reading = 0;
     r->grad_bytes = rounded_kind(c->s, YP_KIND_GRAD);
-    r->optim_bytes = rounded_handles(c->a, c->mom1, c->s->n_tensors) + rounded_handles(c->a, c->mom2, c->s->n_tensors);
+    r->optim_bytes = rounded_handles(c->s, c->mom1) + rounded_handles(c->s, c->mom2);
     phase_peaks(c, &r->train_peak_allocated, &r->train_peak_reserved);
     /* validation, then epoch 1 */
     int64_t before_val = yp_torch_alloc_stats_get(c->a).reserved;
@@ -261,7 +263,7 @@ static int run(trainer *c) {
     }
     at = YP_TORCH_AT_TRAIN;
     if ((rc = iteration(c, c->s, !acc)) || (rc = iteration(c, c->s, 1))) goto out;
-    r->gpu_mem_later = yp_torch_alloc_stats_get(c->a).reserved;
+    r->gpu_mem_later = c->reading;
     int64_t later_peak;
     phase_peaks(c, NULL, &later_peak);
     r->peak_at = o->val && r->val_peak_reserved > before_val && r->val_peak_reserved >= later_peak &&

@@ -18,8 +18,8 @@
  *     iterations of an accumulation), the EMA update (one transient per state tensor);
  *   the iterations replayed: epoch 0: a step, an iteration that accumulates when
  *     accumulate = round(64 / batch) > 1 (else a step), a step; validation; epoch 1: an
- *     accumulating iteration (or a step) and a step. From the second iteration on the cache
- *     serves the sequence, so more iterations change nothing (tests/test_torch_train.c checks);
+ *     accumulating iteration (or a step) and a step (with --multi-scale epoch 0's second
+ *     iteration runs at the largest size);
  *   validation (val.run from train.py: the EMA model, batch 2x, half=amp): model.half() on the
  *     EMA; four batches of the rectangular loader, whose largest side is ceil(img / 32 + 0.5) *
  *     32 (its pad 0.5) and whose other side is 3/4, 4/5, 7/8 and 1 of it (an assumption: the
@@ -29,9 +29,9 @@
  *     raw outputs still held), ComputeLoss without gradients, NMS (its candidates bounded by
  *     val.py's own cap: every prediction above conf 0.001 and 30000 (box, class) rows into
  *     torchvision's nms, whose mask is n * ceil(n / 64) int64: an upper bound); model.float().
- * reserved never shrinks unless PyTorch releases its cache to satisfy a request (the model's
- * capacity): GPU_mem in epoch 0 is reserved after its iterations, from epoch 1 on it also holds
- * what validation added.
+ * reserved never shrinks unless PyTorch releases its cache to satisfy a request (near the
+ * capacity): GPU_mem in epoch 0 is the highest reading after its iterations, from epoch 1 on it
+ * also holds what validation added.
  * cuDNN's weight-gradient workspace is an estimate: YP_TORCH_WGRAD_WS x the bytes of each such
  * conv's input and output gradient (one copy of both, as a conversion of the NCHW tensors to the
  * layout of the tensor-core kernels would take). AutoBatch's probes, which compute no weight
@@ -73,8 +73,9 @@ const char *yp_torch_at_name(yp_torch_at at); /* "setup", "train", "val" */
 typedef struct {
     int oom;                  /* ran out of capacity ... */
     yp_torch_at oom_at;       /* ... there */
-    int64_t gpu_mem_epoch0;   /* memory_reserved() as train.py prints it in epoch 0 (bytes) */
-    int64_t gpu_mem_later;    /* ... from epoch 1 on (after the first validation) */
+    int64_t gpu_mem_epoch0;   /* memory_reserved() as train.py prints it after each iteration of
+                               * epoch 0, the highest of its readings (bytes) */
+    int64_t gpu_mem_later;    /* ... of epoch 1 (after the first validation) */
     int64_t train_peak_allocated, train_peak_reserved; /* over epoch 0's iterations */
     int64_t val_peak_allocated, val_peak_reserved;     /* over validation */
     int64_t peak_allocated, peak_reserved;             /* over the whole sequence */
@@ -131,21 +132,22 @@ int yp_torch_recommend(const yp_graph *g, const yp_torch_train_opts *base, int64
 /* One of train.py's own remedies for a configuration (base): its flag, the configuration it
  * gives and what the replay predicts for it. */
 typedef struct {
-    char flag[48];          /* "--batch-size 24", "--img 512", "--freeze 10", "--optimizer SGD",
+    char flag[48];          /* "--batch-size 24", "--img 512", "--freeze 10", "--optimizer Adam",
                              * "no --multi-scale" */
     yp_torch_train_opts opts;
-    yp_torch_train_result r;
-    int64_t saves;          /* base peak reserved - this one's (negative: it costs memory) */
-    int fits;               /* no out-of-memory within the capacity and margin */
+    yp_torch_train_result r; /* on the card with the margin kept free (GPU_mem, peak, oom) */
+    int64_t need;           /* the peak of memory_allocated without a limit: no cache does with less */
+    int64_t saves;          /* the base's need - this need (negative: it costs memory) */
+    int fits;               /* no out-of-memory with the margin kept free */
 } yp_torch_remedy;
 
 #define YP_TORCH_MAX_REMEDIES 8
 
-/* The remedies that apply to base (each alone): the recommended batch (when smaller), the
+/* The remedies that apply to base (each alone): rec_batch, the recommended batch (when smaller), the
  * largest --img that fits at this batch (when smaller), --freeze 10 (the backbone; when not
  * frozen already), the other optimizers (SGD's state is the smallest: Adam and AdamW show what
  * they cost), and no --multi-scale (when on). *n gets their count. 0, or -1 with err set. */
 int yp_torch_remedies(const yp_graph *g, const yp_torch_train_opts *base, int64_t capacity, double margin,
-                      yp_torch_remedy *out, int *n, yp_err *err);
+                      int64_t rec_batch, yp_torch_remedy *out, int *n, yp_err *err);
 
 #endif

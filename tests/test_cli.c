@@ -1,5 +1,6 @@
 /* test_cli.c - the yoloplan binary end to end: exit codes (0 ok, 2 bad input), one-line errors
- * on stderr, `info` text and JSON, `import`, saved plans (--scratch, bench-step --load-plan). */
+ * on stderr, `info` text and JSON, `import`, saved plans (--scratch, bench-step --load-plan), the
+ * PyTorch target (--target pytorch, --profile autobatch) and the README's commands for it. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -326,6 +327,109 @@ static void test_bench_step_load_plan(void) {
     unlink(p1), unlink(p0), unlink(pa);
 }
 
+
+/* --target pytorch: the text names GPU_mem, nvidia-smi, the peak and the --batch-size; its JSON
+ * has the documented keys (reports/JSON.md); a what-if exits 1 when it does not fit and lists
+ * train.py's remedies; --profile autobatch gives one object per probed batch. */
+static void test_torch_target(void) {
+    CHECK_EQ_I64(run("--gpu rtx3070 --target pytorch --model yolov5n --img 320"), 0);
+    CHECK_STR_HAS(out, "pass --batch-size ");
+    CHECK_STR_HAS(out, "GPU_mem train.py prints: ");
+    CHECK_STR_HAS(out, "nvidia-smi: about ");
+    CHECK_STR_HAS(out, "peak: ");
+    CHECK_STR_HAS(out, "AutoBatch (--batch-size -1) would pick ");
+    CHECK_EQ_I64(run("--gpu rtx3070 --target pytorch --model yolov5n --img 320 --json"), 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(j, "format")), "yoloplan-pytorch");
+    const cJSON *rec = cJSON_GetObjectItem(j, "recommended"), *ab = cJSON_GetObjectItem(j, "autobatch");
+    const cJSON *pred = cJSON_GetObjectItem(rec, "prediction");
+    CHECK(cJSON_GetObjectItem(rec, "batch")->valuedouble >= 1);
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(pred, "gpu_mem_gb")) && cJSON_IsString(cJSON_GetObjectItem(pred, "gpu_mem_text")));
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(pred, "nvidia_smi_mib")) && cJSON_IsString(cJSON_GetObjectItem(pred, "peak_at")));
+    CHECK(cJSON_IsBool(cJSON_GetObjectItem(ab, "runs_out_of_memory")));
+    CHECK_EQ_I64(cJSON_GetArraySize(cJSON_GetObjectItem(ab, "probe")), 5);
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "gpu"), "context_bytes")));
+    CHECK(cJSON_GetObjectItem(j, "whatif") == NULL);
+    cJSON_Delete(j);
+    CHECK_EQ_I64(run("--gpu rtx3070 --target pytorch --model yolov5n --img 320 --batch 2048"), 2); /* over 1024 */
+    CHECK_EQ_I64(run("--gpu 4GB --target pytorch --model yolov5s --img 640 --batch 64"), 1);
+    CHECK_STR_HAS(out, "DOES NOT FIT");
+    CHECK_STR_HAS(out, "--batch-size ");
+    CHECK_STR_HAS(out, "--freeze 10");
+    CHECK_EQ_I64(run("--gpu 4GB --target pytorch --model yolov5n --img 320 --batch 8 --json"), 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *w = cJSON_GetObjectItem(j, "whatif");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(w, "fits")));
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(w, "remedies")) >= 2);
+    cJSON_Delete(j);
+    CHECK_EQ_I64(run("--gpu t4 --profile autobatch --model yolov5n --img 320 --json"), 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *rows = cJSON_GetObjectItem(j, "rows");
+    CHECK_EQ_I64(cJSON_GetArraySize(rows), 5);
+    double prev = 0;
+    for (int i = 0; i < cJSON_GetArraySize(rows); i++) {
+        const cJSON *r = cJSON_GetArrayItem(rows, i);
+        CHECK_EQ_I64((long long)cJSON_GetObjectItem(r, "batch")->valuedouble, 1LL << i);
+        double gb = cJSON_GetObjectItem(r, "reserved_gb")->valuedouble;
+        CHECK(gb > prev);
+        prev = gb;
+    }
+    cJSON_Delete(j);
+    CHECK_EQ_I64(run("--gpu t4 --profile autobatch --model yolov5n --img 320"), 0);
+    CHECK_STR_HAS(out, "AutoBatch: Using batch-size ");
+    static const char *bad[][2] = {
+        {"--gpu 8GB --target tensorflow", "--target tensorflow"},
+        {"--gpu 8GB --target pytorch --model yolov5n,yolov5s", "one model"},
+        {"--gpu 8GB --target pytorch --img 640x480", "one square size"},
+        {"--gpu 8GB --target pytorch --precision amp-bf16", "fp16"},
+        {"--gpu 8GB --target pytorch --ckpt 2", "--ckpt"},
+        {"--gpu 8GB --target pytorch --no-ema", "always keeps an EMA"},
+        {"--gpu 8GB --target pytorch --img 32", "smallest size is 64"},
+        {"--gpu 8GB --profile autobatch --batch 8", "drop --batch 8"},
+        {"--gpu 8GB --profile other", "expected autobatch"},
+        {"--gpu 8GB --target yoloplan --profile autobatch", "--target pytorch"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = run("%s", bad[i][0]);
+        if (rc != 2) fprintf(stderr, "`%s` exited %d\n", bad[i][0], rc);
+        CHECK_EQ_I64(rc, 2);
+        CHECK_STR_HAS(errtxt, bad[i][1]);
+        CHECK_EQ_I64(count_lines(errtxt), 1);
+    }
+}
+
+/* Every `yoloplan` command of the README's Commands block for the PyTorch target runs (exit 0,
+ * or 1 for a what-if that does not fit), so the README never shows a command that is refused. */
+static void test_readme_torch_commands(void) {
+    static char readme[1 << 16];
+    FILE *f = fopen(YP_README, "rb");
+    REQUIRE(f != NULL);
+    size_t n = fread(readme, 1, sizeof readme - 1, f);
+    fclose(f);
+    readme[n] = 0;
+    char *start = strstr(readme, "## Commands");
+    REQUIRE(start != NULL);
+    char *end = strstr(start + 4, "\n## ");
+    if (end) *end = 0;
+    int seen = 0;
+    for (char *line = strtok(start, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "yoloplan ", 9) || (!strstr(line, "--target pytorch") && !strstr(line, "--profile autobatch")))
+            continue;
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "%s", line + 9);
+        char *hash = strstr(cmd, "  #");
+        if (hash) *hash = 0;
+        int rc = run("%s", cmd);
+        if (rc != 0 && rc != 1) fprintf(stderr, "README command `yoloplan %s` exited %d: %s", cmd, rc, errtxt);
+        CHECK(rc == 0 || rc == 1);
+        seen++;
+    }
+    CHECK(seen >= 3);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("test_cli: mkdtemp");
@@ -346,6 +450,8 @@ int main(void) {
     YP_RUN(test_save_and_load_plan);
     YP_RUN(test_scratch_option);
     YP_RUN(test_bench_step_load_plan);
+    YP_RUN(test_torch_target);
+    YP_RUN(test_readme_torch_commands);
     rmdir(dir);
     return yp_test_summary();
 }
