@@ -38,8 +38,9 @@ static void usage(FILE *f) {
           "                     --model (one), --img (one size), --batch, --data, --labels, --precision\n"
           "                     amp-fp16|fp32, --optimizer, --freeze, --multi-scale, --reserve, --max-batch, --json\n"
           "  --profile autobatch  AutoBatch's probe of batches 1, 2, 4, 8, 16 and its pick (implies --target pytorch)\n"
-          "\n"
-          "commands:\n"
+          "\n",
+          f);
+    fputs("commands:\n"
           "  info     --model M [--img S|WxH] [--nc N] [--json]   per-layer table: params, shapes, FLOPs\n"
           "  import   MODEL.yaml -o MODEL.json [--nc N]            convert an Ultralytics model yaml to the IR\n"
           "  schedule --model M [--batch B] [--img S] [--policy P] [--fuse bn_silu]\n"
