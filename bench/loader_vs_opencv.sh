@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # bench/loader_vs_opencv.sh [--img S|WxH] [--images N] [--epochs E] [--rounds R] [--build-dir DIR]
-#                           [--no-decode]
+#                           [--no-decode] [--jpeg-only]
 #
 # The training loader's speed, side by side on the same images: yoloplan's (build/bench/loader_rate:
 # yp_loader's worker threads, decode + mosaic + random_perspective + HSV + flip, batch 16 at 640,
 # hyp.scratch-low) and the Python + OpenCV reference of the same pipeline as Ultralytics writes it
 # (bench/reference/loader_ref.py: LoadImagesAndLabels.__getitem__ on a torch DataLoader with worker
 # processes). Both with 2 workers (the goal: yoloplan >= 1.5x the reference) and with 1, on a fresh
-# `yoloplan synth` set (N images of S, JPEG and PNG mixed as synth makes them: 640x640 by default,
-# so load_image does not resize, as for most of COCO at 640), E epochs of whole batches per run,
+# `yoloplan synth` set (N images of S, JPEG and PNG mixed as synth makes them, about a third PNG;
+# --jpeg-only: N JPEGs, as in COCO and most detection sets; 640x640 by default, so load_image does
+# not resize, as for most of COCO at 640), E epochs of whole batches per run,
 # the first batch of each worker a warm-up. Threads pinned alike: OMP_NUM_THREADS=1 for both,
 # OpenCV's own threads off (cv2.setNumThreads(0)) and torch at 1 thread in each worker.
 #
@@ -16,8 +17,8 @@
 # (default 3) in turn; img/s is the median over the rounds, the ratio the median of each round's
 # ratio (the two sides seconds apart), and the verdict uses it. Then the decode step alone on
 # this set's files (yp_image_decode against cv2.imdecode, JPEG and PNG apart, from memory, one
-# thread) and bench/decode_rate.sh (the JPEG decoder against libjpeg-turbo's tjbench and djpeg:
-# the limit of that step), unless --no-decode.
+# thread) and bench/decode_rate.sh --dir on 30 of its JPEGs (the JPEG decoder against
+# libjpeg-turbo's tjbench and djpeg: the limit of that step), unless --no-decode.
 #
 # A benchmark, not a test: exits 0 whatever the figures (2 on bad usage, 1 when the build, synth
 # or a side fails). Needs python3-opencv and python3-torch for the reference
@@ -27,9 +28,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-img=640 images=200 epochs=2 rounds=3 build=build decode=1
+img=640 images=200 epochs=2 rounds=3 build=build decode=1 jpeg_only=0
 usage() {
-  echo "usage: bench/loader_vs_opencv.sh [--img S|WxH] [--images N] [--epochs E] [--rounds R] [--build-dir DIR] [--no-decode]" >&2
+  echo "usage: bench/loader_vs_opencv.sh [--img S|WxH] [--images N] [--epochs E] [--rounds R] [--build-dir DIR]" \
+       "[--no-decode] [--jpeg-only]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -40,7 +42,8 @@ while [ $# -gt 0 ]; do
     --rounds) [ $# -ge 2 ] || usage; rounds="$2"; shift 2 ;;
     --build-dir) [ $# -ge 2 ] || usage; build="$2"; shift 2 ;;
     --no-decode) decode=0; shift ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --jpeg-only) jpeg_only=1; shift ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage ;;
   esac
 done
@@ -59,13 +62,23 @@ cmake --build "$build" --target yoloplan loader_rate decode_rate -j2 >/dev/null 
 
 tmp="$(mktemp -d /tmp/loader_vs_opencv.XXXXXX)"
 trap 'rm -rf "$tmp"' EXIT
-"$build/yoloplan" synth --out "$tmp/d" --images "$images" --val 0 --classes 10 --img "$img" --seed 1 >"$tmp/synth.txt" ||
+n_synth="$images"
+[ "$jpeg_only" = 1 ] && n_synth=$((images * 3 / 2 + 16)) # synth makes about a third PNG
+"$build/yoloplan" synth --out "$tmp/d" --images "$n_synth" --val 0 --classes 10 --img "$img" --seed 1 >"$tmp/synth.txt" ||
   { echo "loader_vs_opencv.sh: yoloplan synth failed" >&2; exit 1; }
+if [ "$jpeg_only" = 1 ]; then # drop the PNGs, then JPEGs beyond N, with their label files
+  find "$tmp/d/images/train" -name '*.png' | sort >"$tmp/drop"
+  find "$tmp/d/images/train" -name '*.jpg' | sort | tail -n +$((images + 1)) >>"$tmp/drop"
+  while read -r f; do
+    b="$(basename "${f%.*}")"
+    rm -f "$f" "$tmp/d/labels/train/$b.txt"
+  done <"$tmp/drop"
+fi
 njpg=$(find "$tmp/d/images/train" -name '*.jpg' | wc -l)
 npng=$(find "$tmp/d/images/train" -name '*.png' | wc -l)
 export OMP_NUM_THREADS=1
 side="$("$py" -c 'import torch; print("torch DataLoader")' 2>/dev/null || echo "multiprocessing Pool")"
-echo "loader speed: $images synthetic images of $img ($njpg JPEG, $npng PNG), batch 16, img 640, hyp.scratch-low"
+echo "loader speed: $((njpg + npng)) synthetic images of $img ($njpg JPEG, $npng PNG), batch 16, img 640, hyp.scratch-low"
 echo "  (mosaic 1, perspective: translate 0.1 scale 0.5, HSV, fliplr 0.5), $epochs epochs of whole batches per run,"
 echo "  $rounds rounds; yoloplan: yp_loader threads; reference: Python + OpenCV $("$py" -c 'import cv2; print(cv2.__version__)') on a $side"
 echo "  (worker processes); OMP_NUM_THREADS=1, cv2.setNumThreads(0), $(getconf _NPROCESSORS_ONLN) CPUs"
@@ -105,6 +118,7 @@ echo
 echo "decode alone, one thread, from memory, this set's files (the reference decodes with cv2.imread):"
 printf '%-40s %9s %9s\n' "decoder" "Mpixel/s" "images/s"
 for ext in jpg png; do # decode_rate's line: a 40-column name, then the figures
+  compgen -G "$tmp/d/images/train/*.$ext" >/dev/null || continue
   "$build/bench/decode_rate" --seconds 2 "$tmp"/d/images/train/*."$ext" |
     awk -v n="yoloplan yp_image_decode, ${ext^^}" '{ printf "%-40s%s\n", n, substr($0, 41) }'
 done
@@ -114,6 +128,8 @@ import cv2, numpy as np
 cv2.setNumThreads(0)
 for ext in ("jpg", "png"):
     blobs = [np.fromfile(f, np.uint8) for f in sorted(glob.glob(os.path.join(sys.argv[1], "*." + ext)))]
+    if not blobs:
+        continue
     n = px = 0
     t0 = t = time.monotonic()
     while t - t0 < 2:
@@ -125,4 +141,4 @@ for ext in ("jpg", "png"):
     print(f"{name:<40} {px / (t - t0) / 1e6:9.1f} {n / (t - t0):9.1f}   ({len(blobs)} files, {n} decodes, {t - t0:.2f} s)")
 EOF
 echo
-bash bench/decode_rate.sh --img "${img%%x*}" --images 30
+bash bench/decode_rate.sh --dir "$tmp/d/images/train" --images 30
