@@ -6,6 +6,7 @@
  * (yp_aug_train_item at 640, hyp.scratch-low) on 1 and 2 threads. Not a test: a measurement.
  * Usage: augment_vs_opencv [reps]   (reps: timing repetitions, default 20) */
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -166,6 +167,49 @@ static long check_colour(int n) {
     return bad;
 }
 
+/* augment_hsv as YOLOv5 runs it (cvtColor to HSV, cv2.LUT of numpy's tables, cvtColor back; here
+ * the LUT in C, the conversions OpenCV's), then np.fliplr, against yp_hsv_apply_flip, over every
+ * colour at width n; prints both sides' ms (OpenCV's two conversions against our whole pass). */
+static long check_hsv_apply(int n, const double g[3], int flip) {
+    int rows = (1 << 24) / n + 1;
+    yp_image src = make(n, rows), a = make(n, rows), b = make(n, rows), hsv = make(n, rows);
+    for (uint32_t i = 0; i < (uint32_t)n * rows; i++)
+        src.rgb[3 * i] = (uint8_t)(i >> 16), src.rgb[3 * i + 1] = (uint8_t)(i >> 8), src.rgb[3 * i + 2] = (uint8_t)i;
+    uint8_t lut[3][256];
+    for (int x = 0; x < 256; x++) {
+        double h = fmod(x * g[0], 180), sv[2] = {x * g[1], x * g[2]};
+        lut[0][x] = (uint8_t)(h < 0 ? h + 180 : h);
+        for (int k = 0; k < 2; k++) lut[1 + k][x] = (uint8_t)(sv[k] < 0 ? 0 : sv[k] > 255 ? 255 : sv[k]);
+    }
+    cv_mat *ms = wrap(&src), *mh = wrap(&hsv), *mb = wrap(&b);
+    double t0 = now();
+    cv.cvt(ms, mh, RGB2HSV);
+    for (size_t i = 0; i < (size_t)n * rows * 3; i++) hsv.rgb[i] = lut[i % 3][hsv.rgb[i]];
+    cv.cvt(mh, mb, HSV2RGB);
+    double t1 = now();
+    if (flip)
+        for (int y = 0; y < rows; y++)
+            for (int x = 0; x < n / 2; x++)
+                for (int c = 0; c < 3; c++) {
+                    uint8_t *p = b.rgb + ((size_t)y * n + x) * 3 + c, *q = b.rgb + ((size_t)y * n + (n - 1 - x)) * 3 + c;
+                    uint8_t t = *p;
+                    *p = *q, *q = t;
+                }
+    memcpy(a.rgb, src.rgb, (size_t)n * rows * 3);
+    double t2 = now();
+    yp_hsv_apply_flip(&a, g, flip);
+    double t3 = now();
+    char what[96];
+    snprintf(what, sizeof what, "augment_hsv (%.3g, %.3g, %.3g)%s, all colours", g[0], g[1], g[2], flip ? " + fliplr" : "");
+    long bad = compare(what, &a, &b);
+    double mpx = (double)n * rows / 1e6;
+    printf("    ms per Mpixel: ours (one pass) %.3f, OpenCV (two cvtColor + LUT) %.3f\n", (t3 - t2) * 1e3 / mpx,
+           (t1 - t0) * 1e3 / mpx);
+    cv.release(&ms), cv.release(&mh), cv.release(&mb);
+    free(src.rgb), free(a.rgb), free(b.rgb), free(hsv.rgb);
+    return bad;
+}
+
 /* ---- the training item's throughput ---- */
 
 typedef struct {
@@ -264,6 +308,9 @@ int main(int argc, char **argv) {
     printf("colour:\n");
     bad += check_colour(4096);
     bad += check_colour(4089);
+    bad += check_hsv_apply(4096, (double[3]){1.012, 1.55, 0.71}, 1);
+    bad += check_hsv_apply(4089, (double[3]){0.987, 0.42, 1.33}, 0);
+    bad += check_hsv_apply(4089, (double[3]){1.003, 1.2, 0.9}, 1);
     printf("augment_vs_opencv: %ld differing bytes in all\n", bad);
     return 0;
 }

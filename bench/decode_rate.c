@@ -1,7 +1,8 @@
 /* decode_rate.c - how fast yp_image_decode (executor/yp_image.h) decodes the given JPEG/PNG files
  * from memory, to set beside libjpeg-turbo's tjbench and djpeg (bench/decode_rate.sh). Each file
  * is read once, then the set is decoded round after round for at least --seconds (default 2).
- * Prints one line: Mpixel/s, images/s, files, decodes and seconds. */
+ * Prints one line: Mpixel/s, images/s, files, decodes and seconds. `decode_rate --size FILE` prints
+ * the image's width and height. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,16 @@ static unsigned char *slurp(const char *path, size_t *n) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--size")) { /* the image's "W H", for decode_rate.sh --dir */
+        size_t n;
+        unsigned char *buf = slurp(argv[2], &n);
+        yp_image im;
+        yp_err err;
+        if (!buf || yp_image_decode(buf, n, argv[2], NULL, &im, &err)) return fprintf(stderr, "decode_rate: %s: cannot decode\n", argv[2]), 1;
+        printf("%d %d\n", im.w, im.h);
+        yp_image_free(&im), free(buf);
+        return 0;
+    }
     double seconds = 2;
     int first = 1;
     if (argc > 2 && !strcmp(argv[1], "--seconds")) seconds = atof(argv[2]), first = 3;

@@ -1,7 +1,7 @@
 /* cmd_train.c - `yoloplan train`: plans the run for the device (the fastest plan that fits, or the
- * given --batch), prints the plan and saves it in the run folder, then trains inside it as
- * train.py (executor/yp_train.h): validation every epoch, results.csv and curves, last and best
- * checkpoints, --resume. */
+ * given --batch), prints the plan with the run's host memory (executor/yp_train_host.h) and saves
+ * it in the run folder, then trains inside it as train.py (executor/yp_train.h): validation every
+ * epoch, results.csv and curves, last and best checkpoints, --resume. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +16,7 @@
 #include "yp_results.h"
 #include "yp_search.h"
 #include "yp_train.h"
+#include "yp_train_host.h"
 
 #define EXIT_NOFIT_RC (-2) /* run(): a plan that does not fit (exit 1) */
 
@@ -35,7 +36,7 @@ typedef struct {
     yp_exec x;
     int have_exec;
     yp_train_state st;
-    int64_t pipeline_bytes; /* the data pipeline's host memory for the chosen batch */
+    yp_train_host host;     /* the run's host memory, term by term (after yp_exec_init) */
 } train_run;
 
 static void run_free(train_run *r) {
@@ -53,29 +54,21 @@ static int path_join(char *out, size_t n, const char *dir, const char *file, yp_
     return 0;
 }
 
-/* ---------------------------------------------------------------- memory of the data pipeline */
+/* ---------------------------------------------------------------- host memory */
 
-/* The loaders' rings and workspaces (training at batch, validation at 2x), the float batches the
- * executor is handed and one decoded image per worker at imgsz (the decoder's buffers). */
-static int pipeline_bytes(const train_run *r, int64_t batch, int64_t *out, yp_err *err) {
-    int64_t S = r->o.img, total = 0;
-    for (int v = 0; v < 2; v++) {
-        const yp_labels *l = v ? &r->val : &r->train;
-        if (v && !r->have_val) continue;
-        yp_loader_opts lo;
-        yp_loader_opts_default(&lo);
-        lo.workers = (int)r->o.workers, lo.batch = (int)(v ? 2 * batch : batch), lo.imgsz = (int)S, lo.validation = v;
-        lo.no_augment = r->o.no_augment;
-        yp_loader_bytes b;
-        if (yp_loader_host_bytes(&lo, l->n, l->stats.max_labels, &b, err)) return -1;
-        total += b.total + (int64_t)lo.batch * S * S * 3 * (int64_t)sizeof(float) + r->o.workers * S * S * 3;
-    }
-    if (r->o.multi_scale) { /* the batch resized to its size, up to 1.5x */
-        int64_t M = (S * 3 / 2 + 31) / 32 * 32;
-        total += batch * M * M * 3 * (int64_t)sizeof(float);
-    }
-    *out = total;
-    return 0;
+/* The loop's options that size its loaders and validator (run() adds the rest). */
+static yp_train_opts loop_opts(const train_run *r) {
+    return (yp_train_opts){.train = &r->train, .val = r->have_val ? &r->val : NULL, .hyp = r->hyp,
+                           .epochs = r->o.epochs, .workers = (int)r->o.workers, .seed = (uint64_t)r->o.seed,
+                           .augment = !r->o.no_augment, .noval = r->o.noval};
+}
+
+/* yp_train_host.h's estimate at batch (arena: the plan's on the CPU backend, once planned). */
+static int host_estimate(const train_run *r, int64_t batch, int64_t arena, int64_t baseline, yp_train_host *h,
+                         yp_err *err) {
+    yp_train_opts to = loop_opts(r);
+    return yp_train_host_estimate(r->g, &to, batch, r->o.img, (int)r->o.multi_scale, r->st.next_epoch, arena,
+                                  baseline < 0 ? 0 : baseline, h, err);
 }
 
 /* ---------------------------------------------------------------- planning */
@@ -108,12 +101,13 @@ static int plan_new(train_run *r, yp_err *err) {
     yp_gpu dev;
     int64_t budget;
     if (!strcmp(r->o.device, "cpu")) {
-        int64_t avail = cli_host_available_bytes(), pipe;
-        if (pipeline_bytes(r, r->o.batch ? r->o.batch : max_batch, &pipe, err)) return -1;
+        int64_t avail = cli_host_available_bytes();
+        yp_train_host h; /* everything but the arena, at the largest batch the search may pick */
+        if (host_estimate(r, r->o.batch ? r->o.batch : max_batch, 0, yp_process_rss_bytes(), &h, err)) return -1;
         if (r->o.mem[0]) {
             if (cli_parse_size("--mem", r->o.mem, &budget, err)) return -1;
         } else {
-            budget = avail - pipe;
+            budget = avail - h.total;
             if (avail <= 0 || budget <= 0)
                 return yp_err_set(err, "train: cannot tell the host's available memory (/proc/meminfo); give --mem SIZE");
         }
@@ -182,13 +176,24 @@ static void print_plan(const train_run *r, FILE *f) {
     char ck[128];
     yp_train_sched s;
     yp_train_sched_init(&s, &r->hyp, r->o.cos_lr, 1, r->o.epochs, c->batch, 1);
-    double arena = (double)r->p.arena_bytes / 1073741824.0, pipe = (double)r->pipeline_bytes / 1073741824.0;
+    const double gib = 1073741824.0;
+    double arena = (double)r->p.arena_bytes / gib, pipe = (double)r->host.pipeline / gib;
+    double process = (double)(r->host.baseline + r->host.runtime) / gib;
     fprintf(f, "plan: %s, batch %lld, accumulate %d, img %lld, %s, checkpoints %s, arena %.2f GiB, device %s", r->g->name,
             (long long)c->batch, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
             ckpt_name(c->ckpt_layers, ck, sizeof ck), arena, r->o.device);
     if (!strcmp(r->o.device, "cpu")) fprintf(f, " (%d threads)", yp_backend_cpu_threads(r->be));
-    fprintf(f, ", host memory %.2f GiB (%s%.2f GiB data pipeline)\n", (strcmp(r->o.device, "cpu") ? 0 : arena) + pipe,
-            strcmp(r->o.device, "cpu") ? "" : "arena + ", pipe);
+    fprintf(f, ", host memory %.2f GiB (%s%.2f GiB data pipeline + %.2f GiB process)\n", (double)r->host.total / gib,
+            strcmp(r->o.device, "cpu") ? "" : "arena + ", pipe, process);
+}
+
+/* The host-memory estimate with the plan's arena and the baseline yp_exec_init measured, then the
+ * plan line (before step 1, as train.py prints its set-up). */
+static int print_host_plan(train_run *r, yp_err *err) {
+    int64_t arena = strcmp(r->o.device, "cpu") ? 0 : r->p.arena_bytes;
+    if (host_estimate(r, r->p.cand.batch, arena, r->x.rss_before_arena, &r->host, err)) return -1;
+    print_plan(r, stdout);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- the run's files */
@@ -274,8 +279,6 @@ static int start_new(train_run *r, yp_err *err) {
     if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || make_backend(r, err)) return -1;
     int rc = plan_new(r, err);
     if (rc) return rc;
-    if (pipeline_bytes(r, r->p.cand.batch, &r->pipeline_bytes, err)) return -1;
-    print_plan(r, stdout);
     if (run_dir_make(r->o.project, r->o.name, r->o.exist_ok, 1, r->dir, sizeof r->dir, err)) return -1;
     if (snprintf(r->o.save_dir, sizeof r->o.save_dir, "%s", r->dir) >= (int)sizeof r->o.save_dir)
         return yp_err_set(err, "--project/--name: the run folder's path is too long");
@@ -283,6 +286,7 @@ static int start_new(train_run *r, yp_err *err) {
     if (set_paths(r, err) || write_run_files(r, err)) return -1;
     if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;
     r->have_exec = 1;
+    if (print_host_plan(r, err)) return -1;
     if (r->o.weights[0]) {
         yp_ckpt_transfer t;
         if (yp_ckpt_load_weights(&r->x, r->o.weights, stdout, &t, err)) return -1;
@@ -312,10 +316,10 @@ static int start_resume(train_run *r, yp_err *err) {
     r->have_plan = 1;
     long t = 0;
     if (sscanf(yp_candidate_scratch_name(&r->p.cand), "onednn:%ld", &t) == 1) r->o.threads = t; /* as planned */
-    if (make_backend(r, err) || pipeline_bytes(r, r->p.cand.batch, &r->pipeline_bytes, err)) return -1;
-    print_plan(r, stdout);
+    if (make_backend(r, err)) return -1;
     if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;
     r->have_exec = 1;
+    if (print_host_plan(r, err)) return -1;
     if (yp_ckpt_resume(&r->x, r->ckpt, NULL, err)) return -1;
     if (yp_results_truncate(r->csv, r->st.next_epoch - 1, err)) return -1;
     printf("Resuming training from %s from epoch %lld to %ld total epochs\n", r->ckpt, (long long)r->st.next_epoch,
@@ -334,12 +338,10 @@ static int run(train_run *r, yp_err *err) {
     if (rc) return rc;
     char *opts = train_opts_json(&r->o);
     if (!opts) return yp_err_set(err, "train: out of memory");
-    yp_train_opts to = {
-        .train = &r->train, .val = r->have_val ? &r->val : NULL, .hyp = r->hyp, .epochs = r->o.epochs,
-        .workers = (int)r->o.workers, .seed = (uint64_t)r->o.seed, .augment = !r->o.no_augment, .cos_lr = r->o.cos_lr,
-        .patience = r->o.patience, .noval = r->o.noval, .per_class = 1, .names = r->names, .last_path = r->last, .best_path = r->best,
-        .options_json = opts, .console = stdout, .tty = isatty(STDOUT_FILENO), .on_epoch = on_epoch, .ctx = r,
-    };
+    yp_train_opts to = loop_opts(r);
+    to.cos_lr = r->o.cos_lr, to.patience = r->o.patience, to.per_class = 1, to.names = r->names;
+    to.last_path = r->last, to.best_path = r->best;
+    to.options_json = opts, to.console = stdout, to.tty = isatty(STDOUT_FILENO), to.on_epoch = on_epoch, to.ctx = r;
     int64_t first = r->st.next_epoch;
     double t0 = now_s();
     rc = yp_train_run(&r->x, &to, &r->st, err);

@@ -18,7 +18,8 @@ typedef struct {
     char project[TRAIN_PATH], name[256];
     char device[8];           /* cpu | cuda */
     char gpu[64];             /* --gpu: the card for --device cuda */
-    char mem[32];             /* --mem: host-memory budget of a CPU plan ("": available - data pipeline) */
+    char mem[32];             /* --mem: host-memory budget of a CPU plan's arena ("": available - the rest of
+                               * the run's host memory, yp_train_host.h) */
     char optimizer[8];        /* sgd | adam | adamw */
     char cache[8];            /* --cache ram */
     long img, batch, epochs, workers, threads, seed, freeze, patience;

@@ -92,12 +92,14 @@ typedef struct {
     yp_aug_source src;
     void *ctx;
     yp_err *err;
-    yp_image canvas, tile;
+    yp_image canvas, tile; /* tile: the load_image'd image, in tile_ws or (no resize) the source's own pixels */
+    uint8_t *tile_ws;
     uint8_t *scratch;
     size_t scratch_bytes;
 } item_ctx;
 
-/* Fetches image index and load_image-resizes it into c->tile; *item gets its labels. */
+/* Fetches image index and load_image-resizes it into c->tile (an image that needs no resize is
+ * used where the source holds it: it stays valid until the next fetch); *item gets its labels. */
 static int load(item_ctx *c, int64_t index, yp_aug_source_item *item) {
     int w, h;
     yp_interp interp;
@@ -109,11 +111,11 @@ static int load(item_ctx *c, int64_t index, yp_aug_source_item *item) {
     if (need < 0 || w > c->cfg->imgsz + 1 || h > c->cfg->imgsz + 1)
         return yp_err_set(c->err, "augment: image %lld has a bad size %dx%d", (long long)index, item->w0, item->h0);
     yp_image orig = {(uint8_t *)item->pixels, item->w0, item->h0};
-    c->tile.w = w, c->tile.h = h;
     if (need == 0) {
-        memcpy(c->tile.rgb, orig.rgb, (size_t)w * (size_t)h * 3);
+        c->tile = orig; /* only read from here on (mosaic_place, letterbox) */
         return 0;
     }
+    c->tile = (yp_image){c->tile_ws, w, h};
     if (yp_resize(&orig, &c->tile, interp, c->scratch, c->scratch_bytes))
         return yp_err_set(c->err, "augment: resizing image %lld failed (workspace too small)", (long long)index);
     return 0;
@@ -173,22 +175,26 @@ int yp_aug_train_item(const yp_aug_config *cfg, yp_aug_source src, void *ctx, in
         return yp_err_set(err, "augment: image %lld or output %dx%d does not match the configuration (%lld images, %d)",
                           (long long)index, out->w, out->h, (long long)cfg->n_images, cfg->imgsz);
     uint8_t *base = ws;
-    item_ctx c = {cfg, src, ctx, err, {base, 2 * cfg->imgsz, 2 * cfg->imgsz}, {base + ((l.canvas + 63) & ~(size_t)63), 0, 0},
-                  NULL, l.scratch};
+    item_ctx c = {cfg, src, ctx, err, {base, 2 * cfg->imgsz, 2 * cfg->imgsz}, {NULL, 0, 0},
+                  base + ((l.canvas + 63) & ~(size_t)63), NULL, l.scratch};
     c.scratch = base + ((l.canvas + 63) & ~(size_t)63) + ((l.tile + 63) & ~(size_t)63);
     int mosaic = yp_rng_unit(r) < cfg->hyp.mosaic;
     int rc = mosaic ? mosaic_item(&c, index, r, out, rows, n_out) : single_item(&c, index, r, out, rows, n_out);
     if (rc) return -1;
     yp_labels_xyxy_to_xywhn(rows, *n_out, out->w, out->h);
+    /* augment_hsv, flipud?, fliplr?: all three drawn first (they read no pixels), then the colour
+     * and the left-right flip in one pass; the flips commute */
     double gain[3];
-    if (yp_hsv_draw(r, &cfg->hyp, gain)) yp_hsv_apply(out, gain);
-    if (yp_rng_unit(r) < cfg->hyp.flipud) {
+    int hsv = yp_hsv_draw(r, &cfg->hyp, gain);
+    int ud = yp_rng_unit(r) < cfg->hyp.flipud;
+    int lr = yp_rng_unit(r) < cfg->hyp.fliplr;
+    if (hsv) yp_hsv_apply_flip(out, gain, lr);
+    else if (lr) yp_flip_lr(out);
+    if (ud) {
         yp_flip_ud(out);
         for (int64_t i = 0; i < *n_out; i++) rows[5 * i + 2] = 1 - rows[5 * i + 2];
     }
-    if (yp_rng_unit(r) < cfg->hyp.fliplr) {
-        yp_flip_lr(out);
+    if (lr)
         for (int64_t i = 0; i < *n_out; i++) rows[5 * i + 1] = 1 - rows[5 * i + 1];
-    }
     return 0;
 }

@@ -100,27 +100,96 @@ int yp_hsv_draw(yp_rng *r, const yp_aug_hyp *h, double gain[3]) {
 
 static uint8_t clip_u8(double x) { return (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x); }
 
-void yp_hsv_apply(yp_image *img, const double gain[3]) {
-    hsv_tables t;
+/* yp_hsv_apply's per-call tables: the RGB2HSV divisors, augment_hsv's three look-up tables, and
+ * for HSV2RGB every H's sector and fraction and every S's and V's float (to_rgb's own float
+ * operations, evaluated once per value instead of once per pixel). */
+typedef struct {
+    hsv_tables div;
     uint8_t lut[3][256];
-    tables_init(&t);
+    uint8_t sector[256];
+    float frac[256], sf[256], vf[256];
+} hsv_apply_tables;
+
+static void apply_tables_init(hsv_apply_tables *t, const double gain[3]) {
+    tables_init(&t->div);
     for (int x = 0; x < 256; x++) {
         double hue = fmod(x * gain[0], 180); /* numpy's mod takes the divisor's sign */
-        lut[0][x] = clip_u8(hue < 0 ? hue + 180 : hue);
-        lut[1][x] = clip_u8(x * gain[1]);
-        lut[2][x] = clip_u8(x * gain[2]);
-    }
-    size_t stride = (size_t)img->w * 3;
-    for (int y = 0; y < img->h; y++) {
-        uint8_t *row = img->rgb + (size_t)y * stride;
-        for (int i = 0; i < img->w; i++) {
-            uint8_t *p = row + 3 * i;
-            to_hsv(&t, p, p);
-            p[0] = lut[0][p[0]], p[1] = lut[1][p[1]], p[2] = lut[2][p[2]];
-        }
-        yp_hsv_to_rgb_row(row, row, img->w);
+        t->lut[0][x] = clip_u8(hue < 0 ? hue + 180 : hue);
+        t->lut[1][x] = clip_u8(x * gain[1]);
+        t->lut[2][x] = clip_u8(x * gain[2]);
+        float h = (float)x * (6.0f / 180);
+        while (h >= 6) h -= 6;
+        int sector = (int)floorf(h);
+        h -= (float)sector;
+        if ((unsigned)sector >= 6u) sector = 0, h = 0.f;
+        t->sector[x] = (uint8_t)sector, t->frac[x] = h;
+        t->sf[x] = (float)x * (1.f / 255.f), t->vf[x] = (float)x * (1.f / 255.f);
     }
 }
+
+/* to_hsv without branches (the selections become conditional moves: noisy images defeat the
+ * branch predictor): the same integers. */
+static inline void to_hsv_flat(const hsv_tables *t, const uint8_t *p, int *ho, int *so, int *vo) {
+    int r = p[0], g = p[1], b = p[2];
+    int v = b > g ? b : g, vmin = b < g ? b : g;
+    v = v > r ? v : r, vmin = vmin < r ? vmin : r;
+    int diff = v - vmin;
+    int hr = g - b, hg = b - r + 2 * diff, hb = r - g + 4 * diff;
+    int h = v == r ? hr : v == g ? hg : hb;
+    h = h * t->hdiv[diff] + (1 << 11);
+    h = h >= 0 ? h / 4096 : -((-h + 4095) / 4096); /* shr12 */
+    h += h < 0 ? 180 : 0;
+    *ho = h > 255 ? 255 : h, *so = (diff * t->sdiv[v] + (1 << 11)) >> 12, *vo = v;
+}
+
+/* One pixel through augment_hsv: to HSV, the tables, back to RGB by the vector (vec) or tail
+ * rule of to_rgb. Branch-free where to_rgb branches: with s == 0 every entry of tab is v
+ * (fmaf(-0, f, 1) is exactly 1), which is to_rgb's grey case. Inlined with vec a constant. */
+static inline __attribute__((always_inline)) void hsv_pixel(const hsv_apply_tables *t, const uint8_t *p, uint8_t *o,
+                                                             const int vec) {
+    static const uint8_t pick[6][3] = {{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}};
+    int hh, ss, vv;
+    to_hsv_flat(&t->div, p, &hh, &ss, &vv);
+    int h = t->lut[0][hh];
+    float s = t->sf[t->lut[1][ss]], v = t->vf[t->lut[2][vv]], f = t->frac[h];
+    float t3 = vec ? fmaf(-s, 1.f - f, 1.f) : 1.f - s * (1.f - f);
+    float tab[4] = {v, v * (1.f - s), v * fmaf(-s, f, 1.f), v * t3};
+    const uint8_t *k = pick[t->sector[h]];
+    float b = tab[k[0]], g = tab[k[1]], r = tab[k[2]];
+    if (vec) o[0] = trunc_u8(r * 255.f), o[1] = trunc_u8(g * 255.f), o[2] = trunc_u8(b * 255.f);
+    else o[0] = round_u8(r * 255.f), o[1] = round_u8(g * 255.f), o[2] = round_u8(b * 255.f);
+}
+
+static void hsv_pixel_at(const hsv_apply_tables *t, const uint8_t *p, uint8_t *o, int vec) {
+    if (vec) hsv_pixel(t, p, o, 1);
+    else hsv_pixel(t, p, o, 0);
+}
+
+void yp_hsv_apply_flip(yp_image *img, const double gain[3], int flip_lr) {
+    hsv_apply_tables t;
+    apply_tables_init(&t, gain);
+    size_t stride = (size_t)img->w * 3;
+    int w = img->w, vec = w / HSV_BLOCK * HSV_BLOCK; /* OpenCV's rule by the pixel's place before the flip */
+    for (int y = 0; y < img->h; y++) {
+        uint8_t *row = img->rgb + (size_t)y * stride;
+        if (!flip_lr) {
+            for (int i = 0; i < vec; i++) hsv_pixel(&t, row + 3 * i, row + 3 * i, 1);
+            for (int i = vec; i < w; i++) hsv_pixel(&t, row + 3 * i, row + 3 * i, 0);
+            continue;
+        }
+        for (int a = 0, b = w - 1; a <= b; a++, b--) {
+            uint8_t pa[3], pb[3];
+            if (b < vec) {
+                hsv_pixel(&t, row + 3 * a, pa, 1), hsv_pixel(&t, row + 3 * b, pb, 1);
+            } else {
+                hsv_pixel_at(&t, row + 3 * a, pa, a < vec), hsv_pixel(&t, row + 3 * b, pb, 0);
+            }
+            memcpy(row + 3 * a, pb, 3), memcpy(row + 3 * b, pa, 3);
+        }
+    }
+}
+
+void yp_hsv_apply(yp_image *img, const double gain[3]) { yp_hsv_apply_flip(img, gain, 0); }
 
 void yp_flip_lr(yp_image *img) {
     for (int y = 0; y < img->h; y++) {

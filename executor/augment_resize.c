@@ -58,6 +58,7 @@ static void *ws_take(uint8_t **cur, size_t n, size_t sz) {
 /* cv::resize's "fast area" test: scale within DBL_EPSILON of its rounded integer. */
 static int integer_scale(double scale, int *k) {
     double r = nearbyint(scale);
+    *k = 0;
     if (r > INT_MAX) return 0;
     *k = (int)r;
     return fabs(scale - r) < DBL_EPSILON;

@@ -66,8 +66,11 @@ int yp_warp_changes_image(const yp_warp *w, int border_x, int border_y) {
 }
 
 int yp_warp_ws(const yp_warp *w, size_t *bytes) {
-    size_t n;
-    if (w->out_w < 1 || w->out_h < 1 || __builtin_mul_overflow((size_t)w->out_w, 2 * sizeof(int), &n)) return -1;
+    size_t n; /* affine: two ints per column (the general loop's deltas, or a column's sx and fx) and
+               * two rows of 3 int16 per column (the axis-aligned path's horizontal sums) */
+    if (w->out_w < 1 || w->out_h < 1 ||
+        __builtin_mul_overflow((size_t)w->out_w, 2 * sizeof(int) + 6 * sizeof(int16_t), &n))
+        return -1;
     *bytes = w->perspective ? 0 : n;
     return 0;
 }
@@ -111,10 +114,70 @@ static void affine_inverse(const double *m, double *iM) {
     iM[5] = -iM[3] * m[2] - iM[4] * m[5];
 }
 
+/* warp_affine when the inverse map has no rotation or shear (M1 = M3 = 0, random_perspective
+ * with degrees and shear 0): X0 is then the same for every row and Y the same along a row, so each
+ * column's source x and weight is computed once (sx in col[], fx in frac[]) and each row's once.
+ * The columns whose two x neighbours lie inside form one run [lo, hi) (sx grows monotonically with
+ * x); inside it, on rows whose two y neighbours lie inside, the four-tap sum is taken in two
+ * passes, exact in integers: sum w v = (32 - fy) H(sy) + fy H(sy + 1) with
+ * H(r) = (32 - fx) v(r, sx) + fx v(r, sx + 1), each source row's H computed once and kept for the
+ * next output row (rows sy and sy + 1 go to buffers sy & 1 and its other). The other pixels take
+ * sample(). The same integers as the general loop, so the same bytes. */
+static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *M, int *col, int *frac, int16_t *hbuf) {
+    int64_t X0 = (int64_t)sat_int(M[2] * 1024) + 16;
+    size_t stride = (size_t)src->w * 3, n3 = (size_t)dst->w * 3;
+    int lo = dst->w, hi = 0;
+    for (int x = 0; x < dst->w; x++) {
+        int64_t X = X0 + sat_int(M[0] * x * 1024);
+        X = (X - (int64_t)((uint64_t)X & 31)) / 32;
+        frac[x] = (int)((uint64_t)X & 31), col[x] = sat_short((X - frac[x]) / 32);
+        if (col[x] >= 0 && col[x] < src->w - 1) lo = x < lo ? x : lo, hi = x + 1;
+    }
+    int16_t *H[2] = {hbuf, hbuf + n3};
+    int have[2] = {-1, -1}; /* the source row each buffer holds */
+    for (int y = 0; y < dst->h; y++) {
+        int64_t Y = (int64_t)sat_int((M[4] * y + M[5]) * 1024) + 16;
+        Y = (Y - (int64_t)((uint64_t)Y & 31)) / 32;
+        int fy = (int)((uint64_t)Y & 31), sy = sat_short((Y - fy) / 32);
+        uint8_t *D = dst->rgb + (size_t)y * n3;
+        int inside = sy >= 0 && sy < src->h - 1, a = inside ? lo : dst->w, b = inside ? hi : dst->w;
+        int row_out = sy < -1 || sy > src->h - 1; /* both y neighbours outside */
+        for (int x = 0; x < dst->w; x++) {
+            if (x >= a && x < b) continue;
+            if (row_out || col[x] < -1 || col[x] > src->w - 1) /* all four outside: the weights sum to 1024 */
+                memset(D + 3 * (size_t)x, BORDER, 3);
+            else
+                sample(src, (int64_t)col[x] * 32 + frac[x], (int64_t)sy * 32 + fy, D + 3 * (size_t)x);
+        }
+        if (a >= b) continue;
+        for (int k = 0; k < 2; k++) {
+            int r = sy + k, slot = r & 1;
+            if (have[slot] == r) continue;
+            const uint8_t *p = src->rgb + (size_t)r * stride;
+            int16_t *h = H[slot];
+            for (int x = a; x < b; x++) {
+                const uint8_t *q = p + (size_t)col[x] * 3;
+                int fx = frac[x], gx = 32 - fx;
+                h[3 * x] = (int16_t)(gx * q[0] + fx * q[3]);
+                h[3 * x + 1] = (int16_t)(gx * q[1] + fx * q[4]);
+                h[3 * x + 2] = (int16_t)(gx * q[2] + fx * q[5]);
+            }
+            have[slot] = r;
+        }
+        const int16_t *h0 = H[sy & 1], *h1 = H[(sy + 1) & 1];
+        int gy = 32 - fy;
+        for (size_t i = 3 * (size_t)a; i < 3 * (size_t)b; i++) D[i] = (uint8_t)((gy * h0[i] + fy * h1[i] + 512) >> 10);
+    }
+}
+
 static void warp_affine(const yp_image *src, yp_image *dst, const double *m, int *delta) {
     double M[6];
     affine_inverse(m, M);
     int *adelta = delta, *bdelta = delta + dst->w;
+    if (M[1] == 0 && M[3] == 0) {
+        warp_axis_aligned(src, dst, M, adelta, bdelta, (int16_t *)(bdelta + dst->w));
+        return;
+    }
     for (int x = 0; x < dst->w; x++) adelta[x] = sat_int(M[0] * x * 1024), bdelta[x] = sat_int(M[3] * x * 1024);
     for (int y = 0; y < dst->h; y++) {
         int64_t X0 = (int64_t)sat_int((M[1] * y + M[2]) * 1024) + 16, Y0 = (int64_t)sat_int((M[4] * y + M[5]) * 1024) + 16;

@@ -4,8 +4,10 @@
  * parameters' values, exec_ops.h) and loading. Every access to the arena goes through the
  * backend's memory entries (host values are staged and copied), so the same code serves a host
  * arena and a device one. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec_ops.h"
 
@@ -39,6 +41,16 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
     return 0;
 }
 
+int64_t yp_process_rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long size = 0, resident = -1;
+    long page = sysconf(_SC_PAGESIZE);
+    if (!f) return -1;
+    int ok = fscanf(f, "%lld %lld", &size, &resident) == 2;
+    fclose(f);
+    return ok && resident >= 0 && page > 0 ? (int64_t)resident * page : -1;
+}
+
 /* Zeroes the arena, then initialises every parameter on the host by its op's row (PyTorch's
  * defaults, YOLOv5's Detect priors; seeded) and copies it (and its EMA). */
 static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
@@ -46,6 +58,7 @@ static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
     const yp_schedule *s = b->s;
     const int *ema = x->trainer.ema;
     yp_backend *be = b->be;
+    x->rss_before_arena = yp_process_rss_bytes(); /* host memory of everything but the arena's pages */
     if (be->mem_set(be, b->arena, 0, (size_t)b->arena_bytes))
         return yp_err_set(err, "zeroing the arena: %s", be->last_error(be));
     int64_t most = 0;

@@ -98,6 +98,19 @@ static int worker_ws_bytes(const yp_loader_opts *o, int64_t n_images, int64_t ma
     return yp_aug_train_ws(&cfg, bytes);
 }
 
+/* Batches per epoch. */
+static int64_t bpe_of(const yp_loader_opts *o, int64_t n) { return o->drop_last ? n / o->batch : (n + o->batch - 1) / o->batch; }
+
+/* Images a batch holds at most: batch, or the whole dataset when it is smaller (no drop_last). */
+static int64_t slot_images_of(const yp_loader_opts *o, int64_t n) { return n < o->batch ? n : o->batch; }
+
+/* Slots in the ring: workers * prefetch, or every batch of the run when there are fewer (a
+ * validation pass of one batch holds one slot, not 2 workers' worth). */
+static int64_t slots_of(const yp_loader_opts *o, int64_t n) {
+    int64_t want = (int64_t)o->workers * o->prefetch, total = bpe_of(o, n) * (o->epochs - o->first_epoch);
+    return total < want ? total : want;
+}
+
 int yp_loader_host_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, yp_loader_bytes *b,
                          yp_err *err) {
     memset(b, 0, sizeof *b);
@@ -105,8 +118,8 @@ int yp_loader_host_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_
     int64_t cap = rows_cap_of(o, max_rows), img = (int64_t)o->imgsz * o->imgsz * 3, per_slot, wsb, t;
     size_t ws;
     if (worker_ws_bytes(o, n_images, max_rows, &ws) || ws > INT64_MAX / 2) return yp_err_set(err, "loader: workspace size overflows");
-    b->slots = (int64_t)o->workers * o->prefetch;
-    if (mul(b->slots, o->batch, &per_slot) || mul(per_slot, img, &b->ring_images) ||
+    b->slots = slots_of(o, n_images);
+    if (mul(b->slots, slot_images_of(o, n_images), &per_slot) || mul(per_slot, img, &b->ring_images) ||
         mul(per_slot, cap, &t) || mul(t, 6 * (int64_t)sizeof(float), &b->ring_labels) ||
         mul(per_slot, (int64_t)sizeof(yp_loader_image), &b->ring_meta) ||
         mul(cap, 5 * (int64_t)sizeof(float), &wsb) || addto(&wsb, (int64_t)ws) ||
@@ -308,14 +321,15 @@ static int64_t max_rows_of(const yp_labels *lb) {
 }
 
 static int alloc_slots(yp_loader *l, yp_err *err) {
-    size_t img = (size_t)l->o.imgsz * (size_t)l->o.imgsz * 3 * (size_t)l->o.batch;
-    size_t lab = (size_t)l->rows_cap * 6 * sizeof(float) * (size_t)l->o.batch;
+    size_t per = (size_t)slot_images_of(&l->o, l->n); /* yp_loader_host_bytes's figures */
+    size_t img = (size_t)l->o.imgsz * (size_t)l->o.imgsz * 3 * per;
+    size_t lab = (size_t)l->rows_cap * 6 * sizeof(float) * per;
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
     if (!l->slots) return yp_err_set(err, "loader: out of memory");
     for (int64_t i = 0; i < l->nslots; i++) {
         slot *s = &l->slots[i];
         s->next_g = i;
-        s->images = malloc(img), s->labels = malloc(lab), s->meta = calloc((size_t)l->o.batch, sizeof *s->meta);
+        s->images = malloc(img), s->labels = malloc(lab), s->meta = calloc(per, sizeof *s->meta);
         if (!s->images || !s->labels || !s->meta)
             return yp_err_set(err, "loader: out of memory for %lld batch slots", (long long)l->nslots);
     }
@@ -355,7 +369,7 @@ yp_loader *yp_loader_open(const yp_labels *labels, const yp_loader_opts *o, yp_e
     l->labels = labels, l->o = *o, l->n = labels->n, l->nslots = b.slots;
     l->cfg = (yp_aug_config){.imgsz = o->imgsz, .n_images = l->n, .max_rows = max_rows, .hyp = o->hyp};
     l->rows_cap = rows_cap_of(o, max_rows);
-    l->bpe = o->drop_last ? l->n / o->batch : (l->n + o->batch - 1) / o->batch;
+    l->bpe = bpe_of(o, l->n);
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_free, NULL);
     pthread_cond_init(&l->cv_ready, NULL);

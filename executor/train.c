@@ -243,6 +243,18 @@ static void loop_free(loop *L) {
     free(L->images), free(L->scaled);
 }
 
+void yp_train_loader_opts(const yp_train_opts *o, int64_t batch, int64_t imgsz, int64_t first_epoch, yp_loader_opts *lo) {
+    yp_loader_opts_default(lo);
+    lo->workers = o->workers, lo->batch = (int)batch, lo->imgsz = (int)imgsz;
+    lo->first_epoch = first_epoch, lo->epochs = o->epochs, lo->drop_last = 1, lo->seed = o->seed;
+    lo->hyp = o->hyp.aug, lo->no_augment = !o->augment;
+}
+
+void yp_train_val_opts(const yp_train_opts *o, int64_t first_epoch, yp_val_opts *vo) {
+    *vo = (yp_val_opts){.workers = o->workers, .runs = o->noval ? 1 : o->epochs - first_epoch, .loss = 1};
+    yp_nms_cfg_val(&vo->nms);
+}
+
 static int loop_open(loop *L, yp_err *err) {
     yp_exec *x = L->x;
     yp_train_opts *o = L->o;
@@ -258,10 +270,7 @@ static int loop_open(loop *L, yp_err *err) {
     if (o->train->stats.nc != s->g->nc)
         return yp_err_set(err, "training: the data has nc %d, the model %d", o->train->stats.nc, s->g->nc);
     yp_loader_opts lo;
-    yp_loader_opts_default(&lo);
-    lo.workers = o->workers, lo.batch = (int)s->opts.batch, lo.imgsz = (int)L->imgsz;
-    lo.first_epoch = L->st->next_epoch, lo.epochs = o->epochs, lo.drop_last = 1, lo.seed = o->seed;
-    lo.hyp = o->hyp.aug, lo.no_augment = !o->augment;
+    yp_train_loader_opts(o, s->opts.batch, L->imgsz, L->st->next_epoch, &lo);
     if (!(L->loader = yp_loader_open(o->train, &lo, err))) return -1;
     L->nb = yp_loader_batches_per_epoch(L->loader);
     L->n_floats = s->opts.batch * L->imgsz * L->imgsz * 3;
@@ -276,8 +285,8 @@ static int loop_open(loop *L, yp_err *err) {
             if (yp_exec_add_size(x, sides[k], err)) return -1;
     }
     if (o->val) {
-        yp_val_opts vo = {.workers = o->workers, .runs = o->noval ? 1 : o->epochs - L->st->next_epoch, .loss = 1};
-        yp_nms_cfg_val(&vo.nms);
+        yp_val_opts vo;
+        yp_train_val_opts(o, L->st->next_epoch, &vo);
         if (!(L->val = yp_validator_new(x, o->val, &vo, err))) return -1;
     }
     yp_train_sched_init(&L->sched, &o->hyp, o->cos_lr, s->opts.optimizer == YP_OPT_SGD, o->epochs, s->opts.batch, L->nb);

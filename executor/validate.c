@@ -1,7 +1,8 @@
 /* validate.c - val.py on the executor (yp_train.h): the letterboxing loader over the split, the
  * plan's validation pass per batch (yp_exec_eval), then per image NMS, the boxes back to original
  * pixels, the matching at ten IoU thresholds, and the metrics over the split. Every buffer is
- * allocated in yp_validator_new. */
+ * allocated in yp_validator_new, the batch buffers for the largest batch the split makes (the plan's,
+ * or the whole split when it is smaller), and yp_validator_host_bytes counts them. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +53,37 @@ static float *floats(int64_t n) {
     return malloc((size_t)n * sizeof(float));
 }
 
+/* The letterboxing loader's options for e and o (yp_validator_new and yp_validator_host_bytes). */
+static void loader_opts(const yp_eval_shape *e, const yp_val_opts *o, yp_loader_opts *lo) {
+    yp_loader_opts_default(lo);
+    lo->workers = o->workers, lo->batch = (int)e->batch, lo->imgsz = (int)e->h, lo->validation = 1;
+    lo->epochs = o->runs > 0 ? o->runs : 1;
+}
+
+/* Images in the largest batch: the planned batch, or the whole split when it is smaller. */
+static int64_t batch_images(const yp_eval_shape *e, const yp_labels *val) { return val->n < e->batch ? val->n : e->batch; }
+
+int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val, const yp_val_opts *o,
+                            yp_val_host *h, yp_err *err) {
+    memset(h, 0, sizeof *h);
+    int64_t n = batch_images(e, val), rows = max_rows_of(val);
+    yp_loader_opts lo;
+    yp_loader_bytes lb;
+    loader_opts(e, o, &lo);
+    if (n < 1 || e->h < 1 || e->w < 1 || e->boxes < 1 || yp_loader_host_bytes(&lo, val->n, rows, &lb, err))
+        return n < 1 ? yp_err_set(err, "validation: the split has no images") : -1;
+    h->loader = lb.total;
+    h->images = n * e->h * e->w * 3 * (int64_t)sizeof(float);
+    h->decoded = n * e->boxes * e->fields * (int64_t)sizeof(float);
+    h->nms = yp_nms_workspace_bytes(&o->nms, e->boxes, nc);
+    h->map = yp_map_host_bytes(nc, val->n * o->nms.max_det, rows > 0 ? rows : 1);
+    if (h->nms < 0 || h->map < 0 || val->n > INT64_MAX / 1024)
+        return yp_err_set(err, "validation: the NMS or metric tables' size is out of range");
+    h->nms += o->nms.max_det * 6 * (int64_t)sizeof(float) + (rows > 0 ? rows : 1) * 5 * (int64_t)sizeof(float);
+    h->total = h->loader + h->images + h->decoded + h->nms + h->map;
+    return 0;
+}
+
 yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_opts *o, yp_err *err) {
     yp_eval_shape e = yp_exec_eval_shape(x);
     int nc = x->train.s->g->nc;
@@ -65,7 +97,7 @@ yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_op
     if (!v) return yp_err_set(err, "validation: out of memory"), NULL;
     v->x = x, v->val = val, v->o = *o, v->e = e;
     v->max_rows = max_rows_of(val);
-    int64_t pixels = e.batch * e.h * e.w * 3, boxes = e.batch * e.boxes * e.fields;
+    int64_t n_img = batch_images(&e, val), pixels = n_img * e.h * e.w * 3, boxes = n_img * e.boxes * e.fields;
     v->nms_ws_bytes = yp_nms_workspace_bytes(&o->nms, e.boxes, nc);
     v->images = floats(pixels), v->decoded = floats(boxes);
     v->dets = floats(o->nms.max_det * 6), v->labels = floats((v->max_rows > 0 ? v->max_rows : 1) * 5);
@@ -81,9 +113,7 @@ yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_op
         return NULL;
     }
     yp_loader_opts lo;
-    yp_loader_opts_default(&lo);
-    lo.workers = o->workers, lo.batch = (int)e.batch, lo.imgsz = (int)e.h, lo.validation = 1;
-    lo.epochs = o->runs > 0 ? o->runs : 1;
+    loader_opts(&e, o, &lo);
     if (!(v->loader = yp_loader_open(val, &lo, err))) {
         yp_validator_free(v);
         return NULL;
@@ -106,7 +136,7 @@ static int64_t image_labels(yp_validator *v, const yp_loader_batch *b, int i, in
 static int run_batch(yp_validator *v, const yp_loader_batch *b, yp_coco_json *json, yp_val_result *out,
                      double *t_inf, double *t_nms, yp_err *err) {
     int nc = v->x->train.s->g->nc;
-    if (yp_loader_to_float(b, v->images, v->e.batch * v->e.h * v->e.w * 3) < 0)
+    if (yp_loader_to_float(b, v->images, batch_images(&v->e, v->val) * v->e.h * v->e.w * 3) < 0)
         return yp_err_set(err, "validation: a batch of %d images does not fit the plan's %lld", b->n,
                           (long long)v->e.batch);
     double t0 = now_s();

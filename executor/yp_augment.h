@@ -154,6 +154,9 @@ int yp_hsv_draw(yp_rng *r, const yp_aug_hyp *h, double gain[3]);
 /* RGB -> HSV (OpenCV's uint8 rule, H in [0, 180)), look-up tables hue (x g0) mod 180, saturation
  * and value clip(x g, 0, 255) (truncated to uint8), -> RGB (OpenCV's float rule), in place. */
 void yp_hsv_apply(yp_image *img, const double gain[3]);
+/* yp_hsv_apply, then with flip_lr yp_flip_lr, in one pass over the image (each pixel converted by
+ * the rule of its place before the flip, as the two calls would). */
+void yp_hsv_apply_flip(yp_image *img, const double gain[3], int flip_lr);
 /* OpenCV's uint8 conversions of a row of n pixels (in place allowed; augment_color.c states
  * the rule: HSV -> RGB truncates, but rounds the last n mod 32 pixels, as OpenCV does). */
 void yp_rgb_to_hsv_row(const uint8_t *rgb, uint8_t *hsv, int n);

@@ -69,7 +69,13 @@ typedef struct yp_exec {
                          * refuses a plan whose pass cannot be bound, so NULL only when zeroed */
     yp_exec_size *sizes; /* other training sizes (yp_exec_add_size), n_sizes of them */
     int n_sizes;
+    int64_t rss_before_arena; /* the process's resident bytes when yp_exec_init had bound the plan and
+                               * built the backend's primitives, just before zeroing the arena
+                               * (yp_train_host.h's baseline; -1 when /proc cannot tell) */
 } yp_exec;
+
+/* The process's resident set now (bytes), or -1 where /proc/self/statm cannot be read. */
+int64_t yp_process_rss_bytes(void);
 
 /* ---- conv scratch models (planner/yp_scratch.h) of the backends; scratch_model.c ----
  * A plan the executor runs must give every conv step at least the scratch the backend asks for

@@ -22,7 +22,8 @@
  * image loads any more is an error (yp_loader_next returns -1).
  *
  * Memory. yp_loader_open allocates everything the loader holds: workers * prefetch batch slots
- * (images, label rows, per-image records), per worker the augmentation workspace (yp_aug_train_ws,
+ * (fewer when the run has fewer batches), each for min(batch, images) images (their pixels, label
+ * rows and per-image records), per worker the augmentation workspace (yp_aug_train_ws,
  * independent of the source size) and its own copy of the epoch order, one flag per image. The
  * validation resize workspace (INTER_AREA's depends on the source width and height) grows, per
  * worker, to the largest image met: grow-once, bounded by the decoder's pixel limit. What is not
@@ -92,10 +93,12 @@ typedef struct {
 /* What the loader allocates for opts over a dataset of n_images whose largest label count is
  * max_rows (bytes; the validation workspace's growth and the decoder's buffers not included). */
 typedef struct {
-    int64_t slots;       /* workers * prefetch */
-    int64_t ring_images; /* slots * batch * imgsz^2 * 3: the planner's `prefetch` figure */
-    int64_t ring_labels; /* slots * batch * rows cap * 6 floats (rows cap: 4 max_rows training) */
-    int64_t ring_meta;   /* slots * batch records */
+    int64_t slots;       /* workers * prefetch, or the run's batches ((epochs - first_epoch) * per epoch)
+                          * when fewer */
+    int64_t ring_images; /* slots * B * imgsz^2 * 3, B = min(batch, n_images): the planner's `prefetch`
+                          * figure */
+    int64_t ring_labels; /* slots * B * rows cap * 6 floats (rows cap: 4 max_rows training) */
+    int64_t ring_meta;   /* slots * B records */
     int64_t workspaces;  /* workers * (yp_aug_train_ws, or imgsz+1 square for validation) */
     int64_t orders;      /* workers * n_images int64, + n_images flags */
     int64_t total;

@@ -14,7 +14,7 @@
  *
  * Defines: yp_nms_cfg (+ yp_nms_cfg_val, yp_nms_workspace_bytes, yp_nms), yp_ratio_pad
  * (+ yp_ratio_pad_fit, yp_scale_boxes, yp_labels_native), YP_IOU_N, yp_iou_thresholds,
- * yp_box_iou, yp_match, yp_compute_ap, yp_map (+ init, free, reset, add, compute), yp_coco_json
+ * yp_box_iou, yp_match, yp_compute_ap, yp_map (+ init, host_bytes, free, reset, add, compute), yp_coco_json
  * (+ new, add, write, free), yp_coco80_to_91. */
 #ifndef YP_METRICS_H
 #define YP_METRICS_H
@@ -153,6 +153,8 @@ typedef struct {
 /* Sizes m for nc classes, at most cap_det detections over the run and cap_labels labels per
  * image. 0, or -1 with err set (bad sizes, out of memory); m is zeroed either way. */
 int yp_map_init(yp_map *m, int nc, int64_t cap_det, int64_t cap_labels, yp_err *err);
+/* The bytes yp_map_init allocates for these sizes (-1 when it would refuse them). */
+int64_t yp_map_host_bytes(int nc, int64_t cap_det, int64_t cap_labels);
 void yp_map_free(yp_map *m);
 /* Forgets the images added (a new validation run). */
 void yp_map_reset(yp_map *m);

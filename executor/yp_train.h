@@ -8,7 +8,8 @@
  * caller's, through the per-epoch callback.
  *
  * Defines: yp_train_sched (+ yp_train_sched_init, yp_train_lf, yp_train_knobs_at), yp_validator
- * (+ new, run, print, free), yp_train_opts, yp_train_state, yp_epoch_result, yp_train_run,
+ * (+ new, run, print, free), yp_val_host (+ yp_validator_host_bytes), yp_train_opts (+
+ * yp_train_loader_opts, yp_train_val_opts), yp_train_state, yp_epoch_result, yp_train_run,
  * yp_train_state_json, yp_train_state_parse, yp_exec_set_loss_hyp. */
 #ifndef YP_TRAIN_H
 #define YP_TRAIN_H
@@ -91,6 +92,21 @@ typedef struct yp_validator yp_validator;
  * dataset with another nc, out of memory). */
 yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_opts *o, yp_err *err);
 
+/* Host memory a validator allocates for e (yp_exec_eval_shape), nc classes, `val` and o, bytes
+ * (what yp_validator_new allocates; only touched pages count in the process's RSS, and the
+ * mAP tables fill up to the detections a pass finds). */
+typedef struct {
+    int64_t loader;  /* yp_loader_host_bytes of its letterboxing loader */
+    int64_t images;  /* the float batch: min(batch, images in the split) x h x w x 3 floats */
+    int64_t decoded; /* Detect's decoded rows of that batch: boxes x fields floats per image */
+    int64_t nms;     /* yp_nms_workspace_bytes, one image's detections and labels */
+    int64_t map;     /* yp_map_host_bytes for max_det detections per image of the split */
+    int64_t total;
+} yp_val_host;
+
+int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val, const yp_val_opts *o,
+                            yp_val_host *h, yp_err *err);
+
 /* One pass over the split with the weights the validation pass reads (the EMA copies, or the
  * weights without EMA): per image NMS, boxes to original pixels, matching; then the metrics.
  * json (may be NULL) receives every image's detections (--save-json). 0, or -1 with err set. */
@@ -161,6 +177,12 @@ typedef struct {
     double (*step_losses)[3];
     int64_t step_losses_cap, n_step_losses;
 } yp_train_opts;
+
+/* The options yp_train_run opens its loaders with: the training loader at the plan's batch and
+ * square size from epoch first_epoch on (whole batches only), and the validator (o->workers
+ * threads, the passes left to validate: every remaining epoch, or the last one with noval). */
+void yp_train_loader_opts(const yp_train_opts *o, int64_t batch, int64_t imgsz, int64_t first_epoch, yp_loader_opts *lo);
+void yp_train_val_opts(const yp_train_opts *o, int64_t first_epoch, yp_val_opts *vo);
 
 /* Runs epochs st->next_epoch .. opts->epochs - 1 of training on x (initialised, weights set or
  * resumed), as train.py: per batch the knobs, one micro-step, an optimizer step + EMA when the

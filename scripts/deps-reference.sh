@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# scripts/deps-reference.sh - the PyTorch side of yoloplan's references: Debian's python3-torch
-# (for /usr/bin/python3) and numpy. Needed only to regenerate test fixtures (tests/ref/*.py,
-# bench/reference/*.py) and to run the side-by-side CPU benchmark (bench/cpu_vs_pytorch.sh);
-# the test suite reads the committed fixtures and does not need it. Idempotent.
+# scripts/deps-reference.sh - the Python side of yoloplan's references: Debian's python3-torch
+# (for /usr/bin/python3), numpy and python3-opencv (cv2, what Ultralytics' data loader resizes,
+# warps and colours with). Needed only to regenerate test fixtures (tests/ref/*.py,
+# bench/reference/*.py) and to run the side-by-side benchmarks (bench/cpu_vs_pytorch.sh,
+# bench/loader_vs_opencv.sh); the test suite reads the committed fixtures and does not need it.
+# Idempotent.
 set -euo pipefail
-packages=(python3-torch python3-numpy)
+packages=(python3-torch python3-numpy python3-opencv)
 missing=()
 for p in "${packages[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" = "install ok installed" ] || missing+=("$p")

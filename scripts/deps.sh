@@ -17,6 +17,7 @@ packages=(
                                      # libdnnl-dev only Recommends it, and we skip Recommends
   libjpeg62-turbo-dev libpng-dev     # executor/: dataset images
   libjpeg-turbo-progs                # bench/decode_rate.sh: djpeg, tjbench
+  time                               # bench/host_memory.sh: /usr/bin/time -v (peak RSS)
   clang libclang-rt-14-dev           # fuzz targets (libFuzzer)
   python3                            # test fixtures and scripts
 )

@@ -1,7 +1,8 @@
 /* test_augment.c - YOLOv5's augmentation (executor/yp_augment.h) against hand-computed values:
  * the perspective's label transform (identity, translation and scale, a box pushed out),
  * box_candidates, the mosaic placement, letterbox geometry, resize weights, HSV (zero gains,
- * known pixels), flips, and the training item's determinism. (Bit-exactness with OpenCV itself is
+ * known pixels; the one-pass HSV + flip against the row conversions), the axis-aligned warp
+ * against OpenCV's rule per pixel, flips, and the training item's determinism. (Bit-exactness with OpenCV itself is
  * measured by bench/augment_vs_opencv, which needs libopencv; these tests do not.) */
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ static void test_identity_perspective(void) {
     wp.out_w = 4, wp.out_h = 3;
     size_t ws_bytes;
     REQUIRE(yp_warp_ws(&wp, &ws_bytes) == 0);
-    int ws[8];
+    int ws[32];
     REQUIRE(ws_bytes <= sizeof ws);
     CHECK(yp_warp_image(&a, &b, &wp, ws, sizeof ws) == 0);
     CHECK(memcmp(src, dst, sizeof src) == 0);
@@ -53,7 +54,7 @@ static void test_translation_scale(void) {
     uint8_t src[6] = {10, 20, 30, 40, 50, 60}, dst[9];
     yp_image a = {src, 2, 1}, b = {dst, 3, 1};
     yp_warp shift = affine(1, 1, 1, 0, 1, 3, 1);
-    int ws[6];
+    int ws[32];
     CHECK(yp_warp_image(&a, &b, &shift, ws, sizeof ws) == 0);
     uint8_t want[9] = {114, 114, 114, 10, 20, 30, 40, 50, 60};
     CHECK(memcmp(dst, want, 9) == 0);
@@ -246,6 +247,95 @@ static void test_hsv(void) {
     CHECK(row[0] == 51 && row[1] == 51 && row[95] == 51);
 }
 
+/* yp_hsv_apply_flip against its definition: per row yp_rgb_to_hsv_row, augment_hsv's tables (as
+ * YOLOv5 writes them in numpy), yp_hsv_to_rgb_row (bench/augment_vs_opencv checks both row
+ * conversions against OpenCV over every colour), then yp_flip_lr; widths that are and are not a
+ * multiple of OpenCV's 32-pixel step, a quarter of all colours (every fourth) at the wide ones. */
+static void test_hsv_apply_flip(void) {
+    const double gains[3][3] = {{1.012, 1.55, 0.71}, {0.987, 0.42, 1.33}, {1, 1, 1}};
+    const int widths[] = {4096, 4089, 33, 7};
+    for (int wi = 0; wi < 4; wi++) {
+        int w = widths[wi], h = (1 << 22) / w + 1;
+        if (w < 64) h = 64;
+        size_t n = (size_t)w * (size_t)h * 3;
+        uint8_t *src = malloc(n), *a = malloc(n), *b = malloc(n);
+        REQUIRE(src && a && b);
+        for (size_t i = 0; i < (size_t)w * h; i++) {
+            uint32_t c = (uint32_t)(i * (w < 64 ? 2654435761u : 4u));
+            src[3 * i] = (uint8_t)(c >> 16), src[3 * i + 1] = (uint8_t)(c >> 8), src[3 * i + 2] = (uint8_t)c;
+        }
+        for (int gi = 0; gi < 3; gi++)
+            for (int flip = 0; flip < 2; flip++) {
+                uint8_t lut[3][256];
+                for (int x = 0; x < 256; x++) {
+                    double hue = fmod(x * gains[gi][0], 180), sat = x * gains[gi][1], val = x * gains[gi][2];
+                    lut[0][x] = (uint8_t)(hue < 0 ? hue + 180 : hue);
+                    lut[1][x] = (uint8_t)(sat > 255 ? 255 : sat), lut[2][x] = (uint8_t)(val > 255 ? 255 : val);
+                }
+                memcpy(b, src, n);
+                for (int y = 0; y < h; y++) {
+                    uint8_t *row = b + (size_t)y * w * 3;
+                    yp_rgb_to_hsv_row(row, row, w);
+                    for (int i = 0; i < 3 * w; i++) row[i] = lut[i % 3][row[i]];
+                    yp_hsv_to_rgb_row(row, row, w);
+                }
+                yp_image ib = {b, w, h}, ia = {a, w, h};
+                if (flip) yp_flip_lr(&ib);
+                memcpy(a, src, n);
+                yp_hsv_apply_flip(&ia, gains[gi], flip);
+                CHECK(memcmp(a, b, n) == 0);
+                if (!flip) {
+                    memcpy(a, src, n);
+                    yp_hsv_apply(&ia, gains[gi]);
+                    CHECK(memcmp(a, b, n) == 0);
+                }
+            }
+        free(src), free(a), free(b);
+    }
+}
+
+/* The axis-aligned warp (no rotation or shear: scale and translation, yp_warp_image's separable
+ * path) against OpenCV's rule written out per pixel (augment_warp.c's header), over scales from
+ * 0.4 to 1.7 and translations that put the output partly or wholly outside the source. */
+static void test_warp_axis_aligned(void) {
+    enum { SW = 97, SH = 61 };
+    static uint8_t src[SW * SH * 3], got[80 * 50 * 3], want[80 * 50 * 3];
+    for (int i = 0; i < SW * SH * 3; i++) src[i] = (uint8_t)((i * 37) ^ (i >> 5));
+    yp_image a = {src, SW, SH};
+    const double cases[][4] = {{1, 0, 1, 0},          {0.8, -10.5, 0.8, 7.25}, {1.37, -60.3, 1.41, -20.9},
+                               {0.43, 30, 0.51, 12.7}, {1.7, -170, 0.9, -55},  {1, 200, 1, 0},
+                               {0.6, -3.2, 1.2, 50.1}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const double *c = cases[k];
+        yp_warp wp = affine(c[0], c[1], c[2], c[3], 1, 80, 50);
+        yp_image b = {got, 80, 50};
+        int ws[80 * 5];
+        size_t need;
+        REQUIRE(yp_warp_ws(&wp, &need) == 0 && need <= sizeof ws);
+        CHECK(yp_warp_image(&a, &b, &wp, ws, sizeof ws) == 0);
+        /* cv2.warpAffine's inverse (its closed form, m1 = m3 = 0), in 1/1024 pixel, then 1/32 */
+        double D = 1. / (c[0] * c[2] - 0. * 0.), im0 = c[2] * D, im1 = -0. * D, im3 = -0. * D, im4 = c[0] * D;
+        double im2 = -im0 * c[1] - im1 * c[3], im5 = -im3 * c[1] - im4 * c[3];
+        for (int y = 0; y < 50; y++)
+            for (int x = 0; x < 80; x++) {
+                long X = (lrint((im1 * y + im2) * 1024) + 16 + lrint(im0 * x * 1024)) >> 5;
+                long Y = (lrint((im4 * y + im5) * 1024) + 16 + lrint(im3 * x * 1024)) >> 5;
+                long sx = X >> 5, sy = Y >> 5, fx = X & 31, fy = Y & 31;
+                for (int ch = 0; ch < 3; ch++) {
+                    long acc = 512;
+                    for (int t = 0; t < 4; t++) {
+                        long xx = sx + (t & 1), yy = sy + (t >> 1);
+                        long wgt = ((t & 1) ? fx : 32 - fx) * ((t >> 1) ? fy : 32 - fy);
+                        int in = xx >= 0 && yy >= 0 && xx < SW && yy < SH;
+                        acc += wgt * (in ? src[(yy * SW + xx) * 3 + ch] : 114);
+                    }
+                    want[(y * 80 + x) * 3 + ch] = (uint8_t)(acc >> 10);
+                }
+            }
+        CHECK(memcmp(got, want, sizeof want) == 0);
+    }
+}
+
 static void test_flips(void) {
     uint8_t buf[3 * 2 * 3];
     yp_image im = coord_image(buf, 3, 2, 0);
@@ -413,6 +503,8 @@ int main(void) {
     YP_RUN(test_letterbox_image_and_labels);
     YP_RUN(test_resize_weights);
     YP_RUN(test_hsv);
+    YP_RUN(test_hsv_apply_flip);
+    YP_RUN(test_warp_axis_aligned);
     YP_RUN(test_flips);
     YP_RUN(test_single_image_identity);
     YP_RUN(test_train_item_deterministic);

@@ -283,8 +283,16 @@ static void test_host_bytes(void) {
     printf("    loader %lld bytes (ring %lld, workspaces %lld); plan host %lld (canvases+decoded %lld)\n",
            (long long)lb.total, (long long)lb.ring_images, (long long)lb.workspaces, (long long)h.total,
            (long long)(h.mosaic_canvases + h.decoded_images));
+    /* a run with fewer batches than workers x prefetch holds only those; a split smaller than the
+     * batch sizes each slot to the split: validation of 10 images at batch 16, 3 passes */
+    o.validation = 1, o.epochs = 3;
+    REQUIRE(yp_loader_host_bytes(&o, 10, 20, &lb, &err) == 0);
+    CHECK_EQ_I64(lb.slots, 3);
+    CHECK_EQ_I64(lb.ring_images, 3LL * 10 * 640 * 640 * 3);
+    CHECK_EQ_I64(lb.ring_meta, 3LL * 10 * (int64_t)sizeof(yp_loader_image));
+    o.validation = 0, o.epochs = 1;
     o.workers = 1, o.imgsz = 16384, o.batch = INT32_MAX, o.prefetch = INT32_MAX;
-    CHECK(yp_loader_host_bytes(&o, 1000, 20, &lb, &err) == -1); /* overflow caught */
+    CHECK(yp_loader_host_bytes(&o, 1LL << 39, 20, &lb, &err) == -1); /* overflow caught */
 }
 
 int main(void) {

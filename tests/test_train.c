@@ -5,7 +5,8 @@
  * fallen by under 20 %, so 30 steps cannot show it); a run resumed from the checkpoint of its
  * first epoch continues with exactly the losses of the uninterrupted run; multi-scale batches run
  * at every size train.py draws inside the plan's one arena; a second validation
- * pass gives the same metrics (the pass leaves training's state alone). */
+ * pass gives the same metrics (the pass leaves training's state alone); the run's host-memory
+ * estimate is its allocators' figures, term by term. */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "yp_test.h"
 #include "yp_test_fs.h"
 #include "yp_train.h"
+#include "yp_train_host.h"
 
 #define S 128
 #define N_TRAIN 8
@@ -263,6 +265,70 @@ static void test_validation_repeats(void) {
     yp_plan_free(&p);
 }
 
+/* The run's host-memory estimate (yp_train_host.h): each term is its allocator's own figure, the
+ * validation shape known before planning is the plan's, and a split smaller than the validation
+ * batch sizes the validator's buffers and ring (4 images, batch 8: one slot of 4 images). */
+static void test_host_estimate(void) {
+    yp_plan p;
+    yp_exec x;
+    yp_err err = {0};
+    if (make_exec(&p, &x, 4, 1, YP_OPT_SGD)) {
+        CHECK(0);
+        return;
+    }
+    yp_eval_shape e = yp_eval_shape_for(graph, 4, S), want = yp_exec_eval_shape(&x);
+    CHECK(e.batch == want.batch && e.h == want.h && e.w == want.w && e.boxes == want.boxes && e.fields == want.fields);
+    CHECK(x.rss_before_arena > 0);
+    yp_train_opts o = base_opts(3, NULL, 0);
+    yp_train_host h;
+    REQUIRE(yp_train_host_estimate(graph, &o, 4, S, 0, 0, p.arena_bytes, x.rss_before_arena, &h, &err) == 0);
+    yp_loader_opts lo;
+    yp_loader_bytes lb;
+    yp_train_loader_opts(&o, 4, S, 0, &lo);
+    REQUIRE(yp_loader_host_bytes(&lo, train_lb.n, train_lb.stats.max_labels, &lb, &err) == 0);
+    CHECK_EQ_I64(h.train_loader, lb.total);
+    CHECK_EQ_I64(lb.slots, 4); /* 2 workers x prefetch 2: 2 batches an epoch, 3 epochs */
+    CHECK_EQ_I64(h.train_input, 4LL * S * S * 3 * 4);
+    CHECK_EQ_I64(h.val.images, 4LL * S * S * 3 * 4); /* the split's 4 images, not the batch's 8 */
+    CHECK_EQ_I64(h.val.decoded, 4LL * want.boxes * want.fields * 4);
+    yp_val_opts vo;
+    yp_train_val_opts(&o, 0, &vo);
+    CHECK_EQ_I64(vo.runs, 3);
+    yp_loader_opts vl;
+    yp_loader_opts_default(&vl);
+    vl.workers = 2, vl.batch = 8, vl.imgsz = S, vl.validation = 1, vl.epochs = 3;
+    REQUIRE(yp_loader_host_bytes(&vl, val_lb.n, val_lb.stats.max_labels, &lb, &err) == 0);
+    CHECK_EQ_I64(h.val.loader, lb.total);
+    CHECK_EQ_I64(lb.slots, 3);                        /* one batch per pass, 3 passes: 3 of the 4 slots */
+    CHECK_EQ_I64(lb.ring_images, 3LL * 4 * S * S * 3); /* each of 4 images */
+    CHECK_EQ_I64(h.decoders, 2LL * 2 * 2 * S * S * 3);
+    CHECK_EQ_I64(h.runtime, YP_TRAIN_HOST_RUNTIME);
+    CHECK_EQ_I64(h.pipeline, h.train_loader + h.train_input + h.val.total + h.decoders);
+    CHECK_EQ_I64(h.val.total, h.val.loader + h.val.images + h.val.decoded + h.val.nms + h.val.map);
+    CHECK_EQ_I64(h.total, p.arena_bytes + x.rss_before_arena + h.pipeline + h.runtime);
+    /* the validator allocates what its estimate says, and runs with it */
+    yp_val_host vh;
+    REQUIRE(yp_validator_host_bytes(&want, NC, &val_lb, &vo, &vh, &err) == 0);
+    CHECK_EQ_I64(vh.total, h.val.total);
+    yp_validator *v = yp_validator_new(&x, &val_lb, &vo, &err);
+    yp_val_result r;
+    CHECK(v && yp_validator_run(v, NULL, &r, &err) == 0);
+    CHECK_EQ_I64(r.images, val_lb.n);
+    yp_validator_free(v);
+    printf("  estimate: arena %lld, baseline %lld, train loader %lld, validation %lld (loader %lld, map %lld)\n",
+           (long long)p.arena_bytes, (long long)x.rss_before_arena, (long long)h.train_loader, (long long)vh.total,
+           (long long)vh.loader, (long long)vh.map);
+    o.val = NULL; /* no validation: no validator term, one loader's decoders */
+    REQUIRE(yp_train_host_estimate(graph, &o, 4, S, 0, 0, 0, 0, &h, &err) == 0);
+    CHECK(h.val.total == 0 && h.decoders == 2LL * 2 * S * S * 3 && h.arena == 0);
+    int64_t plain = h.train_input; /* --multi-scale adds the batch at 1.5 S, 192 at S = 128 */
+    REQUIRE(yp_train_host_estimate(graph, &o, 4, S, 1, 0, 0, 0, &h, &err) == 0);
+    CHECK_EQ_I64(h.train_input - plain, 4LL * 192 * 192 * 3 * 4);
+    CHECK(yp_train_host_estimate(graph, &o, 0, S, 0, 0, 0, 0, &h, &err) == -1); /* bad batch */
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     yp_err err = {0};
@@ -289,6 +355,7 @@ int main(void) {
     YP_RUN(test_resume_same_losses);
     YP_RUN(test_multiscale);
     YP_RUN(test_validation_repeats);
+    YP_RUN(test_host_estimate);
     yp_labels_free(&train_lb), yp_labels_free(&val_lb);
     yp_graph_free(graph);
     yp_backend_free(cpu);

@@ -1,0 +1,52 @@
+/* train_host.c - the host memory of a training run, term by term (yp_train_host.h). */
+#include <string.h>
+
+#include "yp_train_host.h"
+
+yp_eval_shape yp_eval_shape_for(const yp_graph *g, int64_t batch, int64_t imgsz) {
+    yp_eval_shape e = {2 * batch, imgsz, imgsz, 0, g->nc + 5};
+    for (int l = 0; l < g->nl; l++) {
+        int64_t side = g->strides[l] > 0 ? imgsz / g->strides[l] : 0;
+        e.boxes += (int64_t)g->na * side * side;
+    }
+    return e;
+}
+
+static int64_t max_rows_of(const yp_labels *lb) {
+    int64_t m = 0, n;
+    for (int64_t i = 0; i < lb->n; i++)
+        if (yp_labels_rows(lb, i, &n), n > m) m = n;
+    return m;
+}
+
+int yp_train_host_estimate(const yp_graph *g, const yp_train_opts *o, int64_t batch, int64_t imgsz, int multi_scale,
+                           int64_t first_epoch, int64_t arena, int64_t baseline, yp_train_host *h, yp_err *err) {
+    memset(h, 0, sizeof *h);
+    if (batch < 1 || imgsz < 32 || imgsz > 16384 || batch > (1LL << 24) || arena < 0 || baseline < 0 || o->workers < 1)
+        return yp_err_set(err, "host memory: bad sizes (batch %lld, img %lld, %d workers)", (long long)batch,
+                          (long long)imgsz, o->workers);
+    yp_loader_opts lo;
+    yp_loader_bytes lb;
+    yp_train_loader_opts(o, batch, imgsz, first_epoch, &lo);
+    if (yp_loader_host_bytes(&lo, o->train->n, max_rows_of(o->train), &lb, err)) return -1;
+    int64_t image = imgsz * imgsz * 3, loaders = 1;
+    h->arena = arena, h->baseline = baseline;
+    h->train_loader = lb.total;
+    h->train_input = batch * image * (int64_t)sizeof(float);
+    if (multi_scale) { /* the largest side train.py's randrange(0.5 S, 1.5 S + gs) // gs * gs gives */
+        int64_t gs = yp_graph_max_stride(g), m = (imgsz * 3 / 2 + gs - 1) / gs * gs;
+        h->train_input += batch * m * m * 3 * (int64_t)sizeof(float);
+    }
+    if (o->val) {
+        yp_val_opts vo;
+        yp_train_val_opts(o, first_epoch, &vo);
+        yp_eval_shape e = yp_eval_shape_for(g, batch, imgsz);
+        if (yp_validator_host_bytes(&e, g->nc, o->val, &vo, &h->val, err)) return -1;
+        loaders = 2;
+    }
+    h->decoders = loaders * o->workers * 2 * image;
+    h->runtime = YP_TRAIN_HOST_RUNTIME;
+    h->pipeline = h->train_loader + h->train_input + h->val.total + h->decoders;
+    h->total = h->arena + h->baseline + h->pipeline + h->runtime;
+    return 0;
+}
