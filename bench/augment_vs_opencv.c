@@ -220,7 +220,7 @@ typedef struct {
 static int bench_get(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err) {
     bench_source *s = ctx;
     (void)err;
-    *out = (yp_aug_source_item){s->pixels + (size_t)index * 640 * 480 * 3, 640, 480, s->rows[index], 5};
+    *out = (yp_aug_source_item){s->pixels + (size_t)index * 640 * 480 * 3, 640, 480, s->rows[index], 5, 0};
     return 0;
 }
 

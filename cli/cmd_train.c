@@ -12,6 +12,7 @@
 #include "run_dir.h"
 #include "train_opts.h"
 #include "yp_checkpoint.h"
+#include "yp_image_cache.h"
 #include "yp_plan_io.h"
 #include "yp_results.h"
 #include "yp_search.h"
@@ -37,6 +38,8 @@ typedef struct {
     int have_exec;
     yp_train_state st;
     yp_train_host host;     /* the run's host memory, term by term (after yp_exec_init) */
+    int cache_ram;          /* --cache ram, and the budget holds it */
+    yp_image_cache train_cache, val_cache;
 } train_run;
 
 static void run_free(train_run *r) {
@@ -45,6 +48,8 @@ static void run_free(train_run *r) {
     if (r->have_plan) yp_plan_free(&r->p);
     yp_graph_free(r->g);
     yp_dataset_names_free(r->names, r->train.stats.nc);
+    yp_image_cache_free(&r->train_cache);
+    yp_image_cache_free(&r->val_cache);
     yp_labels_free(&r->train);
     yp_labels_free(&r->val);
 }
@@ -60,7 +65,9 @@ static int path_join(char *out, size_t n, const char *dir, const char *file, yp_
 static yp_train_opts loop_opts(const train_run *r) {
     return (yp_train_opts){.train = &r->train, .val = r->have_val ? &r->val : NULL, .hyp = r->hyp,
                            .epochs = r->o.epochs, .workers = (int)r->o.workers, .seed = (uint64_t)r->o.seed,
-                           .augment = !r->o.no_augment, .noval = r->o.noval};
+                           .augment = !r->o.no_augment, .noval = r->o.noval, .cache_ram = r->cache_ram,
+                           .train_cache = r->cache_ram ? &r->train_cache : NULL,
+                           .val_cache = r->cache_ram && r->have_val ? &r->val_cache : NULL};
 }
 
 /* yp_train_host.h's estimate at batch (arena: the plan's on the CPU backend, once planned). */
@@ -262,23 +269,49 @@ static int make_backend(train_run *r, yp_err *err) {
     return 0;
 }
 
-/* Refusals of options this executor does not run yet, before anything is loaded. */
-static int check_supported(const train_opts *o, yp_err *err) {
-    if (o->cache[0])
-        return yp_err_set(err, "--cache %s: not supported yet (images are decoded each epoch); drop --cache", o->cache);
+
+/* YOLOv5's check_cache_ram: cache only when the images (at most n x img^2 x 3) with a 10 % margin
+ * fit what the machine has available; otherwise say so and train without. */
+static void check_cache_ram(train_run *r) {
+    r->cache_ram = !strcmp(r->o.cache, "ram");
+    if (!r->cache_ram) return;
+    int64_t need = yp_image_cache_bytes(r->train.n + (r->have_val ? r->val.n : 0), (int)r->o.img);
+    int64_t avail = r->o.mem[0] ? 0 : cli_host_available_bytes();
+    yp_err ignored;
+    if (r->o.mem[0] && cli_parse_size("--mem", r->o.mem, &avail, &ignored)) avail = 0; /* plan_new says why */
+    if (need >= 0 && (double)need * 1.1 < (double)avail) return;
+    printf("WARNING: --cache ram: %.1fGB of images with a 10%% margin, %.1fGB available; not caching images\n",
+           (double)need / 1e9, (double)avail / 1e9);
+    r->cache_ram = 0;
+}
+
+/* --cache ram: both splits decoded once, as YOLOv5 caches them before training (the plan's budget
+ * already holds them: the host estimate counts them). */
+static int fill_caches(train_run *r, yp_err *err) {
+    if (!r->cache_ram) return 0;
+    for (int k = 0; k < 1 + r->have_val; k++) {
+        yp_image_cache *c = k ? &r->val_cache : &r->train_cache;
+        const yp_labels *l = k ? &r->val : &r->train;
+        /* training resizes as augmenting does; validation and --no-augment as load_image without */
+        if (yp_image_cache_fill(c, l, (int)r->o.img, k ? 0 : !r->o.no_augment, (int)r->o.workers, err)) return -1;
+        printf("%s: Caching images (%.1fGB ram)%s\n", k ? "val" : "train", (double)c->bytes / 1e9,
+               c->failed ? ", some did not decode" : "");
+    }
     return 0;
 }
 
 /* A new run: data, hyp, model, plan, run folder and its files, executor, --weights. */
 static int start_new(train_run *r, yp_err *err) {
-    if (check_supported(&r->o, err) || load_data(r, err)) return -1;
+    if (load_data(r, err)) return -1;
     yp_hyp_file_default(&r->hyp);
     if (r->o.hyp[0] && yp_hyp_file_read(r->o.hyp, &r->hyp, err)) return -1;
     if (!r->o.mosaic) r->hyp.aug.mosaic = 0.0;
     check_img(r);
     if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || make_backend(r, err)) return -1;
+    check_cache_ram(r);
     int rc = plan_new(r, err);
     if (rc) return rc;
+    if (fill_caches(r, err)) return -1;
     if (run_dir_make(r->o.project, r->o.name, r->o.exist_ok, 1, r->dir, sizeof r->dir, err)) return -1;
     if (snprintf(r->o.save_dir, sizeof r->o.save_dir, "%s", r->dir) >= (int)sizeof r->o.save_dir)
         return yp_err_set(err, "--project/--name: the run folder's path is too long");
@@ -316,7 +349,8 @@ static int start_resume(train_run *r, yp_err *err) {
     r->have_plan = 1;
     long t = 0;
     if (sscanf(yp_candidate_scratch_name(&r->p.cand), "onednn:%ld", &t) == 1) r->o.threads = t; /* as planned */
-    if (make_backend(r, err)) return -1;
+    check_cache_ram(r);
+    if (make_backend(r, err) || fill_caches(r, err)) return -1;
     if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;
     r->have_exec = 1;
     if (print_host_plan(r, err)) return -1;

@@ -107,7 +107,8 @@ static int load(item_ctx *c, int64_t index, yp_aug_source_item *item) {
     if (item->n_rows < 0 || item->n_rows > c->cfg->max_rows)
         return yp_err_set(c->err, "augment: image %lld has %lld label rows, more than the %lld planned (max_rows)",
                           (long long)index, (long long)item->n_rows, (long long)c->cfg->max_rows);
-    int need = yp_aug_load_size(item->w0, item->h0, c->cfg->imgsz, 1, &w, &h, &interp);
+    int need = item->loaded ? (w = item->w0, h = item->h0, interp = YP_INTER_LINEAR, 0)
+                            : yp_aug_load_size(item->w0, item->h0, c->cfg->imgsz, 1, &w, &h, &interp);
     if (need < 0 || w > c->cfg->imgsz + 1 || h > c->cfg->imgsz + 1)
         return yp_err_set(c->err, "augment: image %lld has a bad size %dx%d", (long long)index, item->w0, item->h0);
     yp_image orig = {(uint8_t *)item->pixels, item->w0, item->h0};

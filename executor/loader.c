@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "yp_image.h"
+#include "yp_image_cache.h"
 #include "yp_loader.h"
 
 enum { SLOT_FREE, SLOT_BUSY, SLOT_READY, SLOT_FAILED };
@@ -153,15 +154,26 @@ static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err
         w->source_failed = 1;
         return yp_err_set(err, "loader: image %lld did not load before", (long long)index);
     }
+    int64_t n;
+    const float *rows = yp_labels_rows(l->labels, index, &n);
+    if (l->o.cache) { /* --cache ram: load_image's result, kept */
+        const yp_cached_image *ci = yp_image_cache_get(l->o.cache, index);
+        if (!ci) {
+            yp_err_set(err, "%s: not in the image cache (it did not decode)", yp_labels_image(l->labels, index));
+            mark_bad(l, index, err->msg);
+            w->source_failed = 1;
+            return -1;
+        }
+        *out = (yp_aug_source_item){ci->rgb, ci->w, ci->h, rows, n, 1};
+        return 0;
+    }
     yp_image_free(&w->px); /* the holder keeps one image, until the worker's next read */
     if (yp_image_read(yp_labels_image(l->labels, index), NULL, &w->px, err)) {
         mark_bad(l, index, err->msg);
         w->source_failed = 1;
         return -1;
     }
-    int64_t n;
-    const float *rows = yp_labels_rows(l->labels, index, &n);
-    *out = (yp_aug_source_item){w->px.rgb, w->px.w, w->px.h, rows, n};
+    *out = (yp_aug_source_item){w->px.rgb, w->px.w, w->px.h, rows, n, 0};
     return 0;
 }
 
@@ -184,7 +196,13 @@ static int val_item(worker *w, int64_t index, yp_image *out, int64_t *n, yp_load
     yp_interp interp;
     size_t need_r = 0, need_l;
     if (source(w, index, &it, err)) return -1;
-    int resize = yp_aug_load_size(it.w0, it.h0, s, 0, &rw, &rh, &interp);
+    int w0 = it.w0, h0 = it.h0; /* the original size (a cached image is already load_image's) */
+    if (it.loaded) {
+        const yp_cached_image *ci = yp_image_cache_get(w->l->o.cache, index);
+        w0 = ci->w0, h0 = ci->h0;
+    }
+    int resize = it.loaded ? (rw = it.w0, rh = it.h0, interp = YP_INTER_AREA, 0)
+                           : yp_aug_load_size(it.w0, it.h0, s, 0, &rw, &rh, &interp);
     if (resize < 0 || rw > s + 1 || rh > s + 1 || it.n_rows > w->l->rows_cap)
         return yp_err_set(err, "loader: image %lld: bad size %dx%d or too many rows", (long long)index, it.w0, it.h0);
     yp_image src = {(uint8_t *)it.pixels, it.w0, it.h0}, tile = src;
@@ -203,8 +221,8 @@ static int val_item(worker *w, int64_t index, yp_image *out, int64_t *n, yp_load
     yp_letterbox_labels(w->rows, it.n_rows, rw, rh, &g);
     yp_labels_xyxy_to_xywhn(w->rows, it.n_rows, s, s);
     *n = it.n_rows;
-    m->w0 = it.w0, m->h0 = it.h0;
-    m->rp = (yp_ratio_pad){.gain = (double)rh / it.h0, .pad_w = g.dw, .pad_h = g.dh, .h0 = it.h0, .w0 = it.w0};
+    m->w0 = w0, m->h0 = h0;
+    m->rp = (yp_ratio_pad){.gain = (double)rh / h0, .pad_w = g.dw, .pad_h = g.dh, .h0 = h0, .w0 = w0};
     return 0;
 }
 

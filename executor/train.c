@@ -247,11 +247,12 @@ void yp_train_loader_opts(const yp_train_opts *o, int64_t batch, int64_t imgsz, 
     yp_loader_opts_default(lo);
     lo->workers = o->workers, lo->batch = (int)batch, lo->imgsz = (int)imgsz;
     lo->first_epoch = first_epoch, lo->epochs = o->epochs, lo->drop_last = 1, lo->seed = o->seed;
-    lo->hyp = o->hyp.aug, lo->no_augment = !o->augment;
+    lo->hyp = o->hyp.aug, lo->no_augment = !o->augment, lo->cache = o->train_cache;
 }
 
 void yp_train_val_opts(const yp_train_opts *o, int64_t first_epoch, yp_val_opts *vo) {
-    *vo = (yp_val_opts){.workers = o->workers, .runs = o->noval ? 1 : o->epochs - first_epoch, .loss = 1};
+    *vo = (yp_val_opts){.workers = o->workers, .runs = o->noval ? 1 : o->epochs - first_epoch, .loss = 1,
+                        .cache = o->val_cache};
     yp_nms_cfg_val(&vo->nms);
 }
 

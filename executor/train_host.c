@@ -1,6 +1,7 @@
 /* train_host.c - the host memory of a training run, term by term (yp_train_host.h). */
 #include <string.h>
 
+#include "yp_image_cache.h"
 #include "yp_train_host.h"
 
 yp_eval_shape yp_eval_shape_for(const yp_graph *g, int64_t batch, int64_t imgsz) {
@@ -46,7 +47,14 @@ int yp_train_host_estimate(const yp_graph *g, const yp_train_opts *o, int64_t ba
     }
     h->decoders = loaders * o->workers * 2 * image;
     h->runtime = YP_TRAIN_HOST_RUNTIME;
-    h->pipeline = h->train_loader + h->train_input + h->val.total + h->decoders;
+    if (o->cache_ram) {
+        const yp_image_cache *tc = o->train_cache, *vc = o->val_cache;
+        int64_t t = tc ? tc->bytes : yp_image_cache_bytes(o->train->n, (int)imgsz);
+        int64_t v = vc ? vc->bytes : o->val ? yp_image_cache_bytes(o->val->n, (int)imgsz) : 0;
+        if (t < 0 || v < 0) return yp_err_set(err, "host memory: the image cache's size overflows");
+        h->cache = t + v;
+    }
+    h->pipeline = h->train_loader + h->train_input + h->val.total + h->decoders + h->cache;
     h->total = h->arena + h->baseline + h->pipeline + h->runtime;
     return 0;
 }

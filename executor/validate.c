@@ -57,7 +57,7 @@ static float *floats(int64_t n) {
 static void loader_opts(const yp_eval_shape *e, const yp_val_opts *o, yp_loader_opts *lo) {
     yp_loader_opts_default(lo);
     lo->workers = o->workers, lo->batch = (int)e->batch, lo->imgsz = (int)e->h, lo->validation = 1;
-    lo->epochs = o->runs > 0 ? o->runs : 1;
+    lo->epochs = o->runs > 0 ? o->runs : 1, lo->cache = o->cache;
 }
 
 /* Images in the largest batch: the planned batch, or the whole split when it is smaller. */

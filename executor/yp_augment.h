@@ -176,6 +176,7 @@ typedef struct {
     int w0, h0;
     const float *rows;
     int64_t n_rows;
+    int loaded; /* 1: the pixels are load_image's result already (--cache ram): no resize */
 } yp_aug_source_item;
 
 /* Gives image `index` (0 <= index < n_images). Returns 0, or -1 with err set. The item must stay

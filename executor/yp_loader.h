@@ -65,6 +65,9 @@ typedef struct {
                       * built); 0: the last batch of an epoch may be short */
     uint64_t seed;
     yp_aug_hyp hyp;  /* training only */
+    const struct yp_image_cache *cache; /* --cache ram: images from it instead of decoding (its
+                      * resize rule must be this loader's: augment for training, not for validation
+                      * and --no-augment); NULL: decode. Kept, not copied. */
 } yp_loader_opts;
 
 /* workers 8, prefetch 2, batch 16, imgsz 640, training, epoch 0 only, short batches kept, seed 0,

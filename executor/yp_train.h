@@ -73,6 +73,8 @@ typedef struct {
     int64_t runs;           /* validation passes the loader prepares (epochs validated) */
     yp_nms_cfg nms;         /* yp_nms_cfg_val unless --conf / --iou */
     int loss;               /* 1: also the loss over the split (val/box_loss ...) */
+    const struct yp_image_cache *cache; /* --cache ram: the split's images, cached without augment's
+                                         * resize rule; NULL: decoded each pass */
 } yp_val_opts;
 
 /* One validation pass's results (val.py's `results`, `maps` and the counts). */
@@ -155,6 +157,9 @@ typedef int (*yp_epoch_cb)(void *ctx, const yp_epoch_result *r, yp_err *err);
 typedef struct {
     const yp_labels *train;   /* the training split */
     const yp_labels *val;     /* the validation split; NULL: no validation at all */
+    const struct yp_image_cache *train_cache, *val_cache; /* --cache ram (yp_image_cache.h), or NULL */
+    int cache_ram;            /* --cache ram asked for: the host estimate counts the caches (their bytes
+                               * once filled, n x imgsz^2 x 3 each before) */
     yp_hyp_file hyp;
     int64_t epochs;
     int workers;

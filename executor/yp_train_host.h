@@ -13,7 +13,9 @@
  *                 than the split), Detect's decoded rows, the NMS workspace, the mAP tables;
  *   decoders      per worker of each loader, the image it holds decoded and the file's bytes while
  *                 decoding, each taken as S x S x 3 (the label scan does not record image sizes:
- *                 originals larger than S need (w h / S^2) times as much).
+ *                 originals larger than S need (w h / S^2) times as much);
+ *   cache         with --cache ram the images of both splits at load_image's size: what the filled
+ *                 caches hold, or before they are filled n x S x S x 3 each (every long side is S).
  * The two measured terms:
  *   baseline      the process's resident bytes before the arena is touched (yp_process_rss_bytes:
  *                 VmRSS from /proc/self/statm): the libraries' pages loaded so far, the model, the
@@ -44,8 +46,9 @@ typedef struct {
     int64_t train_loader, train_input;
     yp_val_host val; /* zero without a validation split */
     int64_t decoders;
+    int64_t cache;    /* --cache ram: the training and validation images kept decoded */
     int64_t runtime;
-    int64_t pipeline; /* train_loader + train_input + val.total + decoders: the data pipeline */
+    int64_t pipeline; /* train_loader + train_input + val.total + decoders + cache: the data pipeline */
     int64_t total;    /* arena + baseline + pipeline + runtime */
 } yp_train_host;
 

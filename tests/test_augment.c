@@ -358,7 +358,7 @@ typedef struct {
 static int get(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err) {
     source *s = ctx;
     (void)err;
-    *out = (yp_aug_source_item){s->pixels[index], 320, 160, s->rows[index], 2};
+    *out = (yp_aug_source_item){s->pixels[index], 320, 160, s->rows[index], 2, 0};
     return 0;
 }
 

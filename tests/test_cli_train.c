@@ -2,7 +2,7 @@
  * (16 + 4 images at 64 px): the plan line, the run folder (plan.json, hyp.yaml, opt.yaml,
  * results.csv with train.py's rows, results.png/.svg, last and best checkpoints), exp2 for a
  * second run, a run killed mid-way and resumed (every epoch once in results.csv), "nothing to
- * resume", val with --save-json, and each bad input: one line naming the file or option, exit 2
+ * resume", --cache ram giving the uncached run's results, val with --save-json, and each bad input: one line naming the file or option, exit 2
  * (1 for a plan that does not fit). */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <signal.h>
@@ -138,6 +138,19 @@ static void test_kill_and_resume(void) {
     CHECK_STR_HAS(errtxt, "nothing to resume");
 }
 
+/* --cache ram: the images decoded once give the run an uncached one gives, row for row. */
+static void test_cache_ram(void) {
+    char a[8192], b[8192], path[256];
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 2 --name cached --cache ram", data, dir), 0);
+    CHECK_STR_HAS(out, "train: Caching images (");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 2 --name uncached", data, dir), 0);
+    snprintf(path, sizeof path, "%s/runs/cached/results.csv", dir);
+    CHECK(read_text(path, a, sizeof a) == 0);
+    snprintf(path, sizeof path, "%s/runs/uncached/results.csv", dir);
+    CHECK(read_text(path, b, sizeof b) == 0);
+    CHECK(count_lines(a) == 3 && strcmp(a, b) == 0);
+}
+
 static void test_val(void) {
     CHECK_EQ_I64(run("val --weights runs/exp/weights/best.safetensors --data '%s' --img 64 --batch 8 --threads 2 "
                      "--workers 2 --save-json --project runs/val", data), 0);
@@ -187,8 +200,8 @@ static void test_bad_input(void) {
     one_line_exit(1, "needs");
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --batch 16 --mem 30MiB", data, dir), 1);
     one_line_exit(1, "the best that fits is --batch");
-    CHECK_EQ_I64(run(TRAIN_ARGS " --cache ram", data, dir), 2);
-    one_line_exit(2, "--cache ram");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --cache disk", data, dir), 2);
+    one_line_exit(2, "--cache disk: expected ram");
     CHECK_EQ_I64(run("train --resume nowhere/last.safetensors"), 2);
     one_line_exit(2, "nowhere/last.safetensors");
     CHECK_EQ_I64(run("val --data '%s'", data), 2);
@@ -207,6 +220,7 @@ int main(void) {
     if (yp_synth_write(synth, &so, NULL, &err)) return fprintf(stderr, "setup: %s\n", err.msg), 1;
     YP_RUN(test_train_run_folder);
     YP_RUN(test_kill_and_resume);
+    YP_RUN(test_cache_ram);
     YP_RUN(test_val);
     YP_RUN(test_bad_input);
     yp_test_remove_tree(dir);
