@@ -68,7 +68,10 @@ fi
 if stage asan-configure cmake -S . -B build-asan -DYP_SANITIZE=ON -DYP_CUDA=OFF -DYP_WERROR=ON &&
    stage asan-build cmake --build build-asan -j"$jobs"; then
   echo "==> asan-ctest: ctest --test-dir build-asan -L unit --output-on-failure"
-  ctest --test-dir build-asan -L unit --output-on-failure 2>&1 | tee build-asan/ctest.log
+  # The tests that run the yoloplan binary (train draws its curves through PLplot, pango and
+  # fontconfig) need the library suppressions of tests/lsan.supp in the child processes too.
+  LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+    ctest --test-dir build-asan -L unit --output-on-failure 2>&1 | tee build-asan/ctest.log
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(asan-ctest)
   notes+=("asan unit: $(ctest_summary build-asan/ctest.log)")
 fi
