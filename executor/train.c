@@ -174,13 +174,19 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
             if (side != L->imgsz) yp_resize_bilinear_nhwc(L->images, b.n, L->imgsz, L->scaled, side), in = L->scaled;
         }
         if (yp_exec_micro_step_at(x, side, in, b.labels, b.n_labels, loss, err)) return -1;
-        if (ni - L->st->last_opt_step >= k.accumulate) {
+        const int stepped = ni - L->st->last_opt_step >= k.accumulate;
+        if (stepped) {
             if (yp_exec_update(x, err)) return -1;
             L->st->last_opt_step = ni;
         }
         for (int c = 0; c < 3; c++) mloss[c] = (mloss[c] * (double)i + loss[c]) / (double)(i + 1);
-        if (o->step_losses && o->n_step_losses < o->step_losses_cap)
-            memcpy(o->step_losses[o->n_step_losses++], loss, 3 * sizeof(double));
+        if ((o->step_losses || o->step_info) && o->n_step_losses < o->step_losses_cap) {
+            if (o->step_losses) memcpy(o->step_losses[o->n_step_losses], loss, 3 * sizeof(double));
+            if (o->step_info)
+                o->step_info[o->n_step_losses] = (yp_train_step_info){
+                    epoch, ni, k, stepped, stepped ? x->trainer.last_grad_norm : 0.0};
+            o->n_step_losses++;
+        }
         instances = b.n_labels, size = (int)side;
         L->steps++;
         if (o->max_steps > 0 && L->steps >= o->max_steps) {

@@ -9,8 +9,8 @@
  *
  * Defines: yp_train_sched (+ yp_train_sched_init, yp_train_lf, yp_train_knobs_at), yp_validator
  * (+ new, run, print, free), yp_val_host (+ yp_validator_host_bytes), yp_train_opts (+
- * yp_train_loader_opts, yp_train_val_opts), yp_train_state, yp_epoch_result, yp_train_run,
- * yp_train_state_json, yp_train_state_parse, yp_exec_set_loss_hyp. */
+ * yp_train_loader_opts, yp_train_val_opts), yp_train_step_info, yp_train_state, yp_epoch_result,
+ * yp_train_run, yp_train_state_json, yp_train_state_parse, yp_exec_set_loss_hyp. */
 #ifndef YP_TRAIN_H
 #define YP_TRAIN_H
 
@@ -154,6 +154,15 @@ typedef struct {
 
 typedef int (*yp_epoch_cb)(void *ctx, const yp_epoch_result *r, yp_err *err);
 
+/* What the loop did for one micro-batch (yp_train_opts.step_info): the knobs it ran with and
+ * whether the optimizer stepped after it, for benches that replay a run elsewhere. */
+typedef struct {
+    int64_t epoch, ni;    /* the epoch and the global batch (ni = i + nb * epoch) */
+    yp_train_knobs knobs; /* the groups' lr, the momentum and the accumulation in force */
+    int stepped;          /* 1: ni - last_opt_step reached the accumulation: an optimizer step followed */
+    double grad_norm;     /* that step's gradient norm before clipping (0 without a step) */
+} yp_train_step_info;
+
 typedef struct {
     const yp_labels *train;   /* the training split */
     const yp_labels *val;     /* the validation split; NULL: no validation at all */
@@ -178,14 +187,17 @@ typedef struct {
     int64_t max_steps;        /* > 0: stop after this many micro-batches in all (tests, benches) */
     yp_epoch_cb on_epoch;     /* after each epoch's validation, before its checkpoints (may be NULL) */
     void *ctx;
-    /* optional: every micro-batch's loss items (box, obj, cls) appended here, up to cap entries */
+    /* optional: every micro-batch's loss items (box, obj, cls) and/or what the loop did for it
+     * appended here (either may be NULL), up to step_losses_cap entries each; n_step_losses counts */
     double (*step_losses)[3];
+    yp_train_step_info *step_info;
     int64_t step_losses_cap, n_step_losses;
 } yp_train_opts;
 
 /* The options yp_train_run opens its loaders with: the training loader at the plan's batch and
  * square size from epoch first_epoch on (whole batches only), and the validator (o->workers
- * threads, the passes left to validate: every remaining epoch, or the last one with noval). */
+ * threads, the passes left to validate: every remaining epoch, or the last one with noval). A
+ * second training loader opened with the same options delivers the batches the loop trains on. */
 void yp_train_loader_opts(const yp_train_opts *o, int64_t batch, int64_t imgsz, int64_t first_epoch, yp_loader_opts *lo);
 void yp_train_val_opts(const yp_train_opts *o, int64_t first_epoch, yp_val_opts *vo);
 

@@ -163,7 +163,9 @@ static void test_resume_same_losses(void) {
         return;
     }
     copy_ctx cc = {last, copy};
+    yp_train_step_info info_a[TOTAL];
     yp_train_opts o = base_opts(EPOCHS, a, TOTAL);
+    o.step_info = info_a;
     o.last_path = last, o.best_path = best, o.options_json = "{\"run\":\"test\"}";
     o.on_epoch = copy_after_first, o.ctx = &cc;
     yp_train_state st = yp_train_state_initial();
@@ -172,6 +174,24 @@ static void test_resume_same_losses(void) {
     CHECK(rc == 0);
     CHECK_EQ_I64(o.n_step_losses, TOTAL);
     CHECK_EQ_I64(st.next_epoch, EPOCHS);
+    /* step_info: train.py's knobs of each global batch, its stepping rule, one update per step */
+    yp_train_sched sc;
+    yp_train_sched_init(&sc, &o.hyp, 0, 1, EPOCHS, 2, PER);
+    int64_t stepped = 0, last_step = -1, info_ok = 1;
+    for (int i = 0; i < TOTAL; i++) {
+        yp_train_knobs k;
+        yp_train_knobs_at(&sc, i / PER, i, &k);
+        const yp_train_step_info *f = &info_a[i];
+        int want = i - last_step >= k.accumulate;
+        if (want) last_step = i;
+        stepped += f->stepped;
+        info_ok &= f->epoch == i / PER && f->ni == i && f->stepped == want && f->knobs.accumulate == k.accumulate &&
+                   f->knobs.lr[0] == k.lr[0] && f->knobs.lr[1] == k.lr[1] && f->knobs.momentum == k.momentum &&
+                   (f->grad_norm > 0) == want;
+    }
+    CHECK(info_ok);
+    CHECK_EQ_I64(stepped, x.trainer.updates);
+    CHECK(stepped > 0 && stepped < TOTAL); /* the warm-up's accumulation reaches 2 at batch 2 */
     yp_exec_free(&x);
 
     /* the resumed run: a new executor (other initial weights), the epoch-0 checkpoint */
