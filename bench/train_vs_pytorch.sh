@@ -31,9 +31,10 @@
 # implementations agree to ~1e-6 for the first steps and then part by a fraction of a percent.
 #
 # Exits 0 on PASS, 1 on FAIL or when something fails to build or run, 2 on bad usage. Needs
-# Debian's python3-torch (scripts/deps-reference.sh). Takes 10-15 minutes on 2 cores with the
-# defaults (yoloplan ~4-5 min, PyTorch ~5-9; --control adds as much as the PyTorch run); files
-# stay in the /tmp/train_vs_pytorch.* folder it names (or --out DIR).
+# Debian's python3-torch (scripts/deps-reference.sh). Takes 1.5 minutes with the defaults on an
+# idle 2-core machine (yoloplan ~1, PyTorch ~0.5; --control adds the PyTorch run again), up to
+# 15-20 when the machine is shared; files stay in the /tmp/train_vs_pytorch.* folder it names
+# (or --out DIR).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,7 +67,7 @@ while [ $# -gt 0 ]; do
     --build-dir) [ $# -ge 2 ] || usage; build="$2"; shift 2 ;;
     --out) [ $# -ge 2 ] || usage; out="$2"; shift 2 ;;
     --control) control=1; shift ;;
-    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage ;;
   esac
 done
