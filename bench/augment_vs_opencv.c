@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "yp_augment.h"
+#include "yp_clock.h"
 
 typedef struct {
     double val[4];
@@ -94,12 +95,6 @@ static long compare(const char *what, const yp_image *a, const yp_image *b) {
     return bad;
 }
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static long check_resize(int sw, int sh, int dw, int dh, yp_interp interp, int reps) {
     yp_image src = make(sw, sh), a = make(dw, dh), b = make(dw, dh);
     size_t ws_bytes = 0;
@@ -107,11 +102,11 @@ static long check_resize(int sw, int sh, int dw, int dh, yp_interp interp, int r
     yp_resize_ws(sw, sh, dw, dh, interp, &ws_bytes);
     void *ws = malloc(ws_bytes + 1);
     cv_mat *ms = wrap(&src), *mb = wrap(&b);
-    double t0 = now();
+    double t0 = yp_now_s();
     for (int i = 0; i < reps; i++) yp_resize(&src, &a, interp, ws, ws_bytes);
-    double t1 = now();
+    double t1 = yp_now_s();
     for (int i = 0; i < reps; i++) cv.resize(ms, mb, interp == YP_INTER_LINEAR ? INTER_LINEAR : INTER_AREA);
-    double t2 = now();
+    double t2 = yp_now_s();
     char what[96];
     snprintf(what, sizeof what, "resize %s %dx%d ->", interp == YP_INTER_LINEAR ? "linear" : "area", sw, sh);
     long bad = compare(what, &a, &b);
@@ -134,12 +129,12 @@ static long check_warp(int sw, int sh, int dw, int dh, const double m[9], int pe
     cv_mat *ms = wrap(&src), *mb = wrap(&b), *mat = cv.create_header(persp ? 3 : 2, 3, CV_64FC1);
     cv.set_data(mat, mm, 3 * sizeof(double));
     cv_scalar fillv = {{114, 114, 114, 0}};
-    double t0 = now();
+    double t0 = yp_now_s();
     for (int i = 0; i < reps; i++) yp_warp_image(&src, &a, &w, ws, ws_bytes);
-    double t1 = now();
+    double t1 = yp_now_s();
     for (int i = 0; i < reps; i++)
         (persp ? cv.warp_persp : cv.warp_affine)(ms, mb, mat, INTER_LINEAR + WARP_FILL, fillv);
-    double t2 = now();
+    double t2 = yp_now_s();
     long bad = compare(persp ? "warpPerspective" : "warpAffine", &a, &b);
     printf("    ms per call: ours %.3f, OpenCV %.3f\n", (t1 - t0) * 1e3 / reps, (t2 - t1) * 1e3 / reps);
     cv.release(&ms), cv.release(&mb), cv.release(&mat);
@@ -182,11 +177,11 @@ static long check_hsv_apply(int n, const double g[3], int flip) {
         for (int k = 0; k < 2; k++) lut[1 + k][x] = (uint8_t)(sv[k] < 0 ? 0 : sv[k] > 255 ? 255 : sv[k]);
     }
     cv_mat *ms = wrap(&src), *mh = wrap(&hsv), *mb = wrap(&b);
-    double t0 = now();
+    double t0 = yp_now_s();
     cv.cvt(ms, mh, RGB2HSV);
     for (size_t i = 0; i < (size_t)n * rows * 3; i++) hsv.rgb[i] = lut[i % 3][hsv.rgb[i]];
     cv.cvt(mh, mb, HSV2RGB);
-    double t1 = now();
+    double t1 = yp_now_s();
     if (flip)
         for (int y = 0; y < rows; y++)
             for (int x = 0; x < n / 2; x++)
@@ -196,9 +191,9 @@ static long check_hsv_apply(int n, const double g[3], int flip) {
                     *p = *q, *q = t;
                 }
     memcpy(a.rgb, src.rgb, (size_t)n * rows * 3);
-    double t2 = now();
+    double t2 = yp_now_s();
     yp_hsv_apply_flip(&a, g, flip);
-    double t3 = now();
+    double t3 = yp_now_s();
     char what[96];
     snprintf(what, sizeof what, "augment_hsv (%.3g, %.3g, %.3g)%s, all colours", g[0], g[1], g[2], flip ? " + fliplr" : "");
     long bad = compare(what, &a, &b);
@@ -265,13 +260,13 @@ static void pipeline_rate(int threads, int items) {
     yp_aug_hyp_default(&cfg.hyp);
     pthread_t t[16];
     bench_job jobs[16];
-    double t0 = now();
+    double t0 = yp_now_s();
     for (int i = 0; i < threads; i++) {
         jobs[i] = (bench_job){&cfg, &s, i, threads, items / threads};
         pthread_create(&t[i], NULL, bench_run, &jobs[i]);
     }
     for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
-    double dt = now() - t0;
+    double dt = yp_now_s() - t0;
     printf("  training item at 640 (mosaic + perspective + HSV + flip), %d thread%s: %.1f images/s\n", threads,
            threads > 1 ? "s" : "", (items / threads * threads) / dt);
     free(s.pixels);

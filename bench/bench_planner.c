@@ -14,14 +14,9 @@
 
 #include "yp_ir.h"
 #include "yp_search.h"
+#include "yp_clock.h"
 
 static const char *const names[5] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
 
 static yp_graph *load(const char *name) {
     char path[512];
@@ -37,12 +32,12 @@ static double sweep(yp_search_opts *o, const yp_gpu *gpu, int reps, yp_search_re
     for (int r = 0; r < reps; r++) {
         yp_search_result res;
         yp_err err;
-        double t0 = now_ms();
+        double t0 = (yp_now_s() * 1e3);
         if (yp_search(o, gpu, 0, &res, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             exit(1);
         }
-        double t = now_ms() - t0;
+        double t = (yp_now_s() * 1e3) - t0;
         if (t < best) best = t;
         if (r == reps - 1) *keep = res;
         else yp_search_free(&res);

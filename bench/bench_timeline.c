@@ -12,12 +12,7 @@
 #include "yp_ir.h"
 #include "yp_search.h"
 #include "yp_timeline.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "yp_clock.h"
 
 /* The plan the command line would draw: row 0 of the search, realized. 0, or -1 with err set. */
 static int chosen_plan(const yp_graph *g, yp_gpu *gpu, yp_plan *plan, yp_err *err) {
@@ -35,9 +30,9 @@ static int chosen_plan(const yp_graph *g, yp_gpu *gpu, yp_plan *plan, yp_err *er
 /* Times one picture; the first call also pays for starting Graphviz (plugins, fonts). */
 static double time_one(int (*fn)(GVC_t *, const yp_plan *, const char *, const char *, yp_err *),
                        const yp_plan *p, const char *dir, const char *format, int *rc, yp_err *err) {
-    double t0 = now_ms();
+    double t0 = (yp_now_s() * 1e3);
     *rc = fn(tl_context(), p, dir, format, err);
-    return now_ms() - t0;
+    return (yp_now_s() * 1e3) - t0;
 }
 
 int main(int argc, char **argv) {
@@ -62,9 +57,9 @@ int main(int argc, char **argv) {
         t[0] = time_one(tl_memory_write, &plan, dir, formats[f], &rc, &err);
         if (!rc) t[1] = time_one(tl_arena_write, &plan, dir, formats[f], &rc, &err);
         if (!rc) t[2] = time_one(tl_graph_write, &plan, dir, formats[f], &rc, &err);
-        double t0 = now_ms();
+        double t0 = (yp_now_s() * 1e3);
         if (!rc) rc = yp_timeline_write(&plan, dir, formats[f], &err);
-        t[3] = now_ms() - t0;
+        t[3] = (yp_now_s() * 1e3) - t0;
         if (rc) break;
         printf("%s: memory %.1f ms, arena %.1f ms, graph %.1f ms; yp_timeline_write %.1f ms%s\n", formats[f], t[0],
                t[1], t[2], t[3], t[3] < 1000 ? "" : "  (over the 1 s target)");

@@ -9,12 +9,7 @@
 #include <time.h>
 
 #include "yp_image.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "yp_clock.h"
 
 /* The whole file (malloc'd) or NULL. */
 static unsigned char *slurp(const char *path, size_t *n) {
@@ -64,7 +59,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "decode_rate: %s: cannot read\n", argv[first + i]);
             return 1;
         }
-    double pixels = 0, t0 = now(), t = t0;
+    double pixels = 0, t0 = yp_now_s(), t = t0;
     long decodes = 0;
     while (t - t0 < seconds) {
         for (int i = 0; i < n; i++) {
@@ -78,7 +73,7 @@ int main(int argc, char **argv) {
             decodes++;
             yp_image_free(&im);
         }
-        t = now();
+        t = yp_now_s();
     }
     printf("%-40s %9.1f %9.1f   (%d files, %ld decodes, %.2f s)\n", "yoloplan (yp_image_decode, in memory)",
            pixels / (t - t0) / 1e6, (double)decodes / (t - t0), n, decodes, t - t0);

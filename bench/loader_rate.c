@@ -19,12 +19,7 @@
 
 #include "yp_label_cache.h"
 #include "yp_loader.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "yp_clock.h"
 
 static int usage(void) {
     fprintf(stderr, "usage: loader_rate --data D.yaml [--img 640] [--batch 16] [--epochs 3] [--workers 2,1] [--seed 0]\n");
@@ -36,15 +31,15 @@ static int run(const yp_labels *lb, const yp_loader_opts *base, int workers) {
     yp_loader_opts o = *base;
     o.workers = workers;
     yp_err err = {0};
-    double t_open = now();
+    double t_open = yp_now_s();
     yp_loader *l = yp_loader_open(lb, &o, &err);
     if (!l) return fprintf(stderr, "loader_rate: %s\n", err.msg), 1;
     yp_loader_batch b;
     int rc = 1;
     for (int i = 0; i < workers && rc == 1; i++) rc = yp_loader_next(l, &b, &err);
-    double t0 = now(), t1 = t0;
+    double t0 = yp_now_s(), t1 = t0;
     int64_t images = 0, batches = 0;
-    while (rc == 1 && (rc = yp_loader_next(l, &b, &err)) == 1) images += b.n, batches++, t1 = now();
+    while (rc == 1 && (rc = yp_loader_next(l, &b, &err)) == 1) images += b.n, batches++, t1 = yp_now_s();
     yp_loader_stats st;
     yp_loader_get_stats(l, &st);
     yp_loader_close(l);

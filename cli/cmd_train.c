@@ -18,6 +18,7 @@
 #include "yp_search.h"
 #include "yp_train.h"
 #include "yp_train_host.h"
+#include "yp_clock.h"
 
 #define EXIT_NOFIT_RC (-2) /* run(): a plan that does not fit (exit 1) */
 
@@ -361,12 +362,6 @@ static int start_resume(train_run *r, yp_err *err) {
     return 0;
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static int run(train_run *r, yp_err *err) {
     int rc = r->o.resume_given ? start_resume(r, err) : start_new(r, err);
     if (rc) return rc;
@@ -377,12 +372,12 @@ static int run(train_run *r, yp_err *err) {
     to.last_path = r->last, to.best_path = r->best;
     to.options_json = opts, to.console = stdout, to.tty = isatty(STDOUT_FILENO), to.on_epoch = on_epoch, to.ctx = r;
     int64_t first = r->st.next_epoch;
-    double t0 = now_s();
+    double t0 = yp_now_s();
     rc = yp_train_run(&r->x, &to, &r->st, err);
     free(opts);
     if (rc) return -1;
     printf("\n%lld epochs completed in %.3f hours.\nResults saved to %s\n", (long long)(r->st.next_epoch - first),
-           (now_s() - t0) / 3600.0, r->dir);
+           (yp_now_s() - t0) / 3600.0, r->dir);
     return 0;
 }
 

@@ -4,16 +4,11 @@
 #include <time.h>
 
 #include "yp_bench.h"
+#include "yp_clock.h"
 
 yp_bench_cfg yp_bench_cfg_default(void) {
     yp_bench_cfg c = {20, 2, 0, 1, 8};
     return c;
-}
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -62,7 +57,7 @@ int yp_bench_run(yp_exec *x, const yp_bench_cfg *cfg, yp_bench_result *r, yp_err
     int rc = 0;
     if (x->train.be->thread_init) x->train.be->thread_init(x->train.be); /* the batch's OpenMP loop runs with the instance's threads */
     for (long i = 0; img && tg && step_ms && !rc && i < cfg->warmup + cfg->steps; i++) {
-        double ts = now_s();
+        double ts = yp_now_s();
         if (i == cfg->warmup) {
             t0 = ts;
             if (cfg->profile && yp_exec_profile(x, 1)) {
@@ -72,11 +67,11 @@ int yp_bench_run(yp_exec *x, const yp_bench_cfg *cfg, yp_bench_result *r, yp_err
         }
         random_batch(img, n_img, tg, r->boxes, r->batch, s->g->nc, &seed);
         rc = yp_exec_micro_step(x, img, tg, r->boxes, r->last_loss, err) || yp_exec_update(x, err);
-        if (i >= cfg->warmup) step_ms[i - cfg->warmup] = (now_s() - ts) * 1e3;
+        if (i >= cfg->warmup) step_ms[i - cfg->warmup] = (yp_now_s() - ts) * 1e3;
     }
     if (!img || !tg || !step_ms) rc = yp_err_set(err, "benchmark loop: out of memory for the batch");
     if (!rc) {
-        r->ms_per_step = (now_s() - t0) * 1e3 / (double)cfg->steps;
+        r->ms_per_step = (yp_now_s() - t0) * 1e3 / (double)cfg->steps;
         qsort(step_ms, (size_t)cfg->steps, sizeof *step_ms, cmp_double);
         long n = cfg->steps;
         r->ms_median = n % 2 ? step_ms[n / 2] : 0.5 * (step_ms[n / 2 - 1] + step_ms[n / 2]);

@@ -5,12 +5,9 @@
 #include <time.h>
 
 #include "yp_executor_internal.h"
+#include "yp_clock.h"
 
-double yp_profile_clock(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+double yp_profile_clock(void) { return yp_now_s(); }
 
 int yp_exec_profile(yp_exec *x, int on) {
     yp_profile *p = &x->prof;

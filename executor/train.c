@@ -9,12 +9,7 @@
 
 #include "yp_checkpoint.h"
 #include "yp_train.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "yp_clock.h"
 
 /* ---------------------------------------------------------------- state */
 
@@ -104,7 +99,7 @@ static void con_progress(const console *c, int64_t done, const double mloss[3], 
     if (!c->f || (!c->tty && !final)) return;
     char ep[48], el[64], rem[64], bar[11];
     snprintf(ep, sizeof ep, "%lld/%lld", (long long)c->epoch, (long long)c->epochs - 1);
-    double el_s = now_s() - c->t0, rate = el_s > 0 ? (double)done / el_s : 0;
+    double el_s = yp_now_s() - c->t0, rate = el_s > 0 ? (double)done / el_s : 0;
     fmt_hms(el_s, el, sizeof el);
     fmt_hms(rate > 0 ? (double)(c->nb - done) / rate : 0, rem, sizeof rem);
     int fill = c->nb > 0 ? (int)(10 * done / c->nb) : 10;
@@ -231,7 +226,7 @@ static int end_epoch(loop *L, yp_epoch_result *r, int *possible_stop, yp_err *er
     st->next_epoch = e + 1;
     /* the caller's files first: a crash between them and the checkpoint repeats this epoch on
      * --resume, whose files the caller then cuts back to the checkpoint's epoch */
-    r->seconds = now_s() - L->con.t0;
+    r->seconds = yp_now_s() - L->con.t0;
     r->final = final || stop;
     if (o->on_epoch && o->on_epoch(o->ctx, r, err)) return -1;
     if (o->last_path && save(L, o->last_path, err)) return -1;
@@ -317,7 +312,7 @@ int yp_train_run(yp_exec *x, yp_train_opts *o, yp_train_state *st, yp_err *err) 
         yp_epoch_result r;
         memset(&r, 0, sizeof r);
         r.epoch = e, r.epochs = o->epochs;
-        L.con.epoch = e, L.con.t0 = now_s();
+        L.con.epoch = e, L.con.t0 = yp_now_s();
         con_header(&L.con);
         rc = train_epoch(&L, e, r.train_loss, r.lr, err);
         if (rc) break; /* 1: max_steps reached, the epoch unfinished: no validation, no checkpoint */

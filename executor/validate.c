@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "yp_train.h"
+#include "yp_clock.h"
 
 struct yp_validator {
     yp_exec *x;
@@ -26,25 +27,12 @@ struct yp_validator {
     yp_map map;
 };
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 void yp_validator_free(yp_validator *v) {
     if (!v) return;
     yp_loader_close(v->loader);
     free(v->images), free(v->decoded), free(v->nms_ws), free(v->dets), free(v->labels);
     yp_map_free(&v->map);
     free(v);
-}
-
-static int64_t max_rows_of(const yp_labels *lb) {
-    int64_t m = 0, n;
-    for (int64_t i = 0; i < lb->n; i++)
-        if (yp_labels_rows(lb, i, &n), n > m) m = n;
-    return m;
 }
 
 /* n floats, or NULL (n checked against size_t). */
@@ -66,7 +54,7 @@ static int64_t batch_images(const yp_eval_shape *e, const yp_labels *val) { retu
 int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val, const yp_val_opts *o,
                             yp_val_host *h, yp_err *err) {
     memset(h, 0, sizeof *h);
-    int64_t n = batch_images(e, val), rows = max_rows_of(val);
+    int64_t n = batch_images(e, val), rows = yp_labels_max_rows(val);
     yp_loader_opts lo;
     yp_loader_bytes lb;
     loader_opts(e, o, &lo);
@@ -96,7 +84,7 @@ yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_op
     yp_validator *v = calloc(1, sizeof *v);
     if (!v) return yp_err_set(err, "validation: out of memory"), NULL;
     v->x = x, v->val = val, v->o = *o, v->e = e;
-    v->max_rows = max_rows_of(val);
+    v->max_rows = yp_labels_max_rows(val);
     int64_t n_img = batch_images(&e, val), pixels = n_img * e.h * e.w * 3, boxes = n_img * e.boxes * e.fields;
     v->nms_ws_bytes = yp_nms_workspace_bytes(&o->nms, e.boxes, nc);
     v->images = floats(pixels), v->decoded = floats(boxes);
@@ -139,11 +127,11 @@ static int run_batch(yp_validator *v, const yp_loader_batch *b, yp_coco_json *js
     if (yp_loader_to_float(b, v->images, batch_images(&v->e, v->val) * v->e.h * v->e.w * 3) < 0)
         return yp_err_set(err, "validation: a batch of %d images does not fit the plan's %lld", b->n,
                           (long long)v->e.batch);
-    double t0 = now_s();
+    double t0 = yp_now_s();
     yp_eval_batch in = {v->images, b->n, v->o.loss ? b->labels : NULL, b->n_labels};
     yp_eval_out res = {v->decoded, {0, 0, 0, 0}};
     if (yp_exec_eval(v->x, &in, &res, err)) return -1;
-    double t1 = now_s();
+    double t1 = yp_now_s();
     for (int k = 0; k < 3; k++) out->loss[k] += res.loss[k];
     int64_t cursor = 0;
     for (int i = 0; i < b->n; i++) {
@@ -157,14 +145,14 @@ static int run_batch(yp_validator *v, const yp_loader_batch *b, yp_coco_json *js
         if (json && yp_coco_json_add(json, yp_labels_image(v->val, b->meta[i].index), v->dets, nd, NULL, 0, err))
             return -1;
     }
-    *t_inf += t1 - t0, *t_nms += now_s() - t1;
+    *t_inf += t1 - t0, *t_nms += yp_now_s() - t1;
     return 0;
 }
 
 int yp_validator_run(yp_validator *v, yp_coco_json *json, yp_val_result *out, yp_err *err) {
     memset(out, 0, sizeof *out);
     yp_map_reset(&v->map);
-    double t0 = now_s(), t_inf = 0, t_nms = 0;
+    double t0 = yp_now_s(), t_inf = 0, t_nms = 0;
     for (int64_t k = 0; k < v->bpe; k++) {
         yp_loader_batch b;
         int rc = yp_loader_next(v->loader, &b, err);
@@ -176,7 +164,7 @@ int yp_validator_run(yp_validator *v, yp_coco_json *json, yp_val_result *out, yp
     out->mp = v->map.mp, out->mr = v->map.mr, out->map50 = v->map.map50, out->map = v->map.map;
     out->fitness = v->map.fitness;
     for (int k = 0; k < 3; k++) out->loss[k] /= (double)v->bpe; /* val.py: the mean over the batches */
-    out->seconds = now_s() - t0;
+    out->seconds = yp_now_s() - t0;
     if (out->images > 0) out->ms_inference = t_inf * 1e3 / (double)out->images, out->ms_nms = t_nms * 1e3 / (double)out->images;
     return 0;
 }
