@@ -433,3 +433,10 @@ const float *yp_labels_rows(const yp_labels *l, int64_t i, int64_t *n) {
     *n = l->row_off[i + 1] - l->row_off[i];
     return l->rows + 5 * l->row_off[i];
 }
+
+int64_t yp_labels_max_rows(const yp_labels *l) {
+    int64_t m = 0, n;
+    for (int64_t i = 0; i < l->n; i++)
+        if (yp_labels_rows(l, i, &n), n > m) m = n;
+    return m;
+}

@@ -331,13 +331,6 @@ static void *worker_main(void *arg) {
 
 /* ---- life cycle ---- */
 
-static int64_t max_rows_of(const yp_labels *lb) {
-    int64_t m = 0, n;
-    for (int64_t i = 0; i < lb->n; i++)
-        if (yp_labels_rows(lb, i, &n), n > m) m = n;
-    return m;
-}
-
 static int alloc_slots(yp_loader *l, yp_err *err) {
     size_t per = (size_t)slot_images_of(&l->o, l->n); /* yp_loader_host_bytes's figures */
     size_t img = (size_t)l->o.imgsz * (size_t)l->o.imgsz * 3 * per;
@@ -379,7 +372,7 @@ static int start_workers(yp_loader *l, yp_err *err) {
 }
 
 yp_loader *yp_loader_open(const yp_labels *labels, const yp_loader_opts *o, yp_err *err) {
-    int64_t max_rows = max_rows_of(labels);
+    int64_t max_rows = yp_labels_max_rows(labels);
     yp_loader_bytes b;
     if (yp_loader_host_bytes(o, labels->n, max_rows, &b, err)) return NULL;
     yp_loader *l = calloc(1, sizeof *l);

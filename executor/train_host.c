@@ -13,13 +13,6 @@ yp_eval_shape yp_eval_shape_for(const yp_graph *g, int64_t batch, int64_t imgsz)
     return e;
 }
 
-static int64_t max_rows_of(const yp_labels *lb) {
-    int64_t m = 0, n;
-    for (int64_t i = 0; i < lb->n; i++)
-        if (yp_labels_rows(lb, i, &n), n > m) m = n;
-    return m;
-}
-
 int yp_train_host_estimate(const yp_graph *g, const yp_train_opts *o, int64_t batch, int64_t imgsz, int multi_scale,
                            int64_t first_epoch, int64_t arena, int64_t baseline, yp_train_host *h, yp_err *err) {
     memset(h, 0, sizeof *h);
@@ -29,7 +22,7 @@ int yp_train_host_estimate(const yp_graph *g, const yp_train_opts *o, int64_t ba
     yp_loader_opts lo;
     yp_loader_bytes lb;
     yp_train_loader_opts(o, batch, imgsz, first_epoch, &lo);
-    if (yp_loader_host_bytes(&lo, o->train->n, max_rows_of(o->train), &lb, err)) return -1;
+    if (yp_loader_host_bytes(&lo, o->train->n, yp_labels_max_rows(o->train), &lb, err)) return -1;
     int64_t image = imgsz * imgsz * 3, loaders = 1;
     h->arena = arena, h->baseline = baseline;
     h->train_loader = lb.total;

@@ -82,4 +82,7 @@ void yp_labels_free(yp_labels *l);
 const char *yp_labels_image(const yp_labels *l, int64_t i);
 const float *yp_labels_rows(const yp_labels *l, int64_t i, int64_t *n);
 
+/* The most rows any kept image has (0 for an empty or all-background split). */
+int64_t yp_labels_max_rows(const yp_labels *l);
+
 #endif
