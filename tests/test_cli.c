@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "yp_test.h"
+#include "yp_test_run.h"
 
 static char out[1 << 17], errtxt[1 << 14];
 
@@ -23,30 +24,13 @@ static int run(const char *fmt, ...)
 #endif
     ;
 static int run(const char *fmt, ...) {
-    char cmd[2048], args[1536], errfile[96];
+    char args[1536];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(errfile, sizeof errfile, "%s/stderr", dir);
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>%s", YP_BINARY, args, errfile);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    FILE *e = fopen(errfile, "rb");
-    n = e ? fread(errtxt, 1, sizeof errtxt - 1, e) : 0;
-    errtxt[n] = 0;
-    if (e) fclose(e);
-    unlink(errfile);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
+    yp_test_cmd c = {YP_BINARY, dir, 0, out, errtxt, sizeof out, sizeof errtxt};
+    return yp_test_run_cmd(&c, args);
 }
 
 static void test_info_text(void) {
@@ -88,7 +72,7 @@ static void test_import(void) {
 static void test_bad_input_exit_2(void) {
     CHECK_EQ_I64(run("info --model yolov5s --img 650"), 2);
     CHECK_STR_HAS(errtxt, "multiple of 32");
-    CHECK_EQ_I64(count_lines(errtxt), 1);
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     CHECK_EQ_I64(run("info --model yolov7"), 2);
     CHECK_STR_HAS(errtxt, "bundled: yolov5n, yolov5s");
     CHECK_EQ_I64(run("info --model yolov5s --img abc"), 2);
@@ -104,7 +88,7 @@ static void test_bad_input_exit_2(void) {
     }
     CHECK_EQ_I64(run("info --model %s", bad), 2);
     CHECK_STR_HAS(errtxt, where);
-    CHECK_EQ_I64(count_lines(errtxt), 1);
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     unlink(bad);
     CHECK_EQ_I64(run("import /nonexistent.yaml -o %s/x.json", dir), 2);
     CHECK_STR_HAS(errtxt, "/nonexistent.yaml");
@@ -115,7 +99,7 @@ static void test_plan_table(void) {
     CHECK_STR_HAS(out, "*1  yolov5s");
     CHECK_STR_HAS(out, "img/s");
     CHECK_EQ_I64(run("--gpu rtx3070 --model yolov5n,yolov5s --img 320-416 --precision amp-fp16 --top 3"), 0);
-    CHECK_EQ_I64(count_lines(out), 1 + 1 + 3 + 1);
+    CHECK_EQ_I64(yp_test_count_lines(out), 1 + 1 + 3 + 1);
 }
 
 /* The README's expected output of `yoloplan --gpu 8GB` is the output, byte for byte: the table's
@@ -184,7 +168,7 @@ static void test_plan_bad_input(void) {
         if (rc != 2) fprintf(stderr, "`%s` exited %d\n", bad[i][0], rc);
         CHECK_EQ_I64(rc, 2);
         CHECK_STR_HAS(errtxt, bad[i][1]);
-        CHECK_EQ_I64(count_lines(errtxt), 1);
+        CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     }
 }
 
@@ -209,7 +193,7 @@ static void test_plan_with_dataset(void) {
     CHECK_STR_HAS(out, "nc 3");
     CHECK_EQ_I64(run("--gpu 8GB --data '" YP_TEST_DATA "/dataset/malformed.yaml'"), 2);
     CHECK_STR_HAS(errtxt, "malformed.yaml:");
-    CHECK_EQ_I64(count_lines(errtxt), 1);
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
 }
 
 static void test_save_and_load_plan(void) {
@@ -259,7 +243,7 @@ static void test_scratch_option(void) {
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         CHECK_EQ_I64(run(bad[i][0]), 2);
         CHECK_STR_HAS(errtxt, bad[i][1]);
-        CHECK_EQ_I64(count_lines(errtxt), 1);
+        CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     }
 }
 
@@ -299,7 +283,7 @@ static void test_bench_step_load_plan(void) {
         CHECK_EQ_I64(run("%s", cmd), 2);
         CHECK_STR_HAS(errtxt, bad[i][1]);
         CHECK_STR_HAS(errtxt, bad[i][2]);
-        CHECK_EQ_I64(count_lines(errtxt), 1);
+        CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     }
 
     snprintf(cmd, sizeof cmd, "--gpu 8GB --model yolov5n --img 64 --batch 1 --precision amp-fp16 --save-plan %s", pa);
@@ -307,7 +291,7 @@ static void test_bench_step_load_plan(void) {
     snprintf(cmd, sizeof cmd, "bench-step --load-plan %s --steps 1", pa);
     CHECK_EQ_I64(run("%s", cmd), 2);
     CHECK_STR_HAS(errtxt, "amp-fp16 plan; the CPU executor runs fp32 plans");
-    CHECK_EQ_I64(count_lines(errtxt), 1);
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
 
     /* im2col plans the first conv's reordered weights only (6912 bytes); oneDNN's blocked
      * weights and scratchpad take more (15104 bytes on 1 thread on the AVX-512 machine this
@@ -322,7 +306,7 @@ static void test_bench_step_load_plan(void) {
         CHECK_EQ_I64(rc, 2);
         CHECK_STR_HAS(errtxt, "the plan's conv scratch model is im2col, this backend needs onednn:1");
         CHECK_STR_HAS(errtxt, "--scratch onednn:1");
-        CHECK_EQ_I64(count_lines(errtxt), 1);
+        CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     }
     unlink(p1), unlink(p0), unlink(pa);
 }
@@ -397,7 +381,7 @@ static void test_torch_target(void) {
         if (rc != 2) fprintf(stderr, "`%s` exited %d\n", bad[i][0], rc);
         CHECK_EQ_I64(rc, 2);
         CHECK_STR_HAS(errtxt, bad[i][1]);
-        CHECK_EQ_I64(count_lines(errtxt), 1);
+        CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     }
 }
 

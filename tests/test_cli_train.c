@@ -17,6 +17,7 @@
 
 #include "yp_synth.h"
 #include "yp_test.h"
+#include "yp_test_run.h"
 #include "yp_test_fs.h"
 
 static char out[1 << 17], errtxt[1 << 14];
@@ -26,24 +27,13 @@ static char dir[96], data[160];
 
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int run(const char *fmt, ...) {
-    char cmd[4096], args[3072], errfile[160];
+    char args[3072];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(errfile, sizeof errfile, "%s/stderr", dir);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>%s", dir, YP_BINARY, args, errfile);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    FILE *e = fopen(errfile, "rb");
-    n = e ? fread(errtxt, 1, sizeof errtxt - 1, e) : 0;
-    errtxt[n] = 0;
-    if (e) fclose(e);
-    unlink(errfile);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    yp_test_cmd c = {YP_BINARY, dir, 1, out, errtxt, sizeof out, sizeof errtxt};
+    return yp_test_run_cmd(&c, args);
 }
 
 static int exists(const char *fmt, const char *a) {
@@ -51,12 +41,6 @@ static int exists(const char *fmt, const char *a) {
     struct stat st;
     snprintf(p, sizeof p, fmt, dir, a);
     return stat(p, &st) == 0 && st.st_size > 0;
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
 }
 
 static int read_text(const char *path, char *buf, size_t n) {
@@ -85,7 +69,7 @@ static void test_train_run_folder(void) {
     char csv[4096], path[256];
     snprintf(path, sizeof path, "%s/runs/exp/results.csv", dir);
     CHECK(read_text(path, csv, sizeof csv) == 0);
-    CHECK_EQ_I64(count_lines(csv), 3);
+    CHECK_EQ_I64(yp_test_count_lines(csv), 3);
     CHECK(strncmp(csv, "               epoch,      train/box_loss,", 42) == 0);
     CHECK_STR_HAS(csv, "\n                   1,");
     /* a second run gets exp2 */
@@ -94,7 +78,7 @@ static void test_train_run_folder(void) {
     /* a finished run has nothing to resume */
     CHECK_EQ_I64(run("train --resume runs/exp/weights/last.safetensors"), 2);
     CHECK_STR_HAS(errtxt, "nothing to resume");
-    CHECK_EQ_I64(count_lines(errtxt), 1);
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
 }
 
 /* A run killed (SIGKILL) in its second or a later epoch continues with --resume: every epoch in
@@ -116,17 +100,17 @@ static void test_kill_and_resume(void) {
     for (int t = 0; pid > 0 && t < 60000 && rows < 3; t++) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
-        rows = read_text(path, csv, sizeof csv) == 0 ? count_lines(csv) : 0;
+        rows = read_text(path, csv, sizeof csv) == 0 ? yp_test_count_lines(csv) : 0;
     }
     if (pid > 0) kill(pid, SIGKILL), waitpid(pid, NULL, 0);
     CHECK(rows >= 3);
     read_text(path, csv, sizeof csv);
-    CHECK(count_lines(csv) < 13); /* killed before the end */
+    CHECK(yp_test_count_lines(csv) < 13); /* killed before the end */
     CHECK_EQ_I64(run("train --resume runs/kill/weights/last.safetensors"), 0);
     if (errtxt[0]) fprintf(stderr, "%s", errtxt);
     CHECK_STR_HAS(out, "Resuming training from runs/kill/weights/last.safetensors from epoch");
     CHECK(read_text(path, csv, sizeof csv) == 0);
-    CHECK_EQ_I64(count_lines(csv), 13);
+    CHECK_EQ_I64(yp_test_count_lines(csv), 13);
     for (int e = 0; e < 12; e++) {
         char want[40];
         snprintf(want, sizeof want, "\n%20d,", e);
@@ -148,7 +132,7 @@ static void test_cache_ram(void) {
     CHECK(read_text(path, a, sizeof a) == 0);
     snprintf(path, sizeof path, "%s/runs/uncached/results.csv", dir);
     CHECK(read_text(path, b, sizeof b) == 0);
-    CHECK(count_lines(a) == 3 && strcmp(a, b) == 0);
+    CHECK(yp_test_count_lines(a) == 3 && strcmp(a, b) == 0);
 }
 
 static void test_val(void) {
@@ -162,7 +146,7 @@ static void test_val(void) {
     CHECK(json[0] == '[');
     CHECK_EQ_I64(run("val --weights '%s' --data '%s' --img 64", data, data), 2);
     CHECK_STR_HAS(errtxt, "data.yaml");
-    CHECK_EQ_I64(count_lines(errtxt), 1);
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
 }
 
 static void write_file(const char *name, const char *text) {
@@ -174,7 +158,7 @@ static void write_file(const char *name, const char *text) {
 
 static void one_line_exit(int code, const char *want) {
     CHECK_STR_HAS(errtxt, want);
-    CHECK_EQ_I64(count_lines(errtxt), 1);
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     (void)code;
 }
 

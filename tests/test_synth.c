@@ -14,6 +14,7 @@
 #include "yp_dataset.h"
 #include "yp_image.h"
 #include "yp_synth.h"
+#include "yp_test_run.h"
 #include "yp_test.h"
 
 static char dir[64] = "/tmp/yp_test_synth.XXXXXX";
@@ -294,12 +295,6 @@ static int run(const char *args, char *errtxt, size_t size) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
 static void test_cli(void) {
     char args[512], e[2048];
     snprintf(args, sizeof args, "--out '%s/c' --images 3 --val 1 --classes 3 --img 48x32 --seed 9", dir);
@@ -311,7 +306,7 @@ static void test_cli(void) {
     CHECK(yp_dataset_scan(yaml, &st, &err) == 0 && st.n_images == 3 && st.nc == 3);
     CHECK_EQ_I64(run(args, e, sizeof e), 2); /* c is not empty now */
     CHECK_STR_HAS(e, "exists and is not empty");
-    CHECK_EQ_I64(count_lines(e), 1);
+    CHECK_EQ_I64(yp_test_count_lines(e), 1);
     static const struct {
         const char *args, *says;
     } bad[] = {
@@ -326,7 +321,7 @@ static void test_cli(void) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_EQ_I64(run(bad[i].args, e, sizeof e), 2);
         CHECK_STR_HAS(e, bad[i].says);
-        CHECK_EQ_I64(count_lines(e), 1);
+        CHECK_EQ_I64(yp_test_count_lines(e), 1);
     }
     char c[128];
     snprintf(c, sizeof c, "%s/c", dir);

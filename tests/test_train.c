@@ -75,12 +75,18 @@ static void test_schedule(void) {
 
 /* ---------------------------------------------------------------- runs */
 
-static int make_exec(yp_plan *p, yp_exec *x, int batch, int ema, yp_optimizer opt) {
-    yp_err err;
+/* The test's candidate: batch images of S px, no mosaic, EMA on, the given optimizer. */
+static yp_candidate candidate(int batch, yp_optimizer opt) {
     yp_candidate c = yp_candidate_default();
-    c.batch = batch, c.img_w = c.img_h = S, c.mosaic = 0, c.labels_per_image = 12, c.ema = ema, c.optimizer = opt;
+    c.batch = batch, c.img_w = c.img_h = S, c.mosaic = 0, c.labels_per_image = 12, c.ema = 1, c.optimizer = opt;
     yp_exec_candidate_for(&c, cpu);
-    if (yp_plan_build(graph, &c, &host, 0, 0, p, &err) || yp_exec_init(x, p, cpu, 0, 7, &err)) {
+    return c;
+}
+
+/* The plan of c and an executor on it (seed 7). 0, or -1 with the error printed. */
+static int make_exec(const yp_candidate *c, yp_plan *p, yp_exec *x) {
+    yp_err err;
+    if (yp_plan_build(graph, c, &host, 0, 0, p, &err) || yp_exec_init(x, p, cpu, 0, 7, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
@@ -100,7 +106,8 @@ static yp_train_opts base_opts(int64_t epochs, double (*losses)[3], int64_t cap)
 static void test_overfit(void) {
     yp_plan p;
     yp_exec x;
-    if (make_exec(&p, &x, N_TRAIN, 1, YP_OPT_ADAM)) {
+    yp_candidate c = candidate(N_TRAIN, YP_OPT_ADAM);
+    if (make_exec(&c, &p, &x)) {
         CHECK(0);
         return;
     }
@@ -158,7 +165,8 @@ static void test_resume_same_losses(void) {
     yp_plan p;
     yp_exec x;
     yp_err err = {0};
-    if (make_exec(&p, &x, 2, 1, YP_OPT_SGD)) {
+    yp_candidate c = candidate(2, YP_OPT_SGD);
+    if (make_exec(&c, &p, &x)) {
         CHECK(0);
         return;
     }
@@ -265,7 +273,8 @@ static void test_validation_repeats(void) {
     yp_plan p;
     yp_exec x;
     yp_err err = {0};
-    if (make_exec(&p, &x, 2, 1, YP_OPT_SGD)) {
+    yp_candidate c = candidate(2, YP_OPT_SGD);
+    if (make_exec(&c, &p, &x)) {
         CHECK(0);
         return;
     }
@@ -292,7 +301,8 @@ static void test_host_estimate(void) {
     yp_plan p;
     yp_exec x;
     yp_err err = {0};
-    if (make_exec(&p, &x, 4, 1, YP_OPT_SGD)) {
+    yp_candidate c = candidate(4, YP_OPT_SGD);
+    if (make_exec(&c, &p, &x)) {
         CHECK(0);
         return;
     }
