@@ -84,17 +84,23 @@ int yp_image_orient(yp_image *im, int orientation, yp_err *err) {
 
 /* ---- reading ---- */
 
-int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                    yp_image *out, yp_err *err) {
+/* yp_image_decode, or with header_only its size without the pixels. */
+static int decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim, int header_only,
+                  yp_image *out, yp_err *err) {
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     yp_image_limits def;
     if (!lim) yp_image_limits_default(&def), lim = &def;
     memset(out, 0, sizeof *out);
     if (size == 0) return yp_err_set(err, "%s: empty file; not an image", name);
     if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff)
-        return yp_img_jpeg_decode(data, size, name, lim, out, err);
-    if (size >= 8 && memcmp(data, png_sig, 8) == 0) return yp_img_png_decode(data, size, name, lim, out, err);
+        return yp_img_jpeg_decode(data, size, name, lim, header_only, out, err);
+    if (size >= 8 && memcmp(data, png_sig, 8) == 0) return yp_img_png_decode(data, size, name, lim, header_only, out, err);
     return yp_err_set(err, "%s: not a JPEG or PNG file (by its first bytes, whatever its extension)", name);
+}
+
+int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
+                    yp_image *out, yp_err *err) {
+    return decode(data, size, name, lim, 0, out, err);
 }
 
 /* Reads the regular file open as fd, st_size bytes long, into a new buffer. Returns the buffer
@@ -130,7 +136,8 @@ static const char *file_kind(mode_t m) {
     return "not a regular file";
 }
 
-int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, yp_err *err) {
+/* yp_image_read, or with header_only yp_image_probe's size in *out. */
+static int read_file(const char *path, const yp_image_limits *lim, int header_only, yp_image *out, yp_err *err) {
     yp_image_limits def;
     if (!lim) yp_image_limits_default(&def), lim = &def;
     memset(out, 0, sizeof *out);
@@ -151,11 +158,23 @@ int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, y
     else {
         size_t got = 0;
         uint8_t *buf = read_fd(fd, path, (size_t)st.st_size, &got, err);
-        if (buf) rc = yp_image_decode(buf, got, path, lim, out, err);
+        if (buf) rc = decode(buf, got, path, lim, header_only, out, err);
         free(buf);
     }
     close(fd);
     return rc;
+}
+
+int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, yp_err *err) {
+    return read_file(path, lim, 0, out, err);
+}
+
+int yp_image_probe(const char *path, const yp_image_limits *lim, int *w, int *h, yp_err *err) {
+    yp_image im;
+    *w = *h = 0;
+    if (read_file(path, lim, 1, &im, err)) return -1;
+    *w = im.w, *h = im.h;
+    return 0;
 }
 
 /* ---- writing ---- */

@@ -15,11 +15,13 @@
 int yp_img_pixels_ok(int64_t w, int64_t h, const yp_image_limits *lim, const char *name, yp_err *err);
 
 /* Decode size bytes that start with the JPEG (FF D8 FF) or PNG signature into *out (orientation
- * applied for JPEG). Return 0, or -1 with *out zeroed and err = "NAME: reason". */
+ * applied for JPEG). header_only: only the header is read and checked, *out gets the size the
+ * decoded image would have (orientation included) and no pixels (rgb NULL). Return 0, or -1 with
+ * *out zeroed and err = "NAME: reason". */
 int yp_img_jpeg_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                       yp_image *out, yp_err *err);
+                       int header_only, yp_image *out, yp_err *err);
 int yp_img_png_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                      yp_image *out, yp_err *err);
+                      int header_only, yp_image *out, yp_err *err);
 
 /* The orientation (1..65535) in the EXIF payload of an APP1 segment (len bytes from the "Exif\0\0"
  * identifier on), or 0 when the payload is not EXIF, is malformed or has no orientation tag in

@@ -163,7 +163,7 @@ static int read_pixels(jdec *d, const char *name, yp_err *err) {
 }
 
 int yp_img_jpeg_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                       yp_image *out, yp_err *err) {
+                       int header_only, yp_image *out, yp_err *err) {
     memset(out, 0, sizeof *out);
     jdec *d = calloc(1, sizeof *d);
     if (!d) return yp_err_set(err, "%s: out of memory decoding", name);
@@ -185,6 +185,13 @@ int yp_img_jpeg_decode(const uint8_t *data, size_t size, const char *name, const
     jpeg_save_markers(&d->cinfo, JPEG_APP0 + 1, 0xffff);
     jpeg_read_header(&d->cinfo, TRUE);
     if (!yp_img_pixels_ok(d->cinfo.image_width, d->cinfo.image_height, lim, name, err)) goto done;
+    if (header_only) {
+        int o = find_orientation(&d->cinfo), swap = o >= 5 && o <= 8;
+        int w = (int)d->cinfo.image_width, h = (int)d->cinfo.image_height;
+        out->w = swap ? h : w, out->h = swap ? w : h;
+        rc = 0;
+        goto done;
+    }
     if (read_pixels(d, name, err)) goto done;
     orientation = find_orientation(&d->cinfo);
     out->w = (int)d->cinfo.output_width, out->h = (int)d->cinfo.output_height, out->rgb = d->rgb;

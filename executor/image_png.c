@@ -58,12 +58,13 @@ static void set_transforms(png_structp png, png_infop info, int depth, int ctype
 
 /* Reads the header and the pixels into d->rgb. Returns 0, or -1 with err set (libpng's own
  * errors longjmp past this). */
-static int read_png(pdec *d, const char *name, const yp_image_limits *lim, yp_err *err) {
+static int read_png(pdec *d, const char *name, const yp_image_limits *lim, int header_only, yp_err *err) {
     png_uint_32 w, h;
     int depth, ctype;
     png_read_info(d->png, d->info);
     png_get_IHDR(d->png, d->info, &w, &h, &depth, &ctype, NULL, NULL, NULL);
     if (!yp_img_pixels_ok(w, h, lim, name, err)) return -1;
+    if (header_only) return 0;
     set_transforms(d->png, d->info, depth, ctype);
     size_t stride = (size_t)w * 3u; /* checked: w * h <= max_pixels */
     if (png_get_channels(d->png, d->info) != 3 || png_get_bit_depth(d->png, d->info) != 8 ||
@@ -78,7 +79,7 @@ static int read_png(pdec *d, const char *name, const yp_image_limits *lim, yp_er
 }
 
 int yp_img_png_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                      yp_image *out, yp_err *err) {
+                      int header_only, yp_image *out, yp_err *err) {
     memset(out, 0, sizeof *out);
     pdec *d = calloc(1, sizeof *d);
     if (!d) return yp_err_set(err, "%s: out of memory decoding", name);
@@ -95,7 +96,7 @@ int yp_img_png_decode(const uint8_t *data, size_t size, const char *name, const 
         goto done;
     }
     png_set_read_fn(d->png, d, on_read);
-    if (read_png(d, name, lim, err)) goto done;
+    if (read_png(d, name, lim, header_only, err)) goto done;
     out->w = (int)png_get_image_width(d->png, d->info), out->h = (int)png_get_image_height(d->png, d->info);
     out->rgb = d->rgb;
     d->rgb = NULL;

@@ -21,7 +21,7 @@
  * arithmetic; progressive JPEGs with more than 500 scans are refused (a small file could
  * otherwise take minutes). Every failure is one line in err: "FILE: reason".
  *
- * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_decode,
+ * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_probe, yp_image_decode,
  * yp_image_alloc, yp_image_free, yp_image_encode_jpeg, yp_image_encode_png, yp_image_write_jpeg,
  * yp_image_write_png, yp_image_orient. */
 #ifndef YP_IMAGE_H
@@ -60,6 +60,11 @@ int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, y
 /* The same for size bytes at data; name starts error messages. data is not kept. */
 int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
                     yp_image *out, yp_err *err);
+
+/* The width and height yp_image_read would give path (EXIF orientation 5..8 swap them), from
+ * the header alone: the same guards and checks up to the first pixel, no pixel decoded (the file is
+ * still read whole). Returns 0, or -1 with *w = *h = 0 and err as yp_image_read's. */
+int yp_image_probe(const char *path, const yp_image_limits *lim, int *w, int *h, yp_err *err);
 
 /* Allocates an uninitialised w x h image (w, h >= 1, w * h <= YP_IMAGE_MAX_PIXELS). Returns 0, or
  * -1 with err set. */

@@ -656,6 +656,48 @@ static void clean_dir(void) {
     rmdir(dir);
 }
 
+/* yp_image_probe: the decoded size from the header alone, orientation included, with the same
+ * guards as yp_image_read. */
+static void test_probe(void) {
+    yp_image im;
+    yp_err err;
+    char jpg[128], png[128], rot[128], fifo[128];
+    REQUIRE(yp_image_alloc(&im, 40, 24, &err) == 0);
+    fill_gradient(&im);
+    snprintf(jpg, sizeof jpg, "%s/p.jpg", dir);
+    snprintf(png, sizeof png, "%s/p.png", dir);
+    snprintf(rot, sizeof rot, "%s/p6.jpg", dir);
+    snprintf(fifo, sizeof fifo, "%s/p.fifo", dir);
+    REQUIRE(yp_image_write_jpeg(jpg, &im, 90, &err) == 0);
+    REQUIRE(yp_image_write_png(png, &im, &err) == 0);
+    int w = -1, h = -1;
+    CHECK(yp_image_probe(jpg, NULL, &w, &h, &err) == 0 && w == 40 && h == 24);
+    CHECK(yp_image_probe(png, NULL, &w, &h, &err) == 0 && w == 40 && h == 24);
+    bytes j;
+    REQUIRE(yp_image_encode_jpeg(&im, 90, &j.p, &j.n, &err) == 0);
+    for (int o = 5; o <= 6; o++) { /* 5 (transpose) and 6 (rotate 90): width and height swap */
+        uint8_t seg[128];
+        size_t n = exif_app1(seg, o, 0);
+        bytes b = with_segment(&j, seg, n);
+        FILE *f = fopen(rot, "wb");
+        REQUIRE(f && fwrite(b.p, 1, b.n, f) == b.n && fclose(f) == 0);
+        yp_image back;
+        CHECK(yp_image_probe(rot, NULL, &w, &h, &err) == 0 && w == 24 && h == 40);
+        REQUIRE(yp_image_read(rot, NULL, &back, &err) == 0);
+        CHECK(back.w == w && back.h == h); /* what the loader will decode */
+        yp_image_free(&back);
+        free(b.p);
+    }
+    free(j.p);
+    yp_image_limits lim = {.max_pixels = 959, .max_file_bytes = YP_IMAGE_MAX_FILE_BYTES};
+    CHECK(yp_image_probe(png, &lim, &w, &h, &err) == -1 && w == 0 && h == 0);
+    CHECK_STR_HAS(err.msg, "p.png: image is 40x24 pixels, over the limit of 959 pixels");
+    REQUIRE(mkfifo(fifo, 0600) == 0);
+    CHECK(yp_image_probe(fifo, NULL, &w, &h, &err) == -1);
+    CHECK_STR_HAS(err.msg, "p.fifo: a FIFO, not an image file");
+    yp_image_free(&im);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("test_image: mkdtemp");
@@ -671,6 +713,7 @@ int main(void) {
     YP_RUN(test_corrupt_bytes);
     YP_RUN(test_huge_dimensions);
     YP_RUN(test_not_images);
+    YP_RUN(test_probe);
     clean_dir();
     return yp_test_summary();
 }
