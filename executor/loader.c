@@ -11,6 +11,7 @@
 #include "yp_image.h"
 #include "yp_image_cache.h"
 #include "yp_loader.h"
+#include "yp_val_rect.h"
 
 enum { SLOT_FREE, SLOT_BUSY, SLOT_READY, SLOT_FAILED };
 
@@ -23,6 +24,7 @@ typedef struct {
     yp_loader_image *meta;
     int n;
     int64_t n_labels;
+    int h, w;       /* the batch's image size */
     yp_err err;
 } slot;
 
@@ -39,6 +41,7 @@ typedef struct {
     int64_t order_epoch;
     yp_image px;
     int source_failed;  /* the last item failed because an image did not load */
+    int out_w, out_h;   /* letterboxed items: the size of the batch being built */
 } worker;
 
 struct yp_loader {
@@ -66,6 +69,9 @@ void yp_loader_opts_default(yp_loader_opts *o) {
     yp_aug_hyp_default(&o->hyp);
 }
 
+/* Batches per epoch. */
+static int64_t bpe_of(const yp_loader_opts *o, int64_t n) { return o->drop_last ? n / o->batch : (n + o->batch - 1) / o->batch; }
+
 static int check_opts(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, yp_err *err) {
     if (o->workers < 1 || o->workers > YP_LOADER_MAX_WORKERS)
         return yp_err_set(err, "loader: workers %d is outside 1..%d", o->workers, YP_LOADER_MAX_WORKERS);
@@ -81,8 +87,17 @@ static int check_opts(const yp_loader_opts *o, int64_t n_images, int64_t max_row
     if (n_images < 1 || n_images >= (1LL << 40))
         return yp_err_set(err, "loader: the dataset has %lld images (1..2^40-1 needed)", (long long)n_images);
     if (max_rows < 0 || max_rows > (INT64_MAX / 64)) return yp_err_set(err, "loader: bad label row count");
+    const yp_val_rect *r = o->rect;
+    if (r && (!o->validation || r->n_images != n_images || r->batch != o->batch || r->max_side < 2 ||
+              r->max_side > 16384 || r->n_batches != bpe_of(o, n_images)))
+        return yp_err_set(err, "loader: the rectangular batches were made for %lld images in batches of %lld, not "
+                          "this %s of %lld in batches of %d", (long long)r->n_images, (long long)r->batch,
+                          o->validation ? "validation" : "training", (long long)n_images, o->batch);
     return 0;
 }
+
+/* The side of the largest image a batch holds: imgsz, or the rect batches' largest side. */
+static int64_t out_side(const yp_loader_opts *o) { return o->rect ? o->rect->max_side : o->imgsz; }
 
 /* Validation and training without augmentation build letterboxed single images. */
 static int letterboxed(const yp_loader_opts *o) { return o->validation || o->no_augment; }
@@ -99,9 +114,6 @@ static int worker_ws_bytes(const yp_loader_opts *o, int64_t n_images, int64_t ma
     return yp_aug_train_ws(&cfg, bytes);
 }
 
-/* Batches per epoch. */
-static int64_t bpe_of(const yp_loader_opts *o, int64_t n) { return o->drop_last ? n / o->batch : (n + o->batch - 1) / o->batch; }
-
 /* Images a batch holds at most: batch, or the whole dataset when it is smaller (no drop_last). */
 static int64_t slot_images_of(const yp_loader_opts *o, int64_t n) { return n < o->batch ? n : o->batch; }
 
@@ -116,7 +128,7 @@ int yp_loader_host_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_
                          yp_err *err) {
     memset(b, 0, sizeof *b);
     if (check_opts(o, n_images, max_rows, err)) return -1;
-    int64_t cap = rows_cap_of(o, max_rows), img = (int64_t)o->imgsz * o->imgsz * 3, per_slot, wsb, t;
+    int64_t cap = rows_cap_of(o, max_rows), img = out_side(o) * out_side(o) * 3, per_slot, wsb, t;
     size_t ws;
     if (worker_ws_bytes(o, n_images, max_rows, &ws) || ws > INT64_MAX / 2) return yp_err_set(err, "loader: workspace size overflows");
     b->slots = slots_of(o, n_images);
@@ -192,7 +204,7 @@ static int vws_reserve(worker *w, size_t need, yp_err *err) {
  * xywhn of the letterboxed image; *m gets the size and scale_boxes's ratio and pad. */
 static int val_item(worker *w, int64_t index, yp_image *out, int64_t *n, yp_loader_image *m, yp_err *err) {
     yp_aug_source_item it;
-    int s = w->l->o.imgsz, rw, rh;
+    int s = w->l->o.imgsz, ow = w->out_w, oh = w->out_h, rw, rh;
     yp_interp interp;
     size_t need_r = 0, need_l;
     if (source(w, index, &it, err)) return -1;
@@ -206,10 +218,10 @@ static int val_item(worker *w, int64_t index, yp_image *out, int64_t *n, yp_load
     if (resize < 0 || rw > s + 1 || rh > s + 1 || it.n_rows > w->l->rows_cap)
         return yp_err_set(err, "loader: image %lld: bad size %dx%d or too many rows", (long long)index, it.w0, it.h0);
     yp_image src = {(uint8_t *)it.pixels, it.w0, it.h0}, tile = src;
-    yp_letterbox_opts o = {.new_w = s, .new_h = s, .stride = 32};
+    yp_letterbox_opts o = {.new_w = ow, .new_h = oh, .stride = 32};
     yp_letterbox_geom g;
     if ((resize && yp_resize_ws(it.w0, it.h0, rw, rh, interp, &need_r)) || yp_letterbox_geometry(rw, rh, &o, &g) ||
-        g.out_w != s || g.out_h != s || yp_letterbox_ws(rw, rh, &g, &need_l))
+        g.out_w != ow || g.out_h != oh || yp_letterbox_ws(rw, rh, &g, &need_l))
         return yp_err_set(err, "loader: image %lld: no letterbox for %dx%d", (long long)index, it.w0, it.h0);
     if (vws_reserve(w, need_r > need_l ? need_r : need_l, err)) return -1;
     if (resize) {
@@ -219,7 +231,7 @@ static int val_item(worker *w, int64_t index, yp_image *out, int64_t *n, yp_load
     if (yp_letterbox(&tile, &g, out, w->vws, w->vws_bytes)) return yp_err_set(err, "loader: letterbox failed");
     memcpy(w->rows, it.rows, (size_t)it.n_rows * 5 * sizeof(float));
     yp_letterbox_labels(w->rows, it.n_rows, rw, rh, &g);
-    yp_labels_xyxy_to_xywhn(w->rows, it.n_rows, s, s);
+    yp_labels_xyxy_to_xywhn(w->rows, it.n_rows, ow, oh);
     *n = it.n_rows;
     m->w0 = w0, m->h0 = h0;
     m->rp = (yp_ratio_pad){.gain = (double)rh / h0, .pad_w = g.dw, .pad_h = g.dh, .h0 = h0, .w0 = w0};
@@ -239,7 +251,7 @@ static int train_item(worker *w, int64_t index, yp_rng *r, yp_image *out, int64_
 static void ensure_order(worker *w, int64_t epoch) {
     yp_loader *l = w->l;
     if (w->order_epoch == epoch) return;
-    for (int64_t i = 0; i < l->n; i++) w->order[i] = i;
+    for (int64_t i = 0; i < l->n; i++) w->order[i] = l->o.rect ? l->o.rect->order[i] : i;
     if (!l->o.validation) {
         yp_rng r;
         yp_rng_seed(&r, l->o.seed + (uint64_t)epoch, YP_LOADER_ORDER_STREAM);
@@ -287,13 +299,15 @@ static int build_item(worker *w, int64_t epoch, int64_t p, yp_image *out, int64_
 static int build_batch(worker *w, int64_t g, slot *s) {
     yp_loader *l = w->l;
     int64_t epoch = l->o.first_epoch + g / l->bpe, start = (g % l->bpe) * l->o.batch, left = l->n - start;
-    int S = l->o.imgsz;
-    size_t img = (size_t)S * (size_t)S * 3;
+    const yp_val_rect *rect = l->o.rect;
+    int H = rect ? (int)rect->h[g % l->bpe] : l->o.imgsz, W = rect ? (int)rect->w[g % l->bpe] : l->o.imgsz;
+    size_t img = (size_t)H * (size_t)W * 3;
     ensure_order(w, epoch);
     s->n = (int)(left < l->o.batch ? left : l->o.batch);
-    s->n_labels = 0;
+    s->n_labels = 0, s->h = H, s->w = W;
+    w->out_w = W, w->out_h = H;
     for (int i = 0; i < s->n; i++) {
-        yp_image out = {s->images + (size_t)i * img, S, S};
+        yp_image out = {s->images + (size_t)i * img, W, H};
         int64_t k = 0;
         int rc = build_item(w, epoch, start + i, &out, &k, &s->meta[i], &s->err);
         if (rc) return rc;
@@ -333,7 +347,7 @@ static void *worker_main(void *arg) {
 
 static int alloc_slots(yp_loader *l, yp_err *err) {
     size_t per = (size_t)slot_images_of(&l->o, l->n); /* yp_loader_host_bytes's figures */
-    size_t img = (size_t)l->o.imgsz * (size_t)l->o.imgsz * 3 * per;
+    size_t img = (size_t)out_side(&l->o) * (size_t)out_side(&l->o) * 3 * per;
     size_t lab = (size_t)l->rows_cap * 6 * sizeof(float) * per;
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
     if (!l->slots) return yp_err_set(err, "loader: out of memory");
@@ -414,7 +428,7 @@ int yp_loader_next(yp_loader *l, yp_loader_batch *b, yp_err *err) {
         return -1;
     }
     *b = (yp_loader_batch){.epoch = l->o.first_epoch + g / l->bpe, .index = g % l->bpe, .n = s->n, .imgsz = l->o.imgsz,
-                           .images = s->images, .labels = s->labels, .n_labels = s->n_labels, .meta = s->meta};
+                           .h = s->h, .w = s->w, .images = s->images, .labels = s->labels, .n_labels = s->n_labels, .meta = s->meta};
     l->next_deliver++, l->delivered++, l->holding = 1;
     pthread_mutex_unlock(&l->mu);
     return 1;
@@ -453,7 +467,7 @@ void yp_loader_close(yp_loader *l) {
 }
 
 int64_t yp_loader_to_float(const yp_loader_batch *b, float *out, int64_t cap) {
-    int64_t n = (int64_t)b->n * b->imgsz * b->imgsz * 3;
+    int64_t n = (int64_t)b->n * b->h * b->w * 3;
     if (cap < n) return -1;
     for (int64_t i = 0; i < n; i++) out[i] = (float)b->images[i] / 255.0f;
     return n;

@@ -8,7 +8,8 @@
  * yp_rng_seed(seed, yp_loader_stream(e, p)), so a batch depends only on (seed, epoch, the files),
  * never on the number of workers or their timing. Validation: the dataset order, every epoch,
  * load_image (imgsz, no augmentation) + letterbox to imgsz x imgsz (no auto, no scaleup), as
- * LoadImagesAndLabels with augment off and rect off; per image the original size and the ratio
+ * LoadImagesAndLabels with augment off and rect off, or with opts.rect val.py's rect batches (the
+ * images sorted by aspect ratio, each batch letterboxed to its own shape); per image the original size and the ratio
  * and padding scale_boxes needs (yp_ratio_pad: gain h/h0, pad dw, dh, as val.py's shapes).
  * Batch b of an epoch holds positions b*batch .. min(n, (b+1)*batch) - 1 (the last may be short,
  * unless drop_last leaves it out).
@@ -65,6 +66,9 @@ typedef struct {
                       * built); 0: the last batch of an epoch may be short */
     uint64_t seed;
     yp_aug_hyp hyp;  /* training only */
+    const struct yp_val_rect *rect; /* validation only: val.py's rectangular batches (yp_val_rect.h,
+                      * made for this split, batch and imgsz): the images in its order, batch b
+                      * letterboxed to its shape b; NULL: the dataset order, imgsz x imgsz. Kept. */
     const struct yp_image_cache *cache; /* --cache ram: images from it instead of decoding (its
                       * resize rule must be this loader's: augment for training, not for validation
                       * and --no-augment); NULL: decode. Kept, not copied. */
@@ -86,8 +90,9 @@ typedef struct {
 typedef struct {
     int64_t epoch, index;     /* batch index within the epoch */
     int n;                    /* images, 1..batch */
-    int imgsz;
-    const uint8_t *images;    /* n x imgsz x imgsz x 3, uint8 NHWC RGB */
+    int imgsz;                /* load_image's long side */
+    int h, w;                 /* the images' size: imgsz x imgsz, or the batch's rect shape */
+    const uint8_t *images;    /* n x h x w x 3, uint8 NHWC RGB */
     const float *labels;      /* n_labels rows of 6: image in batch, class, cx, cy, w, h (normalised) */
     int64_t n_labels;
     const yp_loader_image *meta; /* n records */
@@ -98,7 +103,7 @@ typedef struct {
 typedef struct {
     int64_t slots;       /* workers * prefetch, or the run's batches ((epochs - first_epoch) * per epoch)
                           * when fewer */
-    int64_t ring_images; /* slots * B * imgsz^2 * 3, B = min(batch, n_images): the planner's `prefetch`
+    int64_t ring_images; /* slots * B * S^2 * 3 (S: imgsz, or the rect batches' largest side), B = min(batch, n_images): the planner's `prefetch`
                           * figure */
     int64_t ring_labels; /* slots * B * rows cap * 6 floats (rows cap: 4 max_rows training) */
     int64_t ring_meta;   /* slots * B records */
@@ -140,7 +145,7 @@ void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s);
  * is fine. */
 void yp_loader_close(yp_loader *l);
 
-/* The executor's input (yp_exec_micro_step: NHWC float in [0, 1]): b's n images as x / 255 into
+/* The executor's input (yp_exec_micro_step: NHWC float in [0, 1]): b's n h x w images as x / 255 into
  * out, which holds cap floats. A short last batch fills n images; the trainer decides about the
  * rest (yp_exec_micro_step's batch is the plan's). Returns the floats written, or -1 when cap is
  * too small. The label rows are already the executor's targets (image, class, cx, cy, w, h). */
