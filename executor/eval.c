@@ -115,6 +115,8 @@ yp_binding *yp_exec_eval_bind(yp_binding *train, yp_err *err) {
         yp_exec_eval_free(v);
         return NULL;
     }
+    /* the loss's gains are training's (train.py's val loss is its ComputeLoss), whatever the shape */
+    v->loss.box = train->loss.box, v->loss.obj = train->loss.obj, v->loss.cls = train->loss.cls;
     v->arena_bytes = train->arena_bytes; /* as layout left it */
     return v;
 }
@@ -127,12 +129,19 @@ void yp_exec_eval_free(yp_binding *v) {
 
 /* ---------------------------------------------------------------- running */
 
-yp_eval_shape yp_exec_eval_shape(const yp_exec *x) {
-    const yp_schedule *s = x->train.plan->val.sched;
-    yp_eval_shape e = {s->opts.batch, s->opts.h, s->opts.w, 0, s->g->nc + 5};
+/* The sizes of the pass b runs. */
+static yp_eval_shape shape_of(const yp_binding *b) {
+    const yp_schedule *s = b->s;
+    const yp_candidate *c = &b->plan->cand;
+    yp_eval_shape e = {s->opts.batch, s->opts.h, s->opts.w, 0, s->g->nc + 5, c->img_w, c->val_rect};
     for (int t = 0; t < s->n_tensors; t++)
         if (s->tensors[t].role == YP_ROLE_DECODED) e.boxes = s->tensors[t].shape.h;
     return e;
+}
+
+yp_eval_shape yp_exec_eval_shape(const yp_exec *x) {
+    yp_binding b = {.s = x->train.plan->val.sched, .plan = x->train.plan};
+    return shape_of(&b);
 }
 
 /* The batch into the pass's input tensors: n_images images, zeros for the rest of the planned
@@ -206,8 +215,11 @@ static int check_batch(const yp_binding *v, const yp_eval_batch *in, yp_err *err
 }
 
 int yp_exec_eval(yp_exec *x, const yp_eval_batch *in, yp_eval_out *out, yp_err *err) {
-    const yp_binding *v = x->eval;
-    if (!v) return yp_err_set(err, "validation: this executor has no validation pass bound");
+    if (!x->eval) return yp_err_set(err, "validation: this executor has no validation pass bound");
+    const yp_binding *v = in->h || in->w ? yp_exec_eval_binding_for(x, in->h, in->w) : x->eval;
+    if (!v)
+        return yp_err_set(err, "validation: no pass at %lldx%lld was prepared (yp_exec_add_eval_shape)", (long long)in->w,
+                          (long long)in->h);
     const char *missing = !v->ops->bn_forward_eval ? "bn_forward_eval"
                           : !v->ops->detect_decode ? "detect_decode"
                                                    : NULL;
@@ -223,8 +235,9 @@ int yp_exec_eval(yp_exec *x, const yp_eval_batch *in, yp_eval_out *out, yp_err *
             return -1;
     }
     if (v->be->sync(v->be)) return yp_err_set(err, "validation's queued work failed: %s", v->be->last_error(v->be));
+    yp_eval_shape e = shape_of(v);
+    out->boxes = e.boxes;
     if (!out->decoded) return 0;
-    yp_eval_shape e = yp_exec_eval_shape(x);
     int t = v->s->steps[v->s->n_steps - 1].a.decoded;
     size_t bytes = (size_t)(in->n_images * e.boxes * e.fields) * sizeof(float);
     if (t < 0 || v->be->mem_copy(v->be, out->decoded, yp_bind_tensor(v, t), bytes, YP_COPY_DEVICE_TO_HOST))

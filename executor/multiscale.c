@@ -1,47 +1,79 @@
-/* multiscale.c - multi-scale batches inside the plan's arena (yp_executor.h): the training
- * schedule rebuilt at each size train.py's --multi-scale draws, bound with the plan's offsets, and
- * the bilinear resize of the batch. */
+/* multiscale.c - other image sizes inside the plan's arena (yp_executor.h): the training schedule
+ * rebuilt at each size train.py's --multi-scale draws and the evaluation schedule at each rect
+ * validation shape, bound with the plan's offsets; and the bilinear resize of a training batch. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "yp_executor_internal.h"
 
-int yp_exec_add_size(yp_exec *x, int64_t side, yp_err *err) {
-    const yp_plan *p = x->train.plan;
-    if (side == x->train.s->opts.h && side == x->train.s->opts.w) return 0;
-    if (yp_exec_binding_for(x, side)) return 0;
-    yp_exec_size *grown = realloc(x->sizes, (size_t)(x->n_sizes + 1) * sizeof *grown);
-    if (!grown) return yp_err_set(err, "out of memory adding size %lld", (long long)side);
-    x->sizes = grown;
-    yp_exec_size *z = &x->sizes[x->n_sizes];
+/* Appends to *arr (n entries) base's schedule rebuilt with options o (at o's size), bound with
+ * base's offsets, prepared, with base's loss gains (train.py's are the nominal size's). */
+static int add_resized(yp_exec_size **arr, int *n, const yp_binding *base, const yp_sched_opts *o, yp_err *err) {
+    yp_exec_size *grown = realloc(*arr, (size_t)(*n + 1) * sizeof *grown);
+    if (!grown) return yp_err_set(err, "out of memory adding size %lldx%lld", (long long)o->w, (long long)o->h);
+    *arr = grown;
+    yp_exec_size *z = &grown[*n];
     memset(z, 0, sizeof *z);
-    z->side = side;
-    yp_sched_opts o = yp_candidate_train_opts(&p->cand, yp_graph_max_stride(p->g));
-    o.h = o.w = side;
-    if (!(z->s = yp_schedule_build(p->g, &o, err))) return -1;
-    x->n_sizes++; /* from here yp_exec_free releases it */
-    if (yp_bind_resized(&z->b, &x->train, z->s, err) || yp_exec_prepare_steps(&z->b, err)) return -1;
-    const yp_loss_cfg *t = &x->train.loss; /* the gains are the nominal size's, as train.py's */
+    z->h = o->h, z->w = o->w;
+    if (!(z->s = yp_schedule_build(base->plan->g, o, err))) return -1;
+    (*n)++; /* from here yp_exec_free releases it */
+    if (yp_bind_resized(&z->b, base, z->s, err) || yp_exec_prepare_steps(&z->b, err)) return -1;
+    const yp_loss_cfg *t = &base->loss;
     z->b.loss.box = t->box, z->b.loss.obj = t->obj, z->b.loss.cls = t->cls;
     z->b.loss.anchor_t = t->anchor_t, z->b.loss.label_smoothing = t->label_smoothing;
     return 0;
 }
 
-const yp_binding *yp_exec_binding_for(const yp_exec *x, int64_t side) {
-    if (side == x->train.s->opts.h && side == x->train.s->opts.w) return &x->train;
-    for (int i = 0; i < x->n_sizes; i++)
-        if (x->sizes[i].side == side) return &x->sizes[i].b;
+static const yp_binding *find(const yp_exec_size *arr, int n, int64_t h, int64_t w) {
+    for (int i = 0; i < n; i++)
+        if (arr[i].h == h && arr[i].w == w) return &arr[i].b;
     return NULL;
 }
 
-void yp_exec_sizes_free(yp_exec *x) {
-    for (int i = 0; i < x->n_sizes; i++) {
-        yp_bind_free(&x->sizes[i].b);
-        yp_schedule_free(x->sizes[i].s);
+int yp_exec_add_size(yp_exec *x, int64_t side, yp_err *err) {
+    const yp_plan *p = x->train.plan;
+    if (yp_exec_binding_for(x, side)) return 0;
+    yp_sched_opts o = yp_candidate_train_opts(&p->cand, yp_graph_max_stride(p->g));
+    o.h = o.w = side; /* the scratch still covers every side: the same tensors as the plan's */
+    return add_resized(&x->sizes, &x->n_sizes, &x->train, &o, err);
+}
+
+const yp_binding *yp_exec_binding_for(const yp_exec *x, int64_t side) {
+    if (side == x->train.s->opts.h && side == x->train.s->opts.w) return &x->train;
+    return find(x->sizes, x->n_sizes, side, side);
+}
+
+int yp_exec_add_eval_shape(yp_exec *x, int64_t h, int64_t w, yp_err *err) {
+    const yp_plan *p = x->train.plan;
+    if (!x->eval) return yp_err_set(err, "validation: this executor has no validation pass bound");
+    if (yp_exec_eval_binding_for(x, h, w)) return 0;
+    yp_sched_opts o = yp_candidate_val_opts(&p->cand, yp_graph_max_stride(p->g), p->g->n_layers);
+    if (h < 1 || w < 1 || h > o.h || w > o.w)
+        return yp_err_set(err, "validation: a %lldx%lld batch is larger than the planned %lldx%lld", (long long)w,
+                          (long long)h, (long long)o.w, (long long)o.h);
+    o.h = h, o.w = w; /* the scratch still covers every rect shape: the same tensors as the plan's */
+    return add_resized(&x->eval_sizes, &x->n_eval_sizes, x->eval, &o, err);
+}
+
+const yp_binding *yp_exec_eval_binding_for(const yp_exec *x, int64_t h, int64_t w) {
+    if (!x->eval) return NULL;
+    if (h == x->eval->s->opts.h && w == x->eval->s->opts.w) return x->eval;
+    return find(x->eval_sizes, x->n_eval_sizes, h, w);
+}
+
+static void free_sizes(yp_exec_size **arr, int *n) {
+    for (int i = 0; i < *n; i++) {
+        yp_bind_free(&(*arr)[i].b);
+        yp_schedule_free((*arr)[i].s);
     }
-    free(x->sizes);
-    x->sizes = NULL, x->n_sizes = 0;
+    free(*arr);
+    *arr = NULL, *n = 0;
+}
+
+void yp_exec_sizes_free(yp_exec *x) {
+    free_sizes(&x->sizes, &x->n_sizes);
+    free_sizes(&x->eval_sizes, &x->n_eval_sizes);
 }
 
 /* PyTorch's area_pixel_compute_source_index for align_corners=False, and the neighbour. */

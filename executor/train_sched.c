@@ -50,8 +50,9 @@ void yp_train_knobs_at(const yp_train_sched *s, int64_t epoch, int64_t ni, yp_tr
 
 void yp_exec_set_loss_hyp(yp_exec *x, const yp_hyp_file *h) {
     const yp_candidate *c = &x->train.plan->cand;
-    for (int i = -2; i < x->n_sizes; i++) { /* training, validation, the added sizes */
-        yp_binding *v = i == -2 ? &x->train : i == -1 ? x->eval : &x->sizes[i].b;
+    for (int i = -2; i < x->n_sizes + x->n_eval_sizes; i++) { /* training, validation, the added sizes */
+        yp_binding *v = i == -2 ? &x->train : i == -1 ? x->eval : i < x->n_sizes ? &x->sizes[i].b
+                                                                                 : &x->eval_sizes[i - x->n_sizes].b;
         if (!v) continue;
         /* train.py scales by its --img, the nominal size, whatever size a batch has */
         yp_loss_cfg_scale_gains(&v->loss, h->box, h->obj, h->cls, c->img_w, c->img_h);

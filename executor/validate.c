@@ -1,14 +1,17 @@
-/* validate.c - val.py on the executor (yp_train.h): the letterboxing loader over the split, the
- * plan's validation pass per batch (yp_exec_eval), then per image NMS, the boxes back to original
- * pixels, the matching at ten IoU thresholds, and the metrics over the split. Every buffer is
- * allocated in yp_validator_new, the batch buffers for the largest batch the split makes (the plan's,
- * or the whole split when it is smaller), and yp_validator_host_bytes counts them. */
+/* validate.c - val.py on the executor (yp_train.h): the letterboxing loader over the split (in
+ * val.py's rectangular batches when the plan has val_rect: yp_val_rect.h), the plan's validation
+ * pass per batch (yp_exec_eval, at the batch's shape), then per image NMS, the boxes back to
+ * original pixels, the matching at ten IoU thresholds, and the metrics over the split. Every
+ * buffer is allocated and every shape's pass prepared in yp_validator_new, the batch buffers for
+ * the largest batch the split makes (the plan's, or the whole split when it is smaller, at the
+ * largest shape), and yp_validator_host_bytes counts them. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "yp_train.h"
 #include "yp_clock.h"
+#include "yp_train.h"
+#include "yp_val_rect.h"
 
 struct yp_validator {
     yp_exec *x;
@@ -16,6 +19,7 @@ struct yp_validator {
     yp_val_opts o;
     yp_eval_shape e;
     yp_loader *loader;
+    yp_val_rect rect;       /* the rect batches (e.rect), else zeroed */
     int64_t bpe;            /* batches per pass */
     float *images;          /* the float batch */
     float *decoded;         /* Detect's decoded rows of the batch */
@@ -30,6 +34,7 @@ struct yp_validator {
 void yp_validator_free(yp_validator *v) {
     if (!v) return;
     yp_loader_close(v->loader);
+    yp_val_rect_free(&v->rect);
     free(v->images), free(v->decoded), free(v->nms_ws), free(v->dets), free(v->labels);
     yp_map_free(&v->map);
     free(v);
@@ -41,10 +46,11 @@ static float *floats(int64_t n) {
     return malloc((size_t)n * sizeof(float));
 }
 
-/* The letterboxing loader's options for e and o (yp_validator_new and yp_validator_host_bytes). */
+/* The letterboxing loader's options for e and o (yp_validator_new and yp_validator_host_bytes; its
+ * rect batches are the validator's). */
 static void loader_opts(const yp_eval_shape *e, const yp_val_opts *o, yp_loader_opts *lo) {
     yp_loader_opts_default(lo);
-    lo->workers = o->workers, lo->batch = (int)e->batch, lo->imgsz = (int)e->h, lo->validation = 1;
+    lo->workers = o->workers, lo->batch = (int)e->batch, lo->imgsz = (int)e->img, lo->validation = 1;
     lo->epochs = o->runs > 0 ? o->runs : 1, lo->cache = o->cache;
 }
 
@@ -58,6 +64,9 @@ int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val
     yp_loader_opts lo;
     yp_loader_bytes lb;
     loader_opts(e, o, &lo);
+    yp_val_rect sized = {.n_images = val->n, .batch = e->batch, .max_side = e->h}; /* what the ring holds */
+    sized.n_batches = (val->n + e->batch - 1) / (e->batch > 0 ? e->batch : 1);
+    if (e->rect) lo.rect = &sized;
     if (n < 1 || e->h < 1 || e->w < 1 || e->boxes < 1 || yp_loader_host_bytes(&lo, val->n, rows, &lb, err))
         return n < 1 ? yp_err_set(err, "validation: the split has no images") : -1;
     h->loader = lb.total;
@@ -72,11 +81,23 @@ int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val
     return 0;
 }
 
+/* val.py's rect batches of the split, and the pass prepared at each of their shapes. */
+static int prepare_rect(yp_validator *v, yp_err *err) {
+    int gs = yp_graph_max_stride(v->x->train.s->g);
+    if (yp_val_rect_build(v->val, v->e.batch, v->e.img, gs > 32 ? gs : 32, &v->rect, err)) return -1;
+    if (v->rect.max_side != v->e.h)
+        return yp_err_set(err, "validation: rect batches at --img %lld reach %lld px, the plan %lld; re-plan",
+                          (long long)v->e.img, (long long)v->rect.max_side, (long long)v->e.h);
+    for (int64_t b = 0; b < v->rect.n_batches; b++)
+        if (yp_exec_add_eval_shape(v->x, v->rect.h[b], v->rect.w[b], err)) return -1;
+    return 0;
+}
+
 yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_opts *o, yp_err *err) {
     yp_eval_shape e = yp_exec_eval_shape(x);
     int nc = x->train.s->g->nc;
-    if (e.h != e.w)
-        return yp_err_set(err, "validation: the plan validates %lldx%lld images; square letterboxed batches need a "
+    if (e.h != e.w || x->train.plan->cand.img_w != x->train.plan->cand.img_h)
+        return yp_err_set(err, "validation: the plan validates %lldx%lld images; letterboxed batches need a "
                           "square --img", (long long)e.w, (long long)e.h), NULL;
     if (val->stats.nc != nc)
         return yp_err_set(err, "validation: the data has nc %d, the model %d; train with the data's nc", val->stats.nc,
@@ -102,6 +123,11 @@ yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_op
     }
     yp_loader_opts lo;
     loader_opts(&e, o, &lo);
+    if (e.rect && prepare_rect(v, err)) {
+        yp_validator_free(v);
+        return NULL;
+    }
+    lo.rect = e.rect ? &v->rect : NULL;
     if (!(v->loader = yp_loader_open(val, &lo, err))) {
         yp_validator_free(v);
         return NULL;
@@ -116,7 +142,7 @@ static int64_t image_labels(yp_validator *v, const yp_loader_batch *b, int i, in
     int64_t k = 0, j = *cursor;
     for (; j < b->n_labels && (int)b->labels[6 * j] == i; j++, k++) memcpy(v->labels + 5 * k, b->labels + 6 * j + 1, 5 * sizeof(float));
     *cursor = j;
-    yp_labels_native(&b->meta[i].rp, b->imgsz, b->imgsz, v->labels, k, v->labels);
+    yp_labels_native(&b->meta[i].rp, b->w, b->h, v->labels, k, v->labels);
     return k;
 }
 
@@ -128,15 +154,16 @@ static int run_batch(yp_validator *v, const yp_loader_batch *b, yp_coco_json *js
         return yp_err_set(err, "validation: a batch of %d images does not fit the plan's %lld", b->n,
                           (long long)v->e.batch);
     double t0 = yp_now_s();
-    yp_eval_batch in = {v->images, b->n, v->o.loss ? b->labels : NULL, b->n_labels};
-    yp_eval_out res = {v->decoded, {0, 0, 0, 0}};
+    yp_eval_batch in = {.images = v->images, .n_images = b->n, .targets = v->o.loss ? b->labels : NULL,
+                        .n_targets = b->n_labels, .h = b->h, .w = b->w};
+    yp_eval_out res = {.decoded = v->decoded, .loss = {0, 0, 0, 0}};
     if (yp_exec_eval(v->x, &in, &res, err)) return -1;
     double t1 = yp_now_s();
     for (int k = 0; k < 3; k++) out->loss[k] += res.loss[k];
     int64_t cursor = 0;
     for (int i = 0; i < b->n; i++) {
-        const float *pred = v->decoded + (int64_t)i * v->e.boxes * v->e.fields;
-        int64_t nd = yp_nms(&v->o.nms, pred, v->e.boxes, nc, v->nms_ws, v->nms_ws_bytes, v->dets, err);
+        const float *pred = v->decoded + (int64_t)i * res.boxes * v->e.fields;
+        int64_t nd = yp_nms(&v->o.nms, pred, res.boxes, nc, v->nms_ws, v->nms_ws_bytes, v->dets, err);
         if (nd < 0) return -1;
         yp_scale_boxes(&b->meta[i].rp, v->dets, nd, 6);
         int64_t nl = image_labels(v, b, i, &cursor);
@@ -185,5 +212,5 @@ void yp_validator_print(const yp_validator *v, const yp_val_result *r, int per_c
                     (long long)r->images, (long long)m->nt[c], m->p[c], m->r[c], m->ap50[c], m->ap[c]);
         }
     fprintf(f, "Speed: %.1fms inference, %.1fms NMS per image at shape (%lld, 3, %lld, %lld)\n", r->ms_inference,
-            r->ms_nms, (long long)v->e.batch, (long long)v->e.h, (long long)v->e.w);
+            r->ms_nms, (long long)v->e.batch, (long long)v->e.img, (long long)v->e.img); /* val.py's: the nominal size */
 }

@@ -54,9 +54,10 @@ typedef struct {
     int64_t *n; /* and calls */
 } yp_profile;
 
-/* The training schedule rebuilt at another square size (multi-scale batches; multiscale.c). */
+/* A schedule rebuilt at another image size inside the plan's layout (multiscale.c): training's
+ * at a multi-scale side, or validation's at a rect batch shape. */
 typedef struct {
-    int64_t side;     /* its image side */
+    int64_t h, w;     /* its image size */
     yp_schedule *s;   /* owned */
     yp_binding b;     /* bound with the plan's offsets (yp_bind_resized) */
 } yp_exec_size;
@@ -69,6 +70,8 @@ typedef struct yp_exec {
                          * refuses a plan whose pass cannot be bound, so NULL only when zeroed */
     yp_exec_size *sizes; /* other training sizes (yp_exec_add_size), n_sizes of them */
     int n_sizes;
+    yp_exec_size *eval_sizes; /* other validation shapes (yp_exec_add_eval_shape) */
+    int n_eval_sizes;
     int64_t rss_before_arena; /* the process's resident bytes when yp_exec_init had bound the plan and
                                * built the backend's primitives, just before zeroing the arena
                                * (yp_train_host.h's baseline; -1 when /proc cannot tell) */
@@ -152,6 +155,18 @@ int yp_exec_add_size(yp_exec *x, int64_t side, yp_err *err);
  * size's, or NULL. */
 const yp_binding *yp_exec_binding_for(const yp_exec *x, int64_t side);
 
+/* Rectangular validation (val.py's rect batches, planner/yp_candidate.h val_rect): a plan made
+ * with val_rect holds the validation pass at its largest shape, every conv's scratch covering the
+ * others; a batch of another shape h x w runs the evaluation schedule rebuilt at it, bound with the
+ * pass's offsets. Adds h x w (built, checked against the pass's layout, bound, prepared, with the
+ * validation binding's loss gains); the pass's own shape needs no call. Not with guards. 0, or -1
+ * with err set. */
+int yp_exec_add_eval_shape(yp_exec *x, int64_t h, int64_t w, yp_err *err);
+
+/* The binding that validates h x w batches: the validation binding at the planned shape, an
+ * added shape's, or NULL. */
+const yp_binding *yp_exec_eval_binding_for(const yp_exec *x, int64_t h, int64_t w);
+
 /* yp_exec_micro_step at side x side (images (batch, side, side, 3)). */
 int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const float *targets, int64_t n_targets,
                           double loss_out[4], yp_err *err);
@@ -200,26 +215,34 @@ int yp_exec_find_param(const yp_exec *x, const char *name);
  * had not run. */
 
 /* The validation pass's sizes: at most `batch` images (h, w) per call; each gives `boxes` rows
- * of `fields` (x, y, w, h in pixels, objectness, nc class scores) floats. */
+ * of `fields` (x, y, w, h in pixels, objectness, nc class scores) floats. img: the nominal size
+ * images are loaded at (load_image's long side); rect: batches come in val.py's rect shapes, none
+ * larger than h x w (else every batch is img x img = h x w). */
 typedef struct {
     int64_t batch, h, w, boxes, fields;
+    int64_t img;
+    int rect;
 } yp_eval_shape;
 
 yp_eval_shape yp_exec_eval_shape(const yp_exec *x);
 
 /* One validation batch. */
 typedef struct {
-    const float *images;   /* (n_images, h, w, 3) NHWC floats in [0, 1], letterboxed to the plan's size */
+    const float *images;   /* (n_images, h, w, 3) NHWC floats in [0, 1], letterboxed */
     int64_t n_images;      /* 1 .. yp_eval_shape.batch; the rest of the planned batch is run on zeros */
     const float *targets;  /* n_targets rows (image, class, cx, cy, w, h), image < n_images: the loss is
                             * computed over the n_images; NULL: no loss (n_targets ignored) */
     int64_t n_targets;
+    int64_t h, w;          /* their size: the plan's (yp_eval_shape; also when 0) or a shape added
+                            * with yp_exec_add_eval_shape */
 } yp_eval_batch;
 
 typedef struct {
     float *decoded; /* host, n_images * boxes * fields floats: Detect's eval output (yp_ops.h
                      * detect_decode); NULL: not copied */
     double loss[4]; /* lbox, lobj, lcls, total (yp_loss_compute's) over the n_images; 0 without targets */
+    int64_t boxes;  /* rows per image written to decoded: yp_eval_shape.boxes at the plan's shape,
+                     * fewer at a smaller one */
 } yp_eval_out;
 
 /* Runs the validation pass on one batch. 0, or -1 with err set (a batch larger than planned, too

@@ -53,7 +53,8 @@ typedef struct {
 } yp_train_host;
 
 /* The validation pass's shape for graph g trained at batch and square imgsz (what the planner
- * plans validation at: 2 x batch, boxes na x sum over levels (imgsz / stride)^2, nc + 5 fields):
+ * plans validation at: 2 x batch, val.py's largest rect side S = ceil(imgsz / 32 + 0.5) * 32 (the
+ * stride 64 for P6 models), boxes na x sum over levels (S / stride)^2, nc + 5 fields):
  * yp_exec_eval_shape of the plan, known before planning. */
 yp_eval_shape yp_eval_shape_for(const yp_graph *g, int64_t batch, int64_t imgsz);
 

@@ -19,40 +19,46 @@ int yp_conv_scratch_im2col(void *ctx, const yp_conv_query *q, int64_t *per_image
     return 0;
 }
 
-/* q's sizes at image side `side` instead of the schedule's h (square images: every feature map is
- * h / stride, so the scaling is exact). 0, or -1 when a size does not scale to a whole number. */
-static int scaled_query(const yp_conv_query *q, int64_t h, int64_t side, yp_conv_query *out) {
-    const int64_t d[4] = {q->in.h, q->in.w, q->out.h, q->out.w};
+/* q's sizes at image size H x W instead of the schedule's h x w (every feature map is h / stride by
+ * w / stride, so the scaling is exact). 0, or -1 when a size does not scale to a whole number. */
+static int scaled_query(const yp_conv_query *q, int64_t h, int64_t w, int64_t H, int64_t W, yp_conv_query *out) {
+    const int64_t d[4] = {q->in.h, q->in.w, q->out.h, q->out.w}, from[4] = {h, w, h, w}, to[4] = {H, W, H, W};
     int64_t v[4];
     for (int k = 0; k < 4; k++) {
-        if (d[k] * side % h) return -1;
-        v[k] = d[k] * side / h;
+        if (d[k] * to[k] % from[k]) return -1;
+        v[k] = d[k] * to[k] / from[k];
     }
     *out = *q;
     out->in.h = v[0], out->in.w = v[1], out->out.h = v[2], out->out.w = v[3];
     return 0;
 }
 
-/* The scratch of one conv under the schedule's rule, the largest over its size and the
- * multi-scale sides; a failure is kept for yp_schedule_build. */
+/* Raises *per_image and *fixed to what the rule asks for q at image size H x W instead of the
+ * schedule's (skipped when the sizes do not scale). 0, or -1 when the rule fails. */
+static int cover(bld *b, yp_conv_scratch_fn fn, const yp_conv_query *q, int64_t H, int64_t W, int64_t *per_image,
+                 int64_t *fixed) {
+    const yp_sched_opts *o = &b->s->opts;
+    yp_conv_query sq;
+    int64_t pi, fx;
+    if ((H == o->h && W == o->w) || scaled_query(q, o->h, o->w, H, W, &sq)) return 0;
+    if (fn(o->conv_scratch_ctx, &sq, &pi, &fx, &b->rule_err)) return -1;
+    if (pi > *per_image) *per_image = pi;
+    if (fx > *fixed) *fixed = fx;
+    return 0;
+}
+
+/* The scratch of one conv under the schedule's rule, the largest over its size, the multi-scale
+ * sides and the rect validation shapes; a failure is kept for yp_schedule_build. */
 static void conv_scratch(bld *b, const yp_conv_query *q, int64_t *per_image, int64_t *fixed) {
     const yp_sched_opts *o = &b->s->opts;
     yp_conv_scratch_fn fn = o->conv_scratch ? o->conv_scratch : yp_conv_scratch_im2col;
-    if (fn(o->conv_scratch_ctx, q, per_image, fixed, &b->rule_err)) {
-        b->rule_failed = 1, *per_image = *fixed = 0;
-        return;
-    }
-    for (int k = 0; k < o->n_scratch_sides && o->h == o->w; k++) {
-        yp_conv_query sq;
-        int64_t pi, fx;
-        if (o->scratch_sides[k] == o->h || scaled_query(q, o->h, o->scratch_sides[k], &sq)) continue;
-        if (fn(o->conv_scratch_ctx, &sq, &pi, &fx, &b->rule_err)) {
-            b->rule_failed = 1, *per_image = *fixed = 0;
-            return;
-        }
-        if (pi > *per_image) *per_image = pi;
-        if (fx > *fixed) *fixed = fx;
-    }
+    int failed = fn(o->conv_scratch_ctx, q, per_image, fixed, &b->rule_err);
+    for (int k = 0; !failed && k < o->n_scratch_sides && o->h == o->w; k++)
+        failed = cover(b, fn, q, o->scratch_sides[k], o->scratch_sides[k], per_image, fixed);
+    int64_t S = o->scratch_rect_side, st = o->scratch_rect_stride;
+    for (int64_t side = st; !failed && S > 0 && st > 0 && side <= S; side += st)
+        failed = cover(b, fn, q, side, S, per_image, fixed) || cover(b, fn, q, S, side, per_image, fixed);
+    if (failed) b->rule_failed = 1, *per_image = *fixed = 0;
 }
 
 /* Scratch tensors of a conv or Detect step: "ws:" per image (grows with the image) and "wt:"

@@ -156,6 +156,10 @@ typedef struct {
      * schedule built at any of them has the same tensors, none larger. 0: none. */
     int n_scratch_sides;
     int64_t scratch_sides[YP_SCHED_MAX_SIDES];
+    /* Rectangular validation (val.py's rect batches): with side S > 0 every conv's scratch also
+     * covers the shapes S x S, (k * stride, S) and (S, k * stride), k = 1 .. S / stride - 1, so the
+     * schedule built at any of them (keeping these two) has the same tensors, none larger. */
+    int64_t scratch_rect_side, scratch_rect_stride;
 } yp_sched_opts;
 
 /* Default options: fp32, yoloplan policy, no checkpoints, SGD, EMA, 8 labels per image, training,

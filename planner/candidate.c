@@ -15,6 +15,7 @@ yp_candidate yp_candidate_default(void) {
     c.mosaic = 1, c.optimizer = YP_OPT_SGD, c.ema = 1;
     c.policy = YP_SAVE_YOLOPLAN;
     c.labels_per_image = YP_COCO_LABELS_PER_IMAGE;
+    c.val_rect = 1;
     snprintf(c.scratch, sizeof c.scratch, "%s", YP_SCRATCH_IM2COL);
     c.alignment = YP_ALIGN_DEFAULT;
     return c;
@@ -97,8 +98,19 @@ yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride) {
     return o;
 }
 
-yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int n_layers) {
-    yp_sched_opts o = yp_sched_opts_default(2 * c->batch, c->img_h, c->img_w);
+void yp_candidate_val_size(const yp_candidate *c, int stride, int64_t *w, int64_t *h) {
+    *w = c->img_w, *h = c->img_h;
+    if (!c->val_rect) return;
+    int64_t s = stride > 32 ? stride : 32; /* val.py: max(int(model.stride.max()), 32) */
+    *w = (int64_t)ceil((double)c->img_w / (double)s + 0.5) * s;
+    *h = (int64_t)ceil((double)c->img_h / (double)s + 0.5) * s;
+}
+
+yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int stride, int n_layers) {
+    int64_t w, h;
+    yp_candidate_val_size(c, stride, &w, &h);
+    yp_sched_opts o = yp_sched_opts_default(2 * c->batch, h, w);
+    if (c->val_rect && w == h) o.scratch_rect_side = h, o.scratch_rect_stride = stride > 32 ? stride : 32;
     o.act_dtype = yp_precision_dtype(c->precision);
     o.freeze = n_layers;
     o.eval = 1;

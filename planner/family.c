@@ -143,12 +143,12 @@ int yp_family_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu,
     out->gpu = *gpu;
     int stride = yp_graph_max_stride(g);
     yp_candidate u = *c;
-    u.batch = 1, u.img_w = u.img_h = stride, u.precision = YP_PREC_FP32, u.multi_scale = 0;
+    u.batch = 1, u.img_w = u.img_h = stride, u.precision = YP_PREC_FP32, u.multi_scale = 0, u.val_rect = 0;
     yp_sched_opts o = yp_candidate_train_opts(&u, stride);
     o.labels = 1;
     yp_schedule *s = yp_schedule_build(g, &o, err);
     if (!s) return -1;
-    yp_sched_opts vo = yp_candidate_val_opts(&u, g->n_layers);
+    yp_sched_opts vo = yp_candidate_val_opts(&u, stride, g->n_layers);
     vo.batch = 1, vo.labels = 1;
     yp_schedule *v = yp_schedule_build(g, &vo, err);
     int rc = v ? 0 : -1;
@@ -173,11 +173,12 @@ typedef struct {
 
 static scales scales_of(const yp_graph *g, const yp_candidate *c, const yp_family *f) {
     int stride = yp_graph_max_stride(g);
-    int64_t w, h;
+    int64_t w, h, vw, vh;
     yp_candidate_train_size(c, stride, &w, &h);
+    yp_candidate_val_size(c, stride, &vw, &vh);
     scales s;
     s.q_train = (double)(w * h) / (double)(stride * stride);
-    s.q_val = (double)(c->img_w * c->img_h) / (double)(stride * stride);
+    s.q_val = (double)(vw * vh) / (double)(stride * stride);
     s.lab_per_img_train = c->labels_per_image * (c->mosaic ? 4.0 : 1.0);
     s.lab_per_img_val = c->labels_per_image;
     s.act = c->precision == YP_PREC_FP32 ? 1.0 : 0.5;

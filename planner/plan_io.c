@@ -28,6 +28,7 @@ cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c) {
     cJSON_AddStringToObject(j, "policy", yp_save_policy_name(c->policy));
     cJSON_AddNumberToObject(j, "labels_per_image", c->labels_per_image);
     cJSON_AddBoolToObject(j, "multi_scale", c->multi_scale);
+    cJSON_AddBoolToObject(j, "val_rect", c->val_rect);
     cJSON_AddStringToObject(j, "conv_scratch", yp_candidate_scratch_name(c));
     add_i64(j, "alignment", c->alignment);
     cJSON *fu = cJSON_AddArrayToObject(j, "fusions");
@@ -230,7 +231,8 @@ static int load_fusions(ctx *c, const cJSON *j, unsigned *out) {
 
 /* Reads back what yp_candidate_json wrote; the conv scratch model is resolved through r. A file
  * without "conv_scratch" predates the key, when every saved plan was an im2col one; one without
- * "alignment" predates that key, when every arena was aligned to YP_ALIGN_DEFAULT. */
+ * "alignment" predates that key, when every arena was aligned to YP_ALIGN_DEFAULT; one without
+ * "val_rect" predates that key, when validation was planned square at the nominal size. */
 static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, yp_candidate *k) {
     double v[7];
     static const char *const keys[] = {"batch", "mosaic", "ema", "freeze", "labels_per_image", "multi_scale"};
@@ -268,6 +270,9 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
     if (al && (!cJSON_IsNumber(al) || !(fabs(al->valuedouble) <= 1e15) || al->valuedouble != floor(al->valuedouble)))
         return yp_err_set(c->err, "%s: candidate.alignment: expected a whole number of bytes", c->file);
     if (al) k->alignment = (int64_t)al->valuedouble;
+    const cJSON *vr = cJSON_GetObjectItemCaseSensitive(j, "val_rect");
+    if (vr && !cJSON_IsBool(vr)) return yp_err_set(c->err, "%s: candidate.val_rect: expected true or false", c->file);
+    k->val_rect = vr ? cJSON_IsTrue(vr) : 0;
     if (yp_candidate_check_alignment(k, &why)) return yp_err_set(c->err, "%s: %s", c->file, why.msg);
     return 0;
 }

@@ -74,7 +74,7 @@ static int map_tensors(yp_val_plan *v, const yp_schedule *tr, const yp_arena *ta
 int yp_val_plan_build(const yp_graph *g, const yp_candidate *c, const yp_schedule *train, const yp_arena *ta,
                       yp_val_plan *out, yp_err *err) {
     memset(out, 0, sizeof *out);
-    yp_sched_opts vo = yp_candidate_val_opts(c, g->n_layers);
+    yp_sched_opts vo = yp_candidate_val_opts(c, yp_graph_max_stride(g), g->n_layers);
     out->sched = yp_schedule_build(g, &vo, err);
     if (!out->sched || yp_liveness_compute(out->sched, c->alignment, &out->live, err) ||
         yp_arena_plan(out->sched, c->alignment, out->live.peak, &out->arena, err)) {

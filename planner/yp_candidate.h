@@ -19,6 +19,11 @@ typedef struct {
     yp_save_policy policy;
     double labels_per_image;  /* mean labels per source image (dataset scan or default) */
     int multi_scale;          /* --multi-scale: training sizes up to 1.5x the nominal size */
+    int val_rect;             /* validation in val.py's rectangular batches (pad 0.5), as train.py
+                               * and val.py run it: planned at the largest shape, each side
+                               * ceil(img / stride + 0.5) * stride (672 for 640), with every conv's
+                               * scratch covering each shape a batch can take; 0: square at the
+                               * nominal size (plans saved before the key) */
     /* The conv scratch model (yp_scratch.h): its name, which the candidate's JSON carries ("" is
      * "im2col"), and the rule it resolved to, which it does not (a loader resolves the name again).
      * Set both with yp_candidate_set_scratch; the default is im2col. */
@@ -41,8 +46,8 @@ typedef struct {
 #define YP_ALIGN_MAX 4096
 
 /* Defaults of a YOLOv5 training run: batch 16 at 640, fp32, mosaic, SGD, EMA, no freeze,
- * yoloplan policy, COCO's 7.3 labels per image, im2col scratch, 256-byte arena alignment, no
- * fusions. */
+ * yoloplan policy, COCO's 7.3 labels per image, rectangular validation, im2col scratch, 256-byte
+ * arena alignment, no fusions. */
 yp_candidate yp_candidate_default(void);
 
 /* Makes name (resolved through r, which may be NULL: yp_scratch_resolve) c's conv scratch model.
@@ -81,8 +86,13 @@ int yp_candidate_multiscale_sides(const yp_candidate *c, int stride, int64_t *ou
 /* Schedule options of the training step (worst-case size and labels, the candidate's fusions). */
 yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride);
 
-/* Schedule options of validation: batch 2x, nominal size, no gradients (every layer frozen),
- * letterboxed images without mosaic. */
-yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int n_layers);
+/* The largest validation image: the nominal size, or with val_rect each side ceil(side / s + 0.5) * s,
+ * s = max(stride, 32) (val.py's stride). */
+void yp_candidate_val_size(const yp_candidate *c, int stride, int64_t *w, int64_t *h);
+
+/* Schedule options of validation: batch 2x, yp_candidate_val_size, no gradients (every layer
+ * frozen), letterboxed images without mosaic; with val_rect every conv's scratch covers the rect
+ * shapes too. */
+yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int stride, int n_layers);
 
 #endif

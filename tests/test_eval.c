@@ -36,6 +36,7 @@ static int make_plan(yp_plan *p) {
     yp_err err;
     yp_candidate c = yp_candidate_default();
     c.batch = 2, c.img_w = c.img_h = 64, c.mosaic = 0, c.labels_per_image = 4;
+    c.val_rect = 0; /* the fixture's 64 x 64 batches: square validation at the nominal size */
     yp_exec_candidate_for(&c, cpu);
     if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) {
         fprintf(stderr, "%s\n", err.msg);
@@ -79,8 +80,8 @@ static int make_exec(yp_exec *x, const yp_plan *p, int64_t guard) {
 static int run_eval(yp_exec *x, float *decoded, double loss[4]) {
     const fx_record *img = fx_get(&fx, "eval/images"), *tg = fx_get(&fx, "eval/targets");
     yp_eval_shape e = yp_exec_eval_shape(x);
-    yp_eval_batch in = {img->data, img->numel / (e.h * e.w * 3), tg->data, tg->numel / 6};
-    yp_eval_out out = {decoded, {0}};
+    yp_eval_batch in = {.images = img->data, .n_images = img->numel / (e.h * e.w * 3), .targets = tg->data, .n_targets = tg->numel / 6};
+    yp_eval_out out = {.decoded = decoded, .loss = {0}};
     yp_err err;
     if (yp_exec_eval(x, &in, &out, &err)) {
         fprintf(stderr, "%s\n", err.msg);
@@ -154,8 +155,8 @@ static void test_eval_matches_pytorch(void) {
     for (int k = 0; k < 4; k++) CHECK(fabs(loss[k] - wl->data[k]) <= LOSS_TOL * fabs(wl->data[k]));
     /* no labels: the boxes alone, the same */
     const fx_record *img = fx_get(&fx, "eval/images");
-    yp_eval_batch in = {img->data, 3, NULL, 0};
-    yp_eval_out out = {got, {1, 1, 1, 1}};
+    yp_eval_batch in = {.images = img->data, .n_images = 3, .targets = NULL, .n_targets = 0};
+    yp_eval_out out = {.decoded = got, .loss = {1, 1, 1, 1}};
     yp_err why;
     CHECK(yp_exec_eval(&x, &in, &out, &why) == 0);
     CHECK(decoded_err(got, want->data, 3 * e.boxes, e.fields) == err && out.loss[3] == 0.0);
@@ -327,8 +328,8 @@ static void test_eval_refuses(void) {
         return;
     }
     const fx_record *img = fx_get(&fx, "eval/images"), *tg = fx_get(&fx, "eval/targets");
-    yp_eval_out out = {NULL, {0}};
-    yp_eval_batch in = {img->data, 5, NULL, 0}; /* more than the planned 4 */
+    yp_eval_out out = {.decoded = NULL, .loss = {0}};
+    yp_eval_batch in = {.images = img->data, .n_images = 5, .targets = NULL, .n_targets = 0}; /* more than the planned 4 */
     CHECK(yp_exec_eval(&x, &in, &out, &err) == -1);
     CHECK_STR_HAS(err.msg, "validates 1..4 per call");
     in.n_images = 0;

@@ -56,7 +56,7 @@ static void test_family_is_exact(void) {
         c.freeze = cases[i].freeze, c.optimizer = cases[i].opt, c.fusions = cases[i].fus;
         yp_family f;
         CHECK(yp_family_build(g, &c, &gpu, &f, &err) == 0);
-        yp_sched_opts to = yp_candidate_train_opts(&c, 32), vo = yp_candidate_val_opts(&c, g->n_layers);
+        yp_sched_opts to = yp_candidate_train_opts(&c, 32), vo = yp_candidate_val_opts(&c, 32, g->n_layers);
         yp_schedule *ts = yp_schedule_build(g, &to, &err), *vs = yp_schedule_build(g, &vo, &err);
         CHECK(ts && vs);
         CHECK_EQ_I64(to.fusions, cases[i].fus);
@@ -233,7 +233,7 @@ static void test_val_plan_mapping(void) {
         CHECK_EQ_I64(v->sched->opts.batch, 4); /* YOLOv5 validates at twice the batch */
         CHECK(v->sched->opts.eval && v->reads_ema == ema);
         /* the figure, computed as the planner always did */
-        yp_sched_opts vo = yp_candidate_val_opts(&p.cand, g->n_layers);
+        yp_sched_opts vo = yp_candidate_val_opts(&p.cand, yp_graph_max_stride(g), g->n_layers);
         yp_schedule *vs = yp_schedule_build(g, &vo, &err);
         yp_liveness l;
         yp_arena a;

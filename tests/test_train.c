@@ -12,14 +12,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "yp_checkpoint.h"
+#include "yp_image.h"
 #include "yp_ir.h"
 #include "yp_synth.h"
 #include "yp_test.h"
 #include "yp_test_fs.h"
 #include "yp_train.h"
+#include "yp_val_rect.h"
 #include "yp_train_host.h"
 
 #define S 128
@@ -294,6 +297,75 @@ static void test_validation_repeats(void) {
     yp_plan_free(&p);
 }
 
+/* Rectangular validation (val.py's rect batches): five images of five aspect ratios at S = 128,
+ * validation batch 4: sorted 0.5, 0.75, 1, 1.33 | 2; the first batch at the planned 160 x 160 (S + 32),
+ * the second at 160 high and ceil(0.5 * 4 + 0.5) * 32 = 96 wide, a pass rebuilt at that shape in the
+ * same arena. */
+static void test_rect_validation(void) {
+    static const int size[5][2] = {{128, 64}, {64, 128}, {128, 96}, {96, 128}, {128, 128}}; /* w, h */
+    char dir[700], path[800], ryaml[800];
+    yp_err err = {0};
+    snprintf(dir, sizeof dir, "%s/rect", root);
+    REQUIRE(mkdir(dir, 0700) == 0);
+    for (int k = 0; k < 2; k++) {
+        snprintf(dir, sizeof dir, "%s/rect/%s", root, k ? "labels" : "images");
+        REQUIRE(mkdir(dir, 0700) == 0);
+    }
+    for (int i = 0; i < 5; i++) {
+        yp_image im;
+        REQUIRE(yp_image_alloc(&im, size[i][0], size[i][1], &err) == 0);
+        for (int y = 0; y < im.h; y++) /* a bright box in the middle half on a darker gradient */
+            for (int x = 0; x < im.w; x++) {
+                int in = x >= im.w / 4 && x < 3 * im.w / 4 && y >= im.h / 4 && y < 3 * im.h / 4;
+                uint8_t *px = im.rgb + ((size_t)y * (size_t)im.w + (size_t)x) * 3;
+                px[0] = (uint8_t)(in ? 230 : x), px[1] = (uint8_t)(in ? 40 : y), px[2] = 90;
+            }
+        snprintf(path, sizeof path, "%s/rect/images/%c.png", root, 'a' + i);
+        REQUIRE(yp_image_write_png(path, &im, &err) == 0);
+        yp_image_free(&im);
+        snprintf(path, sizeof path, "%s/rect/labels/%c.txt", root, 'a' + i);
+        FILE *f = fopen(path, "w");
+        REQUIRE(f);
+        fprintf(f, "%d 0.5 0.5 0.5 0.5\n", i % NC);
+        fclose(f);
+    }
+    snprintf(ryaml, sizeof ryaml, "%s/rect/data.yaml", root);
+    FILE *f = fopen(ryaml, "w");
+    REQUIRE(f);
+    fprintf(f, "path: %s/rect\ntrain: images\nval: images\nnc: %d\nnames: [a, b, c]\n", root, NC);
+    fclose(f);
+    yp_labels rv = {0};
+    REQUIRE(yp_labels_load_split(ryaml, "val", &rv, &err) == 0);
+    yp_plan p;
+    yp_exec x;
+    yp_candidate c = candidate(2, YP_OPT_SGD);
+    if (make_exec(&c, &p, &x)) {
+        CHECK(0);
+        yp_labels_free(&rv);
+        return;
+    }
+    yp_eval_shape e = yp_exec_eval_shape(&x);
+    CHECK(e.rect && e.h == 160 && e.w == 160 && e.img == S && e.batch == 4);
+    yp_val_opts vo = {.workers = 2, .runs = 2, .loss = 1};
+    yp_nms_cfg_val(&vo.nms);
+    yp_validator *v = yp_validator_new(&x, &rv, &vo, &err);
+    CHECK(v != NULL);
+    if (!v) fprintf(stderr, "%s\n", err.msg);
+    CHECK_EQ_I64(x.n_eval_sizes, 1);
+    CHECK(x.n_eval_sizes == 1 && x.eval_sizes[0].h == 160 && x.eval_sizes[0].w == 96);
+    CHECK(x.n_eval_sizes == 1 && x.eval_sizes[0].b.arena == x.train.arena);
+    yp_val_result r1, r2;
+    CHECK(v && yp_validator_run(v, NULL, &r1, &err) == 0);
+    CHECK(v && yp_validator_run(v, NULL, &r2, &err) == 0);
+    CHECK_EQ_I64(r1.images, 5);
+    CHECK_EQ_I64(r1.instances, 5);
+    CHECK(r1.map == r2.map && r1.loss[0] == r2.loss[0] && r1.loss[1] > 0);
+    yp_validator_free(v);
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+    yp_labels_free(&rv);
+}
+
 /* The run's host-memory estimate (yp_train_host.h): each term is its allocator's own figure, the
  * validation shape known before planning is the plan's, and a split smaller than the validation
  * batch sizes the validator's buffers and ring (4 images, batch 8: one slot of 4 images). */
@@ -319,7 +391,9 @@ static void test_host_estimate(void) {
     CHECK_EQ_I64(h.train_loader, lb.total);
     CHECK_EQ_I64(lb.slots, 4); /* 2 workers x prefetch 2: 2 batches an epoch, 3 epochs */
     CHECK_EQ_I64(h.train_input, 4LL * S * S * 3 * 4);
-    CHECK_EQ_I64(h.val.images, 4LL * S * S * 3 * 4); /* the split's 4 images, not the batch's 8 */
+    const int64_t V = yp_val_rect_side(S, 32, YP_VAL_RECT_PAD); /* val.py's largest rect side, S + 32 */
+    CHECK_EQ_I64(want.h, V);
+    CHECK_EQ_I64(h.val.images, 4LL * V * V * 3 * 4); /* the split's 4 images, not the batch's 8 */
     CHECK_EQ_I64(h.val.decoded, 4LL * want.boxes * want.fields * 4);
     yp_val_opts vo;
     yp_train_val_opts(&o, 0, &vo);
@@ -327,10 +401,12 @@ static void test_host_estimate(void) {
     yp_loader_opts vl;
     yp_loader_opts_default(&vl);
     vl.workers = 2, vl.batch = 8, vl.imgsz = S, vl.validation = 1, vl.epochs = 3;
+    yp_val_rect vr = {.n_images = val_lb.n, .batch = 8, .n_batches = 1, .max_side = V};
+    vl.rect = &vr;
     REQUIRE(yp_loader_host_bytes(&vl, val_lb.n, val_lb.stats.max_labels, &lb, &err) == 0);
     CHECK_EQ_I64(h.val.loader, lb.total);
     CHECK_EQ_I64(lb.slots, 3);                        /* one batch per pass, 3 passes: 3 of the 4 slots */
-    CHECK_EQ_I64(lb.ring_images, 3LL * 4 * S * S * 3); /* each of 4 images */
+    CHECK_EQ_I64(lb.ring_images, 3LL * 4 * V * V * 3); /* each of 4 images, at the largest shape */
     CHECK_EQ_I64(h.decoders, 2LL * 2 * 2 * S * S * 3);
     CHECK_EQ_I64(h.runtime, YP_TRAIN_HOST_RUNTIME);
     CHECK_EQ_I64(h.pipeline, h.train_loader + h.train_input + h.val.total + h.decoders);
@@ -385,6 +461,7 @@ int main(void) {
     YP_RUN(test_resume_same_losses);
     YP_RUN(test_multiscale);
     YP_RUN(test_validation_repeats);
+    YP_RUN(test_rect_validation);
     YP_RUN(test_host_estimate);
     yp_labels_free(&train_lb), yp_labels_free(&val_lb);
     yp_graph_free(graph);
