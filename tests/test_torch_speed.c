@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "yp_test.h"
+#include "yp_test_published.h"
 #include "yp_torch_speed.h"
-#include "yp_yaml.h"
 
 #define MAX_ROWS 32
 #define GOAL_MEDIAN 0.20 /* median |error| over the asserted rows */
@@ -49,14 +49,7 @@ static int load(row *rows) {
     return n;
 }
 
-static yp_graph *model(const char *name) {
-    char path[256];
-    yp_err err;
-    snprintf(path, sizeof path, "%s/%s.yaml", YP_MODELS_DIR, name);
-    yp_graph *g = yp_yaml_import(path, 80, &err);
-    if (!g) fprintf(stderr, "%s: %s\n", path, err.msg);
-    return g;
-}
+static yp_graph *model(const char *name) { return yp_test_model_yaml(name, 80); }
 
 /* The prediction in the row's units, or -1 on error; *what says what it is. */
 static double predict(const row *r, const yp_gpu *gpu, const yp_graph *g, yp_torch_speed *sp) {
@@ -78,11 +71,6 @@ static double predict(const row *r, const yp_gpu *gpu, const yp_graph *g, yp_tor
     if (!strcmp(r->kind, "train_it_s")) return sp->train_images_per_s / (double)r->batch;
     if (!strcmp(r->kind, "val_it_s")) return 1.0 / sp->val_batch_s;
     return -1;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static void test_published(void) {
@@ -116,8 +104,7 @@ static void test_published(void) {
         CHECK(!asserted || fabs(e) <= GOAL_MAX);
         yp_graph_free(g);
     }
-    qsort(err_abs, (size_t)k, sizeof err_abs[0], cmp);
-    double median = k ? (k % 2 ? err_abs[k / 2] : (err_abs[k / 2 - 1] + err_abs[k / 2]) / 2) : 0;
+    double median = yp_test_median_abs(err_abs, k);
     printf("%d asserted rows: median |error| %.1f%%, max %.1f%% (goal: median <= %.0f%%, every row <= %.0f%%)\n", k,
            100 * median, 100 * (k ? err_abs[k - 1] : 0), 100 * GOAL_MEDIAN, 100 * GOAL_MAX);
     CHECK(median <= GOAL_MEDIAN);
