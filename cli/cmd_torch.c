@@ -1,6 +1,7 @@
 /* cmd_torch.c - `yoloplan --gpu G --target pytorch ...`: what Ultralytics train.py takes on the
  * card and the --batch-size to pass (planner/yp_torch_train.h), AutoBatch's choice beside it, a
- * what-if with train.py's remedies for --batch, and AutoBatch's probe (--profile autobatch). */
+ * what-if with train.py's remedies for --batch, the training speed (planner/yp_torch_speed.h),
+ * and AutoBatch's probe (--profile autobatch). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,20 @@ static int autobatch(const yp_graph *g, yp_torch_report *r, yp_err *err) {
         o.batch = r->ab_batch, o.capacity = r->capacity;
         if (yp_torch_train_replay(g, &o, &r->ab, err)) return -1;
     }
+    return 0;
+}
+
+/* train.py's speed at batch b on the card, for --data's images or COCO's. */
+static int speed(const yp_graph *g, const plan_args *a, yp_torch_report *r, int64_t b, yp_err *err) {
+    yp_torch_speed *s = &r->speed;
+    memset(s, 0, sizeof *s);
+    s->gpu = &a->gpu, s->batch = b, s->img = r->opts.img, s->amp = r->opts.amp, s->freeze = r->opts.freeze;
+    s->cpus = a->torch_cpus, s->epochs = a->torch_epochs, s->labels_per_image = r->opts.labels_per_image;
+    r->speed_coco = !a->has_data;
+    s->train_images = a->has_data ? a->n_images : YP_TORCH_COCO_TRAIN_IMAGES;
+    s->val_images = a->has_data ? a->n_val_images : YP_TORCH_COCO_VAL_IMAGES;
+    if (yp_torch_speed_predict(g, s, err)) return -1;
+    r->has_speed = 1;
     return 0;
 }
 
@@ -71,6 +86,8 @@ int cmd_plan_torch(plan_args *a) {
         if (!rc)
             rc = yp_torch_remedies(g, &r->opts, r->capacity, r->margin, r->rec_batch, r->remedies, &r->n_remedies, &err);
     }
+    int64_t sb = r->whatif ? r->opts.batch : r->rec_batch;
+    if (!rc && sb > 0) rc = speed(g, a, r, sb, &err);
     if (rc) {
         free(r);
         return cli_fail(&err);

@@ -36,7 +36,10 @@ static void usage(FILE *f) {
           "                     GPU_mem it prints, nvidia-smi, the peak step, the --batch-size to pass and\n"
           "                     AutoBatch's pick; with --batch B a what-if with train.py's remedies. Takes\n"
           "                     --model (one), --img (one size), --batch, --data, --labels, --precision\n"
-          "                     amp-fp16|fp32, --optimizer, --freeze, --multi-scale, --reserve, --max-batch, --json\n"
+          "                     amp-fp16|fp32, --optimizer, --freeze, --multi-scale, --reserve, --max-batch, --json;\n"
+          "                     and its speed: images/s, seconds an epoch with validation, hours for\n"
+          "                     --epochs N (default 300) on --data's images (default COCO's), the loader's\n"
+          "                     workers from --cpus N (default 8, the README's AWS p3.2xlarge)\n"
           "  --profile autobatch  AutoBatch's probe of batches 1, 2, 4, 8, 16 and its pick (implies --target pytorch)\n"
           "\n",
           f);

@@ -100,12 +100,15 @@ static int scan_data(plan_args *pa, const char *path, yp_err *err) {
     pa->search.base.labels_per_image = st.max_labels > 0 ? (double)st.max_labels : 1.0;
     pa->data_stats = st;
     pa->has_data = 1;
+    yp_dataset_stats val; /* the speed prediction's validation pass; a set without val trains with --noval */
+    yp_err why;
+    pa->n_val_images = yp_dataset_scan_split(path, "val", &val, &why) ? 0 : val.n_images;
     return 0;
 }
 
 typedef struct {
     const char *gpu, *model, *img, *precision, *ckpt, *mosaic, *data, *scratch, *target, *profile;
-    long batch, freeze, max_batch;
+    long batch, freeze, max_batch, epochs, cpus;
     int policy_given, ckpt_given, labels_given, images_given, top_given, no_ema;
 } raw_opts;
 
@@ -132,6 +135,10 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
         long mb;
         if (cli_parse_int(a, v, 1, YP_MAX_BATCH, &mb, err)) return -1;
         pa->search.max_batch = mb, r->max_batch = mb;
+    } else if (!strcmp(a, "--epochs")) {
+        if (cli_parse_int(a, v, 1, 100000, &r->epochs, err)) return -1;
+    } else if (!strcmp(a, "--cpus")) {
+        if (cli_parse_int(a, v, 1, 4096, &r->cpus, err)) return -1;
     } else if (!strcmp(a, "--freeze")) {
         if (cli_parse_int(a, v, 0, 63, &r->freeze, err)) return -1;
     } else if (!strcmp(a, "--optimizer")) {
@@ -255,6 +262,9 @@ static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
                           "not --target yoloplan");
     pa->torch = (r->target && !strcmp(r->target, "pytorch")) || r->profile;
     pa->torch_profile = r->profile != NULL;
+    if (!pa->torch && (r->epochs || r->cpus))
+        return yp_err_set(err, "--epochs and --cpus size the speed prediction of train.py; use them with --target "
+                          "pytorch");
     if (!pa->torch) return 0;
     const yp_search_opts *o = &pa->search;
     static const struct {
@@ -286,6 +296,8 @@ static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
                           (long long)o->size_w[0], 2 * yp_graph_max_stride(o->models[0]),
                           2 * yp_graph_max_stride(o->models[0]));
     pa->torch_max_batch = r->max_batch ? r->max_batch : 1024; /* AutoBatch's own bound */
+    pa->torch_epochs = r->epochs ? (int)r->epochs : 300;
+    pa->torch_cpus = r->cpus ? (int)r->cpus : 8; /* the README's machine: an AWS p3.2xlarge, 8 vCPUs */
     pa->torch_amp = 1;
     if (r->precision && !strcmp(r->precision, "fp32")) pa->torch_amp = 0;
     else if (r->precision && strcmp(r->precision, "amp-fp16") && strcmp(r->precision, "all"))

@@ -27,6 +27,9 @@ typedef struct {
     int torch_profile;       /* --profile autobatch: AutoBatch's probe (implies --target pytorch) */
     int torch_amp;           /* train.py's AMP: on unless --precision fp32 */
     int64_t torch_max_batch; /* the largest --batch-size searched (--max-batch; 1024 by default) */
+    int torch_epochs;        /* --epochs for the speed prediction (300, train.py's default) */
+    int torch_cpus;          /* --cpus: the training machine's CPUs (train.py's workers); 8 by default */
+    int64_t n_val_images;    /* --data's validation images (0: none scanned) */
 } plan_args;
 
 /* Parses argv (argv[0] is the command name or the first option). 0, or -1 with err set. */

@@ -1,5 +1,5 @@
-/* torch_internal.h - helpers the PyTorch replays share (torch_replay.c, torch_train.c); not a
- * public interface. */
+/* torch_internal.h - helpers the PyTorch replays share (torch_model.c, torch_infer.c,
+ * torch_autobatch.c, torch_train.c); not a public interface. */
 #ifndef YP_TORCH_INTERNAL_H
 #define YP_TORCH_INTERNAL_H
 

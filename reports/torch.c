@@ -51,6 +51,18 @@ static void autobatch_line(FILE *f, const yp_torch_report *r) {
     else fprintf(f, "it trains and validates (peak %.3gG)\n", (double)r->ab.peak_reserved / 1e9);
 }
 
+/* The speed at the report's batch: images/s and what bounds it, an epoch, the run. */
+static void speed_line(FILE *f, const yp_torch_report *r) {
+    if (!r->has_speed) return;
+    const yp_torch_speed *s = &r->speed;
+    fprintf(f, "  speed at --batch-size %lld: %.0f images/s (bound: %s", (long long)s->batch, s->train_images_per_s,
+            yp_torch_bound_name(s->bound));
+    if (s->workers > 0) fprintf(f, "; %d loader workers deliver %.0f", s->workers, s->loader_images_per_s);
+    fprintf(f, "), %.0f s an epoch of %lld images + %.0f s validating %lld%s; %d epochs: %.1f hours\n", s->train_s,
+            (long long)s->train_images, s->val_s, (long long)s->val_images,
+            r->speed_coco ? " (COCO's train2017/val2017, assumed: no --data)" : "", s->epochs, s->hours);
+}
+
 void yp_report_torch(FILE *f, const yp_torch_report *r) {
     if (!r->whatif) {
         head(f, r, 0);
@@ -60,6 +72,7 @@ void yp_report_torch(FILE *f, const yp_torch_report *r) {
                     (long long)r->rec_batch, 100 * r->margin);
             figures(f, r, &r->rec, "    ");
         }
+        speed_line(f, r);
         autobatch_line(f, r);
         return;
     }
@@ -88,6 +101,7 @@ void yp_report_torch(FILE *f, const yp_torch_report *r) {
             "prints from epoch 1; fits = trains and validates with %.0f%% kept free)\n", 100 * r->margin);
     if (r->rec_batch > 0) fprintf(f, "  recommended: --batch-size %lld\n", (long long)r->rec_batch);
     else fprintf(f, "  recommended: nothing fits, not even --batch-size 1\n");
+    speed_line(f, r);
     autobatch_line(f, r);
 }
 
@@ -183,6 +197,36 @@ static cJSON *autobatch_json(const yp_torch_report *r) {
     return a;
 }
 
+static cJSON *speed_json(const yp_torch_report *r) {
+    const yp_torch_speed *s = &r->speed;
+    cJSON *j = cJSON_CreateObject();
+    add_i64(j, "batch", s->batch);
+    add_i64(j, "accumulate", s->accumulate);
+    cJSON_AddNumberToObject(j, "images_per_s", s->train_images_per_s);
+    cJSON_AddNumberToObject(j, "gpu_images_per_s", s->gpu_images_per_s);
+    if (s->workers > 0) cJSON_AddNumberToObject(j, "loader_images_per_s", s->loader_images_per_s);
+    else cJSON_AddNullToObject(j, "loader_images_per_s");
+    cJSON_AddStringToObject(j, "bound", yp_torch_bound_name(s->bound));
+    add_i64(j, "cpus", s->cpus);
+    add_i64(j, "workers", s->workers);
+    add_i64(j, "val_workers", s->val_workers);
+    cJSON_AddNumberToObject(j, "iteration_s", s->iter_s);
+    cJSON_AddNumberToObject(j, "forward_gpu_s", s->fwd_s);
+    cJSON_AddNumberToObject(j, "loss_gpu_s", s->loss_s);
+    cJSON_AddNumberToObject(j, "backward_gpu_s", s->bwd_s);
+    cJSON_AddNumberToObject(j, "optimizer_step_gpu_s", s->step_s);
+    cJSON_AddNumberToObject(j, "host_s", s->host_s);
+    add_i64(j, "train_images", s->train_images);
+    add_i64(j, "val_images", s->val_images);
+    cJSON_AddStringToObject(j, "dataset", r->speed_coco ? "coco (assumed)" : "--data");
+    cJSON_AddNumberToObject(j, "train_epoch_s", s->train_s);
+    cJSON_AddNumberToObject(j, "val_epoch_s", s->val_s);
+    cJSON_AddNumberToObject(j, "epoch_s", s->epoch_s);
+    add_i64(j, "epochs", s->epochs);
+    cJSON_AddNumberToObject(j, "hours", s->hours);
+    return j;
+}
+
 cJSON *yp_report_torch_json(const yp_torch_report *r) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", "yoloplan-pytorch");
@@ -198,6 +242,8 @@ cJSON *yp_report_torch_json(const yp_torch_report *r) {
         cJSON_AddNullToObject(rec, "batch");
     }
     if (r->has_autobatch) cJSON_AddItemToObject(j, "autobatch", autobatch_json(r));
+    if (r->has_speed) cJSON_AddItemToObject(j, "speed", speed_json(r));
+    else cJSON_AddNullToObject(j, "speed");
     if (r->whatif) {
         cJSON *w = cJSON_AddObjectToObject(j, "whatif");
         add_i64(w, "batch", r->opts.batch);

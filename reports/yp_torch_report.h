@@ -1,8 +1,9 @@
 /* yp_torch_report.h - the PyTorch target's answer in the user's units (`yoloplan --gpu G
  * --target pytorch`): the GPU_mem train.py prints, what nvidia-smi shows, the peak step, the
- * --batch-size to pass, AutoBatch's choice beside it, a what-if with train.py's remedies, and
- * AutoBatch's probe (--profile autobatch). Text and JSON (reports/JSON.md). Every figure comes
- * from planner/yp_torch_train.h; nothing here recomputes memory.
+ * --batch-size to pass, AutoBatch's choice beside it, a what-if with train.py's remedies, the
+ * training speed (images/s, an epoch, the run's hours), and AutoBatch's probe (--profile
+ * autobatch). Text and JSON (reports/JSON.md). Every figure comes
+ * from planner/yp_torch_train.h and planner/yp_torch_speed.h; nothing here recomputes them.
  * Ownership: the JSON builders return a new cJSON tree the caller deletes. */
 #ifndef YP_TORCH_REPORT_H
 #define YP_TORCH_REPORT_H
@@ -11,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "yp_torch_speed.h"
 #include "yp_torch_train.h"
 
 #define YP_AUTOBATCH_SIZES 5
@@ -41,6 +43,10 @@ typedef struct {
     yp_torch_train_result base; /* ... on the card */
     yp_torch_remedy remedies[YP_TORCH_MAX_REMEDIES];
     int n_remedies;
+    /* the speed (planner/yp_torch_speed.h) at the what-if's batch, else the recommended one */
+    int has_speed;
+    int speed_coco;             /* the dataset is COCO's, assumed (no --data) */
+    yp_torch_speed speed;
 } yp_torch_report;
 
 /* "3.91G": train.py's GPU_mem format (bytes / 1e9, %.3g, "G"). Returns buf. */

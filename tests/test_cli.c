@@ -322,7 +322,9 @@ static void test_torch_target(void) {
     CHECK_STR_HAS(out, "nvidia-smi: about ");
     CHECK_STR_HAS(out, "peak: ");
     CHECK_STR_HAS(out, "AutoBatch (--batch-size -1) would pick ");
-    CHECK_EQ_I64(run("--gpu rtx3070 --target pytorch --model yolov5n --img 320 --json"), 0);
+    CHECK_STR_HAS(out, "images/s (bound: ");
+    CHECK_STR_HAS(out, "(COCO's train2017/val2017, assumed: no --data); 300 epochs: ");
+    CHECK_EQ_I64(run("--gpu rtx3070 --target pytorch --model yolov5n --img 320 --json --epochs 10 --cpus 2"), 0);
     cJSON *j = cJSON_Parse(out);
     REQUIRE(j != NULL);
     CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(j, "format")), "yoloplan-pytorch");
@@ -335,6 +337,13 @@ static void test_torch_target(void) {
     CHECK_EQ_I64(cJSON_GetArraySize(cJSON_GetObjectItem(ab, "probe")), 5);
     CHECK(cJSON_IsNumber(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "gpu"), "context_bytes")));
     CHECK(cJSON_GetObjectItem(j, "whatif") == NULL);
+    const cJSON *sp = cJSON_GetObjectItem(j, "speed");
+    CHECK(cJSON_GetObjectItem(sp, "images_per_s")->valuedouble > 0);
+    CHECK(cJSON_GetObjectItem(sp, "epoch_s")->valuedouble > cJSON_GetObjectItem(sp, "val_epoch_s")->valuedouble);
+    CHECK_EQ_I64(cJSON_GetObjectItem(sp, "epochs")->valuedouble, 10);
+    CHECK_EQ_I64(cJSON_GetObjectItem(sp, "workers")->valuedouble, 2);
+    CHECK_EQ_I64(cJSON_GetObjectItem(sp, "train_images")->valuedouble, 118287);
+    CHECK_EQ_I64(cJSON_GetObjectItem(sp, "batch")->valuedouble, cJSON_GetObjectItem(rec, "batch")->valuedouble);
     cJSON_Delete(j);
     CHECK_EQ_I64(run("--gpu rtx3070 --target pytorch --model yolov5n --img 320 --batch 2048"), 2); /* over 1024 */
     CHECK_EQ_I64(run("--gpu 4GB --target pytorch --model yolov5s --img 640 --batch 64"), 1);
@@ -375,6 +384,8 @@ static void test_torch_target(void) {
         {"--gpu 8GB --profile autobatch --batch 8", "drop --batch 8"},
         {"--gpu 8GB --profile other", "expected autobatch"},
         {"--gpu 8GB --target yoloplan --profile autobatch", "--target pytorch"},
+        {"--gpu 8GB --epochs 3", "use them with --target pytorch"},
+        {"--gpu 8GB --target pytorch --cpus 0", "--cpus"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = run("%s", bad[i][0]);

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "yp_test.h"
+#include "yp_test_published.h"
 #include "yp_torch_train.h"
-#include "yp_yaml.h"
 
 #define MAX_ROWS 64
 
@@ -51,24 +51,7 @@ static int load(row *rows) {
     return n;
 }
 
-static yp_graph *model(const row *r) {
-    char path[256];
-    yp_err err;
-    snprintf(path, sizeof path, "%s/%s.yaml", YP_MODELS_DIR, r->model);
-    yp_graph *g = yp_yaml_import(path, r->nc, &err);
-    if (!g) fprintf(stderr, "%s: %s\n", path, err.msg);
-    return g;
-}
-
-static int cmp_abs(const void *x, const void *y) {
-    double a = fabs(*(const double *)x), b = fabs(*(const double *)y);
-    return (a > b) - (a < b);
-}
-
-static double median_abs(double *e, int n) {
-    qsort(e, (size_t)n, sizeof *e, cmp_abs);
-    return n ? (n % 2 ? fabs(e[n / 2]) : (fabs(e[n / 2 - 1]) + fabs(e[n / 2])) / 2) : 0;
-}
+static yp_graph *model(const row *r) { return yp_test_model_yaml(r->model, r->nc); }
 
 static row rows[MAX_ROWS];
 static int n_rows;
@@ -121,7 +104,7 @@ static void test_autobatch(void) {
         }
         yp_graph_free(g);
     }
-    double med = median_abs(errs, ne);
+    double med = yp_test_median_abs(errs, ne);
     printf("  AutoBatch probe rows: %d, median |error| %.1f%%, max %.1f%% (goal: median <= 5%%, max <= 10%%)\n", ne,
            100 * med, ne ? 100 * fabs(errs[ne - 1]) : 0);
     CHECK(ne >= 10);
@@ -193,7 +176,7 @@ static void test_gpu_mem(void) {
         CHECK(fabs(e) <= 0.12);
         yp_graph_free(g);
     }
-    double med = median_abs(errs, ne);
+    double med = yp_test_median_abs(errs, ne);
     printf("  train.py GPU_mem rows: %d, median |error| %.1f%%, max %.1f%%\n", ne, 100 * med,
            ne ? 100 * fabs(errs[ne - 1]) : 0);
     CHECK(ne >= 4);
