@@ -64,49 +64,90 @@ static void orient_source(int o, int w, int h, int ox, int oy, int *sx, int *sy)
     }
 }
 
-int yp_image_orient(yp_image *im, int orientation, yp_err *err) {
-    if (orientation < 2 || orientation > 8) return 0;
-    int swap = orientation >= 5, ow = swap ? im->h : im->w, oh = swap ? im->w : im->h;
-    yp_image out;
-    if (yp_image_alloc(&out, ow, oh, err)) return -1;
-    for (int oy = 0; oy < oh; oy++)
-        for (int ox = 0; ox < ow; ox++) {
+/* im's pixels under orientation 2..8 into out (allocated, ow x oh). */
+static void orient_copy(const yp_image *im, int orientation, const yp_image *out) {
+    for (int oy = 0; oy < out->h; oy++)
+        for (int ox = 0; ox < out->w; ox++) {
             int sx, sy;
             orient_source(orientation, im->w, im->h, ox, oy, &sx, &sy);
             const uint8_t *s = im->rgb + ((size_t)sy * (size_t)im->w + (size_t)sx) * 3u;
-            uint8_t *d = out.rgb + ((size_t)oy * (size_t)ow + (size_t)ox) * 3u;
+            uint8_t *d = out->rgb + ((size_t)oy * (size_t)out->w + (size_t)ox) * 3u;
             d[0] = s[0], d[1] = s[1], d[2] = s[2];
         }
+}
+
+int yp_image_orient(yp_image *im, int orientation, yp_err *err) {
+    if (orientation < 2 || orientation > 8) return 0;
+    int swap = orientation >= 5;
+    yp_image out;
+    if (yp_image_alloc(&out, swap ? im->h : im->w, swap ? im->w : im->h, err)) return -1;
+    orient_copy(im, orientation, &out);
     yp_image_free(im);
     *im = out;
     return 0;
 }
 
+int yp_img_orient_in_place(yp_image *im, int orientation, yp_err *err) {
+    if (orientation < 2 || orientation > 8) return 0;
+    int swap = orientation >= 5;
+    yp_image out;
+    if (yp_image_alloc(&out, swap ? im->h : im->w, swap ? im->w : im->h, err)) return -1;
+    orient_copy(im, orientation, &out);
+    memcpy(im->rgb, out.rgb, (size_t)out.w * (size_t)out.h * 3u); /* the same number of pixels */
+    im->w = out.w, im->h = out.h;
+    yp_image_free(&out);
+    return 0;
+}
+
+uint8_t *yp_img_pixels(const yp_img_mode *m, size_t bytes) {
+    yp_image_buffers *b = m->reuse;
+    if (!b) return malloc(bytes);
+    if (bytes > b->rgb_cap) {
+        uint8_t *p = realloc(b->rgb, bytes);
+        if (!p) return NULL;
+        b->rgb = p, b->rgb_cap = bytes;
+    }
+    return b->rgb;
+}
+
+void yp_img_pixels_release(const yp_img_mode *m, uint8_t *p) {
+    if (!m->reuse || p != m->reuse->rgb) free(p);
+}
+
+void yp_image_buffers_free(yp_image_buffers *b) {
+    if (!b) return;
+    free(b->file), free(b->rgb);
+    memset(b, 0, sizeof *b);
+}
+
 /* ---- reading ---- */
 
 /* yp_image_decode, or with header_only its size without the pixels. */
-static int decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim, int header_only,
-                  yp_image *out, yp_err *err) {
+static int decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
+                  const yp_img_mode *m, yp_image *out, yp_err *err) {
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     yp_image_limits def;
     if (!lim) yp_image_limits_default(&def), lim = &def;
     memset(out, 0, sizeof *out);
     if (size == 0) return yp_err_set(err, "%s: empty file; not an image", name);
     if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff)
-        return yp_img_jpeg_decode(data, size, name, lim, header_only, out, err);
-    if (size >= 8 && memcmp(data, png_sig, 8) == 0) return yp_img_png_decode(data, size, name, lim, header_only, out, err);
+        return yp_img_jpeg_decode(data, size, name, lim, m, out, err);
+    if (size >= 8 && memcmp(data, png_sig, 8) == 0) return yp_img_png_decode(data, size, name, lim, m, out, err);
     return yp_err_set(err, "%s: not a JPEG or PNG file (by its first bytes, whatever its extension)", name);
 }
 
 int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
                     yp_image *out, yp_err *err) {
-    return decode(data, size, name, lim, 0, out, err);
+    const yp_img_mode m = {0, NULL};
+    return decode(data, size, name, lim, &m, out, err);
 }
 
-/* Reads the regular file open as fd, st_size bytes long, into a new buffer. Returns the buffer
- * (the caller frees) with *got set, or NULL with err set. */
-static uint8_t *read_fd(int fd, const char *path, size_t size, size_t *got, yp_err *err) {
-    uint8_t *buf = malloc(size);
+/* Reads the regular file open as fd, st_size bytes long, into a new buffer, or into b->file (grown
+ * when too small) when b is given. Returns the buffer (the caller frees a new one) with *got set,
+ * or NULL with err set. */
+static uint8_t *read_fd(int fd, const char *path, size_t size, yp_image_buffers *b, size_t *got, yp_err *err) {
+    uint8_t *buf = b && size <= b->file_cap ? b->file : b ? realloc(b->file, size) : malloc(size);
+    if (buf && b) b->file = buf, b->file_cap = size > b->file_cap ? size : b->file_cap;
     if (!buf) {
         yp_err_set(err, "%s: out of memory reading %zu bytes", path, size);
         return NULL;
@@ -117,7 +158,7 @@ static uint8_t *read_fd(int fd, const char *path, size_t size, size_t *got, yp_e
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             yp_err_set(err, "%s: read failed: %s", path, strerror(errno));
-            free(buf);
+            if (!b) free(buf);
             return NULL;
         }
         if (r == 0) break; /* shrank: decode what there is */
@@ -136,8 +177,8 @@ static const char *file_kind(mode_t m) {
     return "not a regular file";
 }
 
-/* yp_image_read, or with header_only yp_image_probe's size in *out. */
-static int read_file(const char *path, const yp_image_limits *lim, int header_only, yp_image *out, yp_err *err) {
+/* yp_image_read as m says (yp_image_probe's size only, or into m->reuse's buffers). */
+static int read_file(const char *path, const yp_image_limits *lim, const yp_img_mode *m, yp_image *out, yp_err *err) {
     yp_image_limits def;
     if (!lim) yp_image_limits_default(&def), lim = &def;
     memset(out, 0, sizeof *out);
@@ -157,22 +198,29 @@ static int read_file(const char *path, const yp_image_limits *lim, int header_on
                    (long long)lim->max_file_bytes);
     else {
         size_t got = 0;
-        uint8_t *buf = read_fd(fd, path, (size_t)st.st_size, &got, err);
-        if (buf) rc = decode(buf, got, path, lim, header_only, out, err);
-        free(buf);
+        uint8_t *buf = read_fd(fd, path, (size_t)st.st_size, m->reuse, &got, err);
+        if (buf) rc = decode(buf, got, path, lim, m, out, err);
+        if (!m->reuse) free(buf);
     }
     close(fd);
     return rc;
 }
 
 int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, yp_err *err) {
-    return read_file(path, lim, 0, out, err);
+    const yp_img_mode m = {0, NULL};
+    return read_file(path, lim, &m, out, err);
+}
+
+int yp_image_read_into(const char *path, const yp_image_limits *lim, yp_image_buffers *b, yp_image *out, yp_err *err) {
+    const yp_img_mode m = {0, b};
+    return read_file(path, lim, &m, out, err);
 }
 
 int yp_image_probe(const char *path, const yp_image_limits *lim, int *w, int *h, yp_err *err) {
     yp_image im;
     *w = *h = 0;
-    if (read_file(path, lim, 1, &im, err)) return -1;
+    const yp_img_mode m = {1, NULL};
+    if (read_file(path, lim, &m, &im, err)) return -1;
     *w = im.w, *h = im.h;
     return 0;
 }

@@ -14,14 +14,30 @@
  * without overflow). Sets err to "NAME: reason" and returns 0 when not. */
 int yp_img_pixels_ok(int64_t w, int64_t h, const yp_image_limits *lim, const char *name, yp_err *err);
 
+/* How a decoder delivers: header_only: only the header is read and checked, *out gets the size
+ * the decoded image would have (orientation included) and no pixels (rgb NULL); reuse: the pixels
+ * go into reuse->rgb (grown when too small) instead of a new buffer. */
+typedef struct {
+    int header_only;
+    yp_image_buffers *reuse;
+} yp_img_mode;
+
+/* yp_image_orient keeping im's buffer (the turned pixels copied back through a temporary one).
+ * 0, or -1 on out of memory (im unchanged). */
+int yp_img_orient_in_place(yp_image *im, int orientation, yp_err *err);
+
+/* A pixel buffer of bytes for m: reuse->rgb grown to it, or a new one. NULL when out of memory. */
+uint8_t *yp_img_pixels(const yp_img_mode *m, size_t bytes);
+
+/* Frees p unless it is m's reused buffer. */
+void yp_img_pixels_release(const yp_img_mode *m, uint8_t *p);
+
 /* Decode size bytes that start with the JPEG (FF D8 FF) or PNG signature into *out (orientation
- * applied for JPEG). header_only: only the header is read and checked, *out gets the size the
- * decoded image would have (orientation included) and no pixels (rgb NULL). Return 0, or -1 with
- * *out zeroed and err = "NAME: reason". */
+ * applied for JPEG) as m says. Return 0, or -1 with *out zeroed and err = "NAME: reason". */
 int yp_img_jpeg_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                       int header_only, yp_image *out, yp_err *err);
+                       const yp_img_mode *m, yp_image *out, yp_err *err);
 int yp_img_png_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                      int header_only, yp_image *out, yp_err *err);
+                      const yp_img_mode *m, yp_image *out, yp_err *err);
 
 /* The orientation (1..65535) in the EXIF payload of an APP1 segment (len bytes from the "Exif\0\0"
  * identifier on), or 0 when the payload is not EXIF, is malformed or has no orientation tag in

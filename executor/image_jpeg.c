@@ -139,7 +139,7 @@ static int find_orientation(j_decompress_ptr c) {
 }
 
 /* Decodes every scanline into d->rgb (allocated here). The caller has set up and read the header. */
-static int read_pixels(jdec *d, const char *name, yp_err *err) {
+static int read_pixels(jdec *d, const char *name, const yp_img_mode *m, yp_err *err) {
     j_decompress_ptr c = &d->cinfo;
     int cmyk = c->num_components == 4;
     c->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
@@ -147,7 +147,7 @@ static int read_pixels(jdec *d, const char *name, yp_err *err) {
     if (c->output_components != (cmyk ? 4 : 3))
         return yp_err_set(err, "%s: bad JPEG: %d colour components are not supported", name, c->output_components);
     size_t w = c->output_width, stride = w * 3u; /* checked: w * h <= max_pixels */
-    d->rgb = malloc(stride * c->output_height);
+    d->rgb = yp_img_pixels(m, stride * c->output_height);
     d->cmyk = cmyk ? malloc(w * 4u * ROWS) : NULL;
     if (!d->rgb || (cmyk && !d->cmyk)) return yp_err_set(err, "%s: out of memory decoding", name);
     while (c->output_scanline < c->output_height) {
@@ -163,7 +163,7 @@ static int read_pixels(jdec *d, const char *name, yp_err *err) {
 }
 
 int yp_img_jpeg_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                       int header_only, yp_image *out, yp_err *err) {
+                       const yp_img_mode *m, yp_image *out, yp_err *err) {
     memset(out, 0, sizeof *out);
     jdec *d = calloc(1, sizeof *d);
     if (!d) return yp_err_set(err, "%s: out of memory decoding", name);
@@ -185,25 +185,26 @@ int yp_img_jpeg_decode(const uint8_t *data, size_t size, const char *name, const
     jpeg_save_markers(&d->cinfo, JPEG_APP0 + 1, 0xffff);
     jpeg_read_header(&d->cinfo, TRUE);
     if (!yp_img_pixels_ok(d->cinfo.image_width, d->cinfo.image_height, lim, name, err)) goto done;
-    if (header_only) {
+    if (m->header_only) {
         int o = find_orientation(&d->cinfo), swap = o >= 5 && o <= 8;
         int w = (int)d->cinfo.image_width, h = (int)d->cinfo.image_height;
         out->w = swap ? h : w, out->h = swap ? w : h;
         rc = 0;
         goto done;
     }
-    if (read_pixels(d, name, err)) goto done;
+    if (read_pixels(d, name, m, err)) goto done;
     orientation = find_orientation(&d->cinfo);
     out->w = (int)d->cinfo.output_width, out->h = (int)d->cinfo.output_height, out->rgb = d->rgb;
     d->rgb = NULL;
     rc = 0;
 done:
     jpeg_destroy_decompress(&d->cinfo); /* no jpeg_finish_decompress: what follows the pixels is not read */
-    free(d->rgb);
+    yp_img_pixels_release(m, d->rgb);
     free(d->cmyk);
     free(d);
-    if (rc == 0 && yp_image_orient(out, orientation, err)) {
-        yp_image_free(out);
+    if (rc == 0 && (m->reuse ? yp_img_orient_in_place(out, orientation, err) : yp_image_orient(out, orientation, err))) {
+        yp_img_pixels_release(m, out->rgb);
+        memset(out, 0, sizeof *out);
         return -1;
     }
     return rc;

@@ -58,19 +58,19 @@ static void set_transforms(png_structp png, png_infop info, int depth, int ctype
 
 /* Reads the header and the pixels into d->rgb. Returns 0, or -1 with err set (libpng's own
  * errors longjmp past this). */
-static int read_png(pdec *d, const char *name, const yp_image_limits *lim, int header_only, yp_err *err) {
+static int read_png(pdec *d, const char *name, const yp_image_limits *lim, const yp_img_mode *m, yp_err *err) {
     png_uint_32 w, h;
     int depth, ctype;
     png_read_info(d->png, d->info);
     png_get_IHDR(d->png, d->info, &w, &h, &depth, &ctype, NULL, NULL, NULL);
     if (!yp_img_pixels_ok(w, h, lim, name, err)) return -1;
-    if (header_only) return 0;
+    if (m->header_only) return 0;
     set_transforms(d->png, d->info, depth, ctype);
     size_t stride = (size_t)w * 3u; /* checked: w * h <= max_pixels */
     if (png_get_channels(d->png, d->info) != 3 || png_get_bit_depth(d->png, d->info) != 8 ||
         png_get_rowbytes(d->png, d->info) != stride)
         return yp_err_set(err, "%s: bad PNG: colour type %d at %d bits did not convert to RGB", name, ctype, depth);
-    d->rgb = malloc(stride * h);
+    d->rgb = yp_img_pixels(m, stride * h);
     d->rows = malloc((size_t)h * sizeof *d->rows);
     if (!d->rgb || !d->rows) return yp_err_set(err, "%s: out of memory decoding", name);
     for (png_uint_32 y = 0; y < h; y++) d->rows[y] = d->rgb + (size_t)y * stride;
@@ -79,7 +79,7 @@ static int read_png(pdec *d, const char *name, const yp_image_limits *lim, int h
 }
 
 int yp_img_png_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
-                      int header_only, yp_image *out, yp_err *err) {
+                      const yp_img_mode *m, yp_image *out, yp_err *err) {
     memset(out, 0, sizeof *out);
     pdec *d = calloc(1, sizeof *d);
     if (!d) return yp_err_set(err, "%s: out of memory decoding", name);
@@ -96,14 +96,14 @@ int yp_img_png_decode(const uint8_t *data, size_t size, const char *name, const 
         goto done;
     }
     png_set_read_fn(d->png, d, on_read);
-    if (read_png(d, name, lim, header_only, err)) goto done;
+    if (read_png(d, name, lim, m, err)) goto done;
     out->w = (int)png_get_image_width(d->png, d->info), out->h = (int)png_get_image_height(d->png, d->info);
     out->rgb = d->rgb;
     d->rgb = NULL;
     rc = 0;
 done:
     png_destroy_read_struct(d->png ? &d->png : NULL, d->info ? &d->info : NULL, NULL);
-    free(d->rgb);
+    yp_img_pixels_release(m, d->rgb);
     free(d->rows);
     free(d);
     return rc;

@@ -39,7 +39,8 @@ typedef struct {
     float *rows;        /* one item's rows, 5 floats each */
     int64_t *order;     /* this worker's copy of order_epoch's order */
     int64_t order_epoch;
-    yp_image px;
+    yp_image px;        /* the image read last: a view of bufs */
+    yp_image_buffers bufs; /* the decoder's file and pixel buffers, grown to the largest image */
     int source_failed;  /* the last item failed because an image did not load */
     int out_w, out_h;   /* letterboxed items: the size of the batch being built */
 } worker;
@@ -179,8 +180,8 @@ static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err
         *out = (yp_aug_source_item){ci->rgb, ci->w, ci->h, rows, n, 1};
         return 0;
     }
-    yp_image_free(&w->px); /* the holder keeps one image, until the worker's next read */
-    if (yp_image_read(yp_labels_image(l->labels, index), NULL, &w->px, err)) {
+    /* the holder keeps one image, until the worker's next read into the same buffers */
+    if (yp_image_read_into(yp_labels_image(l->labels, index), NULL, &w->bufs, &w->px, err)) {
         mark_bad(l, index, err->msg);
         w->source_failed = 1;
         return -1;
@@ -339,7 +340,6 @@ static void *worker_main(void *arg) {
         pthread_cond_broadcast(&l->cv_ready);
     }
     pthread_mutex_unlock(&l->mu);
-    yp_image_free(&w->px);
     return NULL;
 }
 
@@ -454,7 +454,7 @@ void yp_loader_close(yp_loader *l) {
     for (int i = 0; l->w && i < l->o.workers; i++) {
         worker *w = &l->w[i];
         if (w->started) pthread_join(w->th, NULL);
-        yp_image_free(&w->px);
+        yp_image_buffers_free(&w->bufs);
         free(w->ws), free(w->vws), free(w->rows), free(w->order);
     }
     for (int64_t i = 0; l->slots && i < l->nslots; i++)

@@ -21,7 +21,7 @@
  * arithmetic; progressive JPEGs with more than 500 scans are refused (a small file could
  * otherwise take minutes). Every failure is one line in err: "FILE: reason".
  *
- * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_probe, yp_image_decode,
+ * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_read_into, yp_image_buffers, yp_image_buffers_free, yp_image_probe, yp_image_decode,
  * yp_image_alloc, yp_image_free, yp_image_encode_jpeg, yp_image_encode_png, yp_image_write_jpeg,
  * yp_image_write_png, yp_image_orient. */
 #ifndef YP_IMAGE_H
@@ -44,6 +44,15 @@ typedef struct {
     int w, h;
 } yp_image;
 
+/* Buffers a reader keeps between images (yp_image_read_into): the file's bytes and the decoded
+ * pixels, each grown to the largest image met and reused, so reading image after image allocates
+ * none of its own once they are large enough (libjpeg and libpng still allocate their small
+ * per-image state inside). Zero-initialise; free with yp_image_buffers_free. */
+typedef struct {
+    uint8_t *file, *rgb;
+    size_t file_cap, rgb_cap;
+} yp_image_buffers;
+
 typedef struct {
     int64_t max_pixels;     /* largest w * h decoded (before orientation, which keeps the count) */
     int64_t max_file_bytes; /* largest file read */
@@ -60,6 +69,11 @@ int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, y
 /* The same for size bytes at data; name starts error messages. data is not kept. */
 int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
                     yp_image *out, yp_err *err);
+
+/* yp_image_read into b's buffers: *out's pixels are b->rgb (not owned: valid until the next read
+ * into b; never yp_image_free them). The same checks and errors. */
+int yp_image_read_into(const char *path, const yp_image_limits *lim, yp_image_buffers *b, yp_image *out, yp_err *err);
+void yp_image_buffers_free(yp_image_buffers *b);
 
 /* The width and height yp_image_read would give path (EXIF orientation 5..8 swap them), from
  * the header alone: the same guards and checks up to the first pixel, no pixel decoded (the file is

@@ -27,9 +27,10 @@
  * rows and per-image records), per worker the augmentation workspace (yp_aug_train_ws,
  * independent of the source size) and its own copy of the epoch order, one flag per image. The
  * validation resize workspace (INTER_AREA's depends on the source width and height) grows, per
- * worker, to the largest image met: grow-once, bounded by the decoder's pixel limit. What is not
- * the loader's: the decoder (yp_image_read) allocates the file's bytes and the decoded pixels of
- * each image it reads; a worker keeps one decoded image at a time (freed at the next read).
+ * worker, to the largest image met: grow-once, bounded by the decoder's pixel limit; so do each
+ * worker's decoder buffers (yp_image_read_into: the file's bytes and the decoded pixels), so after
+ * the first images a batch allocates nothing of the loader's own (libjpeg and libpng keep their
+ * small per-image state). A worker keeps one decoded image at a time.
  *
  * Threads: yp_loader_next and yp_loader_close are called from one consumer thread; close may be
  * called at any time (after any number of batches, also none) and stops, joins and frees.

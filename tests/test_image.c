@@ -698,6 +698,45 @@ static void test_probe(void) {
     yp_image_free(&im);
 }
 
+/* yp_image_read_into: the same pixels as yp_image_read, image after image (PNG, JPEG, an EXIF
+ * rotated JPEG) in one pair of buffers, which a smaller image does not move. */
+static void test_read_into(void) {
+    yp_image big, small, got, want;
+    yp_err err;
+    char a[128], b[128], c[128];
+    REQUIRE(yp_image_alloc(&big, 48, 40, &err) == 0 && yp_image_alloc(&small, 20, 12, &err) == 0);
+    fill_gradient(&big), fill_gradient(&small);
+    snprintf(a, sizeof a, "%s/into_a.png", dir);
+    snprintf(b, sizeof b, "%s/into_b.jpg", dir);
+    snprintf(c, sizeof c, "%s/into_c.jpg", dir);
+    REQUIRE(yp_image_write_png(a, &big, &err) == 0 && yp_image_write_jpeg(b, &small, 90, &err) == 0);
+    bytes j;
+    REQUIRE(yp_image_encode_jpeg(&small, 90, &j.p, &j.n, &err) == 0);
+    uint8_t seg[128];
+    size_t n = exif_app1(seg, 6, 1);
+    bytes r = with_segment(&j, seg, n);
+    FILE *f = fopen(c, "wb");
+    REQUIRE(f && fwrite(r.p, 1, r.n, f) == r.n && fclose(f) == 0);
+    free(j.p), free(r.p);
+    yp_image_buffers bufs = {0};
+    const char *paths[3] = {a, b, c};
+    uint8_t *first = NULL;
+    for (int i = 0; i < 3; i++) {
+        REQUIRE(yp_image_read_into(paths[i], NULL, &bufs, &got, &err) == 0);
+        REQUIRE(yp_image_read(paths[i], NULL, &want, &err) == 0);
+        CHECK(got.w == want.w && got.h == want.h && got.rgb == bufs.rgb);
+        CHECK(memcmp(got.rgb, want.rgb, (size_t)want.w * (size_t)want.h * 3) == 0);
+        if (i == 0) first = bufs.rgb;
+        CHECK(bufs.rgb == first); /* the first, largest image sized the buffer */
+        yp_image_free(&want);
+    }
+    CHECK(got.w == 12 && got.h == 20); /* orientation 6: turned */
+    CHECK(yp_image_read_into(dir, NULL, &bufs, &got, &err) == -1);
+    CHECK_STR_HAS(err.msg, "a directory, not an image file");
+    yp_image_buffers_free(&bufs);
+    yp_image_free(&big), yp_image_free(&small);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("test_image: mkdtemp");
@@ -714,6 +753,7 @@ int main(void) {
     YP_RUN(test_huge_dimensions);
     YP_RUN(test_not_images);
     YP_RUN(test_probe);
+    YP_RUN(test_read_into);
     clean_dir();
     return yp_test_summary();
 }
