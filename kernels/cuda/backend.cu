@@ -139,13 +139,14 @@ static int cuda_device_info(yp_backend *be, char *name, size_t name_len, int64_t
     return 0;
 }
 
-// The op table: SiLU so far; every other entry (convs, BN, the loss, ...) NULL (the executor
-// refuses a backend that lacks one it needs). Built at static initialisation: C++17 has no designated initialisers.
+// The op table: each op's file registers its entries; an entry not registered stays NULL (the
+// executor refuses a backend that lacks one it needs). Built at static initialisation: C++17 has no designated initialisers.
 static yp_ops make_cuda_ops() {
     yp_ops o;
     memset(&o, 0, sizeof o);
     o.silu_forward = yp_cuda_silu_forward;
     o.silu_backward = yp_cuda_silu_backward;
+    yp_cuda_register_conv(&o);
     return o;
 }
 static const yp_ops cuda_ops = make_cuda_ops();
@@ -155,6 +156,7 @@ static void cuda_release(yp_backend *be) {
     yp_cuda_backend *cb = yp_cuda_of(be);
     if (cudaSetDevice(cb->device) == cudaSuccess && cb->stream) {
         cudaStreamSynchronize(cb->stream);
+        yp_cuda_conv_release(cb);  // the cuDNN handle and the per-shape descriptors
         cudaStreamDestroy(cb->stream);
     }
     cudaGetLastError();

@@ -37,12 +37,28 @@ int yp_cuda_check_launch(const char *what);
 int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
 int yp_cuda_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
 
+/* conv.cu: convolutions through cuDNN (fp32). */
+int yp_cuda_conv2d_scratch(yp_backend *be, const yp_conv_desc *d, int has_bias, yp_conv_stage stage,
+                           int64_t *per_image, int64_t *fixed);
+int yp_cuda_conv2d_prepare(yp_backend *be, const yp_conv_desc *d, int has_bias, yp_conv_stage stage);
+int yp_cuda_conv2d_forward(yp_backend *be, const yp_conv_desc *d, const float *x, const float *w, const float *bias,
+                           float *y, float *ws, float *wt);
+int yp_cuda_conv2d_backward_data(yp_backend *be, const yp_conv_desc *d, const float *dy, const float *w, float *dx,
+                                 float beta, float *ws, float *wt);
+int yp_cuda_conv2d_backward_weights(yp_backend *be, const yp_conv_desc *d, const float *x, const float *dy, float *dw,
+                                    float *dbias, float beta, float *ws, float *wt);
+int yp_cuda_conv2d_backward(yp_backend *be, const yp_conv_desc *d, const float *x, const float *dy, const float *w,
+                            float *dx, float *dw, float *dbias, yp_betas beta, float *ws, float *wt);
+
 #ifdef __cplusplus
 }
 #endif
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
+#include <cudnn.h>
+
+struct yp_cuda_conv_cache; /* conv.cu: descriptors and algorithms per conv shape */
 
 /* A CUDA instance. `base` comes first, so that the yp_backend * handed out and this are one
  * address. Every entry makes `device` current and queues its work on `stream`, so work of one
@@ -51,7 +67,14 @@ struct yp_cuda_backend {
     yp_backend base;
     int device;
     cudaStream_t stream;
+    cudnnHandle_t cudnn;              /* bound to stream; created by the first conv entry (conv.cu) */
+    struct yp_cuda_conv_cache *convs; /* conv.cu's per-shape cache; NULL until the first conv */
 };
+
+/* The op table's registrations (each in its .cu file): set that file's entries of *o. */
+void yp_cuda_register_conv(yp_ops *o);
+/* Frees what that file keeps in the instance (called by the instance's release, on its device). */
+void yp_cuda_conv_release(yp_cuda_backend *cb);
 
 static inline yp_cuda_backend *yp_cuda_of(yp_backend *be) {
     return reinterpret_cast<yp_cuda_backend *>(be);
