@@ -50,6 +50,9 @@ int yp_cuda_conv2d_backward_weights(yp_backend *be, const yp_conv_desc *d, const
 int yp_cuda_conv2d_backward(yp_backend *be, const yp_conv_desc *d, const float *x, const float *dy, const float *w,
                             float *dx, float *dw, float *dbias, yp_betas beta, float *ws, float *wt);
 
+/* detect.cu: Detect's evaluation decode (fp32). */
+int yp_cuda_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *const *x, float *y);
+
 #ifdef __cplusplus
 }
 #endif
@@ -73,6 +76,7 @@ struct yp_cuda_backend {
 
 /* The op table's registrations (each in its .cu file): set that file's entries of *o. */
 void yp_cuda_register_conv(yp_ops *o);
+void yp_cuda_register_detect(yp_ops *o);
 /* Frees what that file keeps in the instance (called by the instance's release, on its device). */
 void yp_cuda_conv_release(yp_cuda_backend *cb);
 
