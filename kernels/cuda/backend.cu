@@ -148,6 +148,7 @@ static yp_ops make_cuda_ops() {
     o.silu_backward = yp_cuda_silu_backward;
     yp_cuda_register_conv(&o);
     yp_cuda_register_detect(&o);
+    yp_cuda_register_loss(&o);
     return o;
 }
 static const yp_ops cuda_ops = make_cuda_ops();
@@ -158,6 +159,7 @@ static void cuda_release(yp_backend *be) {
     if (cudaSetDevice(cb->device) == cudaSuccess && cb->stream) {
         cudaStreamSynchronize(cb->stream);
         yp_cuda_conv_release(cb);  // the cuDNN handle and the per-shape descriptors
+        yp_cuda_loss_release(cb);
         cudaStreamDestroy(cb->stream);
     }
     cudaGetLastError();

@@ -53,6 +53,10 @@ int yp_cuda_conv2d_backward(yp_backend *be, const yp_conv_desc *d, const float *
 /* detect.cu: Detect's evaluation decode (fp32). */
 int yp_cuda_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *const *x, float *y);
 
+/* loss.cu: one Detect level's YOLOv5 loss and its gradient (fp32). */
+int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
+                       int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
+
 #ifdef __cplusplus
 }
 #endif
@@ -62,6 +66,7 @@ int yp_cuda_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *
 #include <cudnn.h>
 
 struct yp_cuda_conv_cache; /* conv.cu: descriptors and algorithms per conv shape */
+struct yp_cuda_loss_sums;  /* loss.cu: the device words loss_level reduces into */
 
 /* A CUDA instance. `base` comes first, so that the yp_backend * handed out and this are one
  * address. Every entry makes `device` current and queues its work on `stream`, so work of one
@@ -72,13 +77,16 @@ struct yp_cuda_backend {
     cudaStream_t stream;
     cudnnHandle_t cudnn;              /* bound to stream; created by the first conv entry (conv.cu) */
     struct yp_cuda_conv_cache *convs; /* conv.cu's per-shape cache; NULL until the first conv */
+    struct yp_cuda_loss_sums *loss;   /* loss.cu's device words; NULL until the first loss_level */
 };
 
 /* The op table's registrations (each in its .cu file): set that file's entries of *o. */
 void yp_cuda_register_conv(yp_ops *o);
 void yp_cuda_register_detect(yp_ops *o);
+void yp_cuda_register_loss(yp_ops *o);
 /* Frees what that file keeps in the instance (called by the instance's release, on its device). */
 void yp_cuda_conv_release(yp_cuda_backend *cb);
+void yp_cuda_loss_release(yp_cuda_backend *cb);
 
 static inline yp_cuda_backend *yp_cuda_of(yp_backend *be) {
     return reinterpret_cast<yp_cuda_backend *>(be);
