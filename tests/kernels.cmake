@@ -7,6 +7,7 @@ yp_add_test(test_cpu_conv LIBS yp_kernels ${MATH_LIB} LABELS unit)
 if(YP_HAVE_CUDA)
   # Skips itself (exit 77) on machines without a driver or GPU, such as CI.
   yp_add_test(test_cuda_silu LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+  yp_add_test(test_cuda_conv LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 
 if(YP_FUZZ)
