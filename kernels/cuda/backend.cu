@@ -139,13 +139,15 @@ static int cuda_device_info(yp_backend *be, char *name, size_t name_len, int64_t
     return 0;
 }
 
-// The op table: SiLU so far; every other entry (convs, BN, the loss, ...) NULL (the executor
-// refuses a backend that lacks one it needs). Built at static initialisation: C++17 has no designated initialisers.
+// The op table: SiLU, and each op file's entries set by its yp_cuda_register_<file>; every other
+// entry (convs, the loss, ...) NULL (the executor refuses a backend that lacks one it needs).
+// Built at static initialisation: C++17 has no designated initialisers.
 static yp_ops make_cuda_ops() {
     yp_ops o;
     memset(&o, 0, sizeof o);
     o.silu_forward = yp_cuda_silu_forward;
     o.silu_backward = yp_cuda_silu_backward;
+    yp_cuda_register_eltwise(&o);
     return o;
 }
 static const yp_ops cuda_ops = make_cuda_ops();

@@ -37,6 +37,25 @@ int yp_cuda_check_launch(const char *what);
 int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
 int yp_cuda_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
 
+/* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth (fp32; F16/BF16 refused).
+ * yp_cuda_register_eltwise sets those entries of an op table. */
+void yp_cuda_register_eltwise(yp_ops *o);
+int yp_cuda_add_forward(yp_backend *be, yp_elem dt, const float *a, const float *b, float *y, int64_t n);
+int yp_cuda_axpy_grad(yp_backend *be, yp_elem dt, const float *dy, float *dx, float beta, int64_t n);
+int yp_cuda_concat_forward(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *cs,
+                           yp_dims out, float *y);
+int yp_cuda_concat_backward(yp_backend *be, yp_elem dt, int k, float *const *dxs, const int64_t *cs, yp_dims out,
+                            const float *dy, const float *betas);
+int yp_cuda_upsample_forward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *x, float *y);
+int yp_cuda_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *dy, float *dx,
+                              float beta);
+int yp_cuda_maxpool_forward(yp_backend *be, const yp_pool_desc *d, const float *x, float *y);
+int yp_cuda_maxpool_backward(yp_backend *be, const yp_pool_desc *d, const float *x, const float *dy, float *dx,
+                             float beta);
+int yp_cuda_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
+int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx,
+                                    float beta);
+
 #ifdef __cplusplus
 }
 #endif
