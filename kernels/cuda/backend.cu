@@ -148,6 +148,7 @@ static yp_ops make_cuda_ops() {
     o.silu_forward = yp_cuda_silu_forward;
     o.silu_backward = yp_cuda_silu_backward;
     yp_cuda_register_eltwise(&o);
+    yp_cuda_register_bn(&o);
     return o;
 }
 static const yp_ops cuda_ops = make_cuda_ops();

@@ -56,6 +56,23 @@ int yp_cuda_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const
 int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx,
                                     float beta);
 
+/* bn.cu: the BatchNorm entries and the fused BN+SiLU (x, y, dx, dy fp32; F16/BF16 refused).
+ * yp_cuda_register_bn sets them. */
+void yp_cuda_register_bn(yp_ops *o);
+int yp_cuda_bn_forward_train(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                             const float *beta_, float *y, float *stats, float *running_mean, float *running_var);
+int yp_cuda_bn_forward_eval(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                            const float *beta_, float *y, const float *running_mean, const float *running_var);
+int yp_cuda_bn_apply(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                     const float *stats, float *y);
+int yp_cuda_bn_silu_apply(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                          const float *beta_, const float *stats, float *y);
+int yp_cuda_bn_silu_backward(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                             const float *beta_, const float *stats, const float *dy, float *dx, double *sums);
+int yp_cuda_bn_backward(yp_backend *be, const yp_bn_desc *d, const float *x, const float *stats,
+                        const float *gamma, const float *dy, const double *sums, float *dx, float *dgamma,
+                        float *dbeta, yp_betas beta);
+
 #ifdef __cplusplus
 }
 #endif
