@@ -149,6 +149,7 @@ static yp_ops make_cuda_ops() {
     o.silu_backward = yp_cuda_silu_backward;
     yp_cuda_register_eltwise(&o);
     yp_cuda_register_bn(&o);
+    yp_cuda_register_optim(&o);
     return o;
 }
 static const yp_ops cuda_ops = make_cuda_ops();
