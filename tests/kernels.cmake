@@ -10,6 +10,8 @@ yp_add_test(test_kernels_index LIBS yp_kernels ${MATH_LIB} LABELS unit)
 if(YP_HAVE_CUDA)
   # Skips itself (exit 77) on machines without a driver or GPU, such as CI.
   yp_add_test(test_cuda_silu LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+  # Data movement, BatchNorm and optimizer ops against the CPU backend; skips the same way.
+  yp_add_test(test_cuda_ops LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 
 if(YP_FUZZ)
