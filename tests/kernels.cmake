@@ -4,10 +4,15 @@ yp_add_test(test_kernels_silu LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # The CPU op table against PyTorch fixtures (tests/data/ops, from tests/ref/make_op_fixtures.py).
 yp_add_test(test_cpu_ops LIBS yp_kernels ${MATH_LIB} LABELS unit)
 yp_add_test(test_cpu_conv LIBS yp_kernels ${MATH_LIB} LABELS unit)
+# The host+device element functions of the CUDA kernels (yp_index_math.h, yp_bn_math.h) run on
+# the host against the CPU backend: needs no GPU, built with or without CUDA.
+yp_add_test(test_kernels_index LIBS yp_kernels ${MATH_LIB} LABELS unit)
 if(YP_HAVE_CUDA)
   # Skips itself (exit 77) on machines without a driver or GPU, such as CI.
   yp_add_test(test_cuda_silu LIBS yp_kernels ${MATH_LIB} LABELS gpu)
   yp_add_test(test_cuda_conv LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+  # Data movement, BatchNorm and optimizer ops against the CPU backend; skips the same way.
+  yp_add_test(test_cuda_ops LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 
 if(YP_FUZZ)

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "yp_bn_math.h" /* the per-channel formulas, shared with the CUDA backend */
 #include "yp_cpu.h"
 
 enum { CB = 256 };
@@ -87,11 +88,8 @@ static int64_t bn_rows(const yp_bn_desc *d) {
  * from c0. */
 static void fold(const float *gamma, const float *beta_, int64_t c0, int64_t cb, const double *mean,
                  const double *invstd, float *a, float *b) {
-    for (int64_t j = 0; j < cb; j++) {
-        double s = (double)gamma[c0 + j] * invstd[j];
-        a[j] = (float)s;
-        b[j] = (float)(beta_[c0 + j] - mean[j] * s);
-    }
+    for (int64_t j = 0; j < cb; j++)
+        yp_bn_fold(gamma[c0 + j], beta_[c0 + j], mean[j], invstd[j], &a[j], &b[j]);
 }
 
 /* y[r*stride + j] = x[r*stride + j]*a[j] + b[j] for j < cb in every row (the normalisation folded
@@ -127,8 +125,6 @@ int yp_cpu_bn_forward_train(yp_backend *be, const yp_bn_desc *d, const float *x,
     if (rows < 2)
         return yp_cpu_fail("%s: training needs more than 1 value per channel (n*h*w = %lld)", op,
                            (long long)rows);
-    const double inv_rows = 1.0 / (double)rows, unbias = (double)rows / (double)(rows - 1);
-    const double mom = d->momentum;
     for (int64_t c0 = 0; c0 < c; c0 += CB) {
         int64_t cb = c - c0 < CB ? c - c0 : CB;
         /* sums of x - k and its square with k = the first row (shifted data: no cancellation
@@ -143,17 +139,9 @@ int yp_cpu_bn_forward_train(yp_backend *be, const yp_bn_desc *d, const float *x,
             block_moments(x + r0 * c + c0, nr, c, cb, k, sum, sq);
         }
         double mean[CB], invstd[CB];
-        for (int64_t j = 0; j < cb; j++) {
-            double dm = sum[j] * inv_rows, var = sq[j] * inv_rows - dm * dm;
-            mean[j] = k[j] + dm;
-            if (var < 0.0)
-                var = 0.0;
-            invstd[j] = 1.0 / sqrt(var + (double)d->eps);
-            stats[c0 + j] = (float)mean[j];
-            stats[c + c0 + j] = (float)invstd[j];
-            running_mean[c0 + j] = (float)((1.0 - mom) * running_mean[c0 + j] + mom * mean[j]);
-            running_var[c0 + j] = (float)((1.0 - mom) * running_var[c0 + j] + mom * var * unbias);
-        }
+        for (int64_t j = 0; j < cb; j++)
+            yp_bn_stats(sum[j], sq[j], k[j], rows, d->eps, d->momentum, &stats[c0 + j], &stats[c + c0 + j],
+                        &running_mean[c0 + j], &running_var[c0 + j]);
         /* normalise with the statistics as saved (fp32), so that a recompute or a fused
          * bn_silu_apply from them reproduces this output bit for bit */
         for (int64_t j = 0; j < cb; j++) mean[j] = stats[c0 + j], invstd[j] = stats[c + c0 + j];
@@ -211,7 +199,6 @@ int yp_cpu_bn_backward(yp_backend *be, const yp_bn_desc *d, const float *x, cons
     if (bn_check(op, d) || yp_cpu_check_ptrs(op, 5, (const void *[]){x, stats, gamma, dy, dx}))
         return -1;
     const int64_t rows = bn_rows(d), c = d->dims.c;
-    const double inv_rows = 1.0 / (double)rows;
     for (int64_t c0 = 0; c0 < c; c0 += CB) {
         int64_t cb = c - c0 < CB ? c - c0 : CB;
         const float *mean = stats + c0, *invstd = stats + c + c0;
@@ -227,31 +214,21 @@ int yp_cpu_bn_backward(yp_backend *be, const yp_bn_desc *d, const float *x, cons
             }
         }
         /* dx = k1*dy + k2*(x - mean) + k3 with k1 = gamma*invstd, k2 = -k1*invstd^2*sdyx/N,
-         * k3 = -k1*sdy/N (x - mean rather than a folded constant: no cancellation when |mean|
-         * is large next to the spread). */
+         * k3 = -k1*sdy/N (yp_bn_math.h), and the parameter gradients. */
         float k1[CB], k2[CB], k3[CB];
-        for (int64_t j = 0; j < cb; j++) {
-            double is = invstd[j], a = (double)gamma[c0 + j] * is;
-            double b = -a * is * is * sdyx[j] * inv_rows;
-            k1[j] = (float)a;
-            k2[j] = (float)b;
-            k3[j] = (float)(-a * sdy[j] * inv_rows);
-            double dg = sdyx[j] * is;
-            if (dgamma)
-                dgamma[c0 + j] = beta_w == 0.0f ? (float)dg : (float)(beta_w * dgamma[c0 + j] + dg);
-            if (dbeta)
-                dbeta[c0 + j] = beta_w == 0.0f ? (float)sdy[j] : (float)(beta_w * dbeta[c0 + j] + sdy[j]);
-        }
+        for (int64_t j = 0; j < cb; j++)
+            yp_bn_backward_channel(gamma[c0 + j], invstd[j], sdy[j], sdyx[j], rows, beta_w, &k1[j], &k2[j], &k3[j],
+                                   dgamma ? &dgamma[c0 + j] : NULL, dbeta ? &dbeta[c0 + j] : NULL);
 #pragma omp parallel for schedule(static) if (rows * cb >= YP_PAR_MIN)
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = x + r * c + c0, *dyr = dy + r * c + c0;
             float *dxr = dx + r * c + c0;
             if (beta == 0.0f) {
                 for (int64_t j = 0; j < cb; j++)
-                    dxr[j] = k1[j] * dyr[j] + k2[j] * (xr[j] - mean[j]) + k3[j];
+                    dxr[j] = yp_bn_dx(k1[j], k2[j], k3[j], dyr[j], xr[j], mean[j]);
             } else {
                 for (int64_t j = 0; j < cb; j++)
-                    dxr[j] = beta * dxr[j] + (k1[j] * dyr[j] + k2[j] * (xr[j] - mean[j]) + k3[j]);
+                    dxr[j] = beta * dxr[j] + yp_bn_dx(k1[j], k2[j], k3[j], dyr[j], xr[j], mean[j]);
             }
         }
     }

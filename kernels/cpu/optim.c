@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "yp_cpu.h"
+#include "yp_optim_math.h" /* the per-element formulas, shared with the CUDA backend */
 
 int yp_cpu_sgd_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, int64_t n,
                     const yp_optim_hyp *h) {
@@ -20,12 +21,8 @@ int yp_cpu_sgd_step(yp_backend *be, yp_elem dt, float *w, const float *grad, flo
     /* torch.optim.SGD(nesterov=True, dampening=0): d = g + wd*w; buf = momentum*buf + d (buf starts
      * as d, which is what a zero buffer gives); w -= lr*(d + momentum*buf). */
 #pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float g = grad[i] * scale + wd * w[i];
-        float b = momentum * m[i] + g;
-        m[i] = b;
-        w[i] -= lr * (g + momentum * b);
-    }
+    for (int64_t i = 0; i < n; i++)
+        w[i] = yp_sgd_elem(w[i], grad[i], &m[i], lr, momentum, wd, scale);
     return 0;
 }
 
@@ -37,27 +34,16 @@ int yp_cpu_adam_step(yp_backend *be, yp_elem dt, float *w, const float *grad, fl
     if (yp_cpu_check_count(op, n) || yp_cpu_check_ptrs(op, 1, (const void *[]){h}) ||
         (n > 0 && yp_cpu_check_ptrs(op, 4, (const void *[]){w, grad, m, v})))
         return -1;
-    const float lr = h->lr, b1 = h->momentum, b2 = h->beta2, eps = h->eps, wd = h->weight_decay, scale = h->grad_scale;
-    const int decoupled = h->decoupled;
     const int64_t t = h->step;
     if (t < 1)
         return yp_cpu_fail("%s: step %lld must be >= 1", op, (long long)t);
     /* torch.optim.Adam / AdamW (amsgrad off): AdamW first decays w by (1 - lr*wd), Adam adds wd*w to
      * the gradient; then m = b1*m + (1-b1)*g, v = b2*v + (1-b2)*g^2,
      * w -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
-    const float step_size = (float)(lr / (1.0 - pow(b1, (double)t)));
-    const float bc2_sqrt = (float)sqrt(1.0 - pow(b2, (double)t));
-    const float decay = decoupled ? 1.0f - lr * wd : 1.0f, wd_grad = decoupled ? 0.0f : wd;
+    const yp_adam_coef k = yp_adam_coefs(h);
 #pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float p = w[i] * decay;
-        float g = grad[i] * scale + wd_grad * p;
-        float mi = b1 * m[i] + (1.0f - b1) * g;
-        float vi = b2 * v[i] + (1.0f - b2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        w[i] = p - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
-    }
+    for (int64_t i = 0; i < n; i++)
+        w[i] = yp_adam_elem(w[i], grad[i], &m[i], &v[i], k);
     return 0;
 }
 
@@ -70,7 +56,7 @@ int yp_cpu_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, in
     const float one_minus = 1.0f - d;
 #pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        ema[i] = d * ema[i] + one_minus * w[i];
+        ema[i] = yp_ema_elem(ema[i], w[i], d, one_minus);
     return 0;
 }
 
@@ -105,13 +91,10 @@ int yp_cpu_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float
     const float one_minus = 1.0f - d;
 #pragma omp parallel for simd schedule(static) if (n >= YP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
-        float g = grad[i] * scale + wd * w[i];
-        float b = momentum * m[i] + g;
-        m[i] = b;
-        float nw = w[i] - lr * (g + momentum * b);
+        float nw = yp_sgd_elem(w[i], grad[i], &m[i], lr, momentum, wd, scale);
         w[i] = nw;
         grad[i] = 0.0f;
-        if (ema) ema[i] = d * ema[i] + one_minus * nw;
+        if (ema) ema[i] = yp_ema_elem(ema[i], nw, d, one_minus);
     }
     return 0;
 }

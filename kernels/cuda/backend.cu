@@ -139,8 +139,9 @@ static int cuda_device_info(yp_backend *be, char *name, size_t name_len, int64_t
     return 0;
 }
 
-// The op table: each op's file registers its entries; an entry not registered stays NULL (the
-// executor refuses a backend that lacks one it needs). Built at static initialisation: C++17 has no designated initialisers.
+// The op table: SiLU, and each op file's entries set by its yp_cuda_register_<file>; an entry not
+// registered stays NULL (the executor refuses a backend that lacks one it needs). Built at static
+// initialisation: C++17 has no designated initialisers.
 static yp_ops make_cuda_ops() {
     yp_ops o;
     memset(&o, 0, sizeof o);
@@ -149,6 +150,9 @@ static yp_ops make_cuda_ops() {
     yp_cuda_register_conv(&o);
     yp_cuda_register_detect(&o);
     yp_cuda_register_loss(&o);
+    yp_cuda_register_eltwise(&o);
+    yp_cuda_register_bn(&o);
+    yp_cuda_register_optim(&o);
     return o;
 }
 static const yp_ops cuda_ops = make_cuda_ops();

@@ -56,6 +56,53 @@ int yp_cuda_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *
 /* loss.cu: one Detect level's YOLOv5 loss and its gradient (fp32). */
 int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
                        int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
+/* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth (fp32; F16/BF16 refused).
+ * yp_cuda_register_eltwise sets those entries of an op table. */
+void yp_cuda_register_eltwise(yp_ops *o);
+int yp_cuda_add_forward(yp_backend *be, yp_elem dt, const float *a, const float *b, float *y, int64_t n);
+int yp_cuda_axpy_grad(yp_backend *be, yp_elem dt, const float *dy, float *dx, float beta, int64_t n);
+int yp_cuda_concat_forward(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *cs,
+                           yp_dims out, float *y);
+int yp_cuda_concat_backward(yp_backend *be, yp_elem dt, int k, float *const *dxs, const int64_t *cs, yp_dims out,
+                            const float *dy, const float *betas);
+int yp_cuda_upsample_forward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *x, float *y);
+int yp_cuda_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *dy, float *dx,
+                              float beta);
+int yp_cuda_maxpool_forward(yp_backend *be, const yp_pool_desc *d, const float *x, float *y);
+int yp_cuda_maxpool_backward(yp_backend *be, const yp_pool_desc *d, const float *x, const float *dy, float *dx,
+                             float beta);
+int yp_cuda_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
+int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx,
+                                    float beta);
+
+/* bn.cu: the BatchNorm entries and the fused BN+SiLU (x, y, dx, dy fp32; F16/BF16 refused).
+ * yp_cuda_register_bn sets them. */
+void yp_cuda_register_bn(yp_ops *o);
+int yp_cuda_bn_forward_train(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                             const float *beta_, float *y, float *stats, float *running_mean, float *running_var);
+int yp_cuda_bn_forward_eval(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                            const float *beta_, float *y, const float *running_mean, const float *running_var);
+int yp_cuda_bn_apply(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma, const float *beta_,
+                     const float *stats, float *y);
+int yp_cuda_bn_silu_apply(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                          const float *beta_, const float *stats, float *y);
+int yp_cuda_bn_silu_backward(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
+                             const float *beta_, const float *stats, const float *dy, float *dx, double *sums);
+int yp_cuda_bn_backward(yp_backend *be, const yp_bn_desc *d, const float *x, const float *stats,
+                        const float *gamma, const float *dy, const double *sums, float *dx, float *dgamma,
+                        float *dbeta, yp_betas beta);
+
+/* optim.cu: sgd_step, adam_step, ema_update, sgd_ema_step, sum_squares (fp32; F16/BF16 refused).
+ * yp_cuda_register_optim sets them. */
+void yp_cuda_register_optim(yp_ops *o);
+int yp_cuda_sgd_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, int64_t n,
+                     const yp_optim_hyp *h);
+int yp_cuda_adam_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, float *v, int64_t n,
+                      const yp_optim_hyp *h);
+int yp_cuda_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, int64_t n, float d);
+int yp_cuda_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema, int64_t n,
+                         const yp_optim_hyp *h);
+int yp_cuda_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,282 @@
+// eltwise.cu - the data-movement ops on the GPU (NHWC, fp32; F16/BF16 refused): add, axpy_grad,
+// channel concat, nearest upsampling, max pooling and space_to_depth (Focus), forward and
+// backward, with the CPU backend's semantics (kernels/cpu/eltwise.c, pool.c).
+// One thread per output element of each kernel, in grid-stride loops with 64-bit indices, each
+// element computed by the shared host+device functions of kernels/yp_index_math.h (tested on the
+// host against the CPU backend by test_kernels_index). Every backward is a gather (each thread
+// owns one element of dx and sums what reaches it): no atomics, deterministic sums, added in the
+// CPU's order, so with beta 0 or 1 the results are the CPU's bits.
+#include <cuda_runtime.h>
+
+#include "launch.cuh"
+#include "yp_cuda.h"
+#include "yp_index_math.h"
+
+using yp_cuda::check_count;
+using yp_cuda::check_dims;
+using yp_cuda::check_f32;
+using yp_cuda::check_ptrs;
+using yp_cuda::grid_for;
+using yp_cuda::kBlockSize;
+
+// ----------------------------------------------------------------------------
+// kernels: each a grid-stride loop over one element function of yp_index_math.h
+
+#define GRID_STRIDE(i, n)                                                                    \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                         \
+                 i##_stride_ = (int64_t)blockDim.x * gridDim.x;                              \
+         i < (n); i += i##_stride_)
+
+static __global__ void add_kernel(const float *a, const float *b, float *y, int64_t n) {
+    GRID_STRIDE(i, n) y[i] = a[i] + b[i];
+}
+
+// dx may be dy (beta 0: a copy onto itself).
+static __global__ void axpy_kernel(const float *dy, float *dx, float beta, int64_t n) {
+    GRID_STRIDE(i, n) dx[i] = yp_acc(beta, dx + i, dy[i]);
+}
+
+// One input of a concat: x (rows, c) into columns [off, off + c) of y (rows, ctot).
+static __global__ void concat_fwd_kernel(const float *x, int64_t c, float *y, int64_t ctot, int64_t off,
+                                         int64_t n) {
+    GRID_STRIDE(i, n) y[yp_concat_index(i, c, ctot, off)] = x[i];
+}
+
+static __global__ void concat_bwd_kernel(float *dx, int64_t c, const float *dy, int64_t ctot, int64_t off,
+                                         float beta, int64_t n) {
+    GRID_STRIDE(i, n) dx[i] = yp_acc(beta, dx + i, dy[yp_concat_index(i, c, ctot, off)]);
+}
+
+static __global__ void upsample_fwd_kernel(const float *x, float *y, yp_dims in, int64_t s, int64_t total) {
+    GRID_STRIDE(o, total) y[o] = x[yp_upsample_source(in, s, o)];
+}
+
+static __global__ void upsample_bwd_kernel(const float *dy, float *dx, yp_dims in, int64_t s, float beta,
+                                           int64_t total) {
+    GRID_STRIDE(e, total) dx[e] = yp_upsample_grad(dy, dx, in, s, beta, e);
+}
+
+static __global__ void maxpool_fwd_kernel(const float *x, float *y, yp_pool_desc d, int64_t total) {
+    GRID_STRIDE(o, total) y[o] = yp_pool_forward_at(x, d, o);
+}
+
+static __global__ void maxpool_bwd_kernel(const float *x, const float *dy, float *dx, yp_pool_desc d, float beta,
+                                          int64_t total) {
+    GRID_STRIDE(e, total) dx[e] = yp_pool_grad(x, dy, dx, d, beta, e);
+}
+
+static __global__ void s2d_fwd_kernel(const float *x, float *y, yp_dims in, int64_t total) {
+    GRID_STRIDE(o, total) y[o] = x[yp_s2d_source(in, o)];
+}
+
+static __global__ void s2d_bwd_kernel(const float *dy, float *dx, yp_dims in, float beta, int64_t total) {
+    GRID_STRIDE(e, total) dx[e] = yp_acc(beta, dx + e, dy[yp_s2d_target(in, e)]);
+}
+
+// ----------------------------------------------------------------------------
+// launchers
+
+// Makes the device current and launches `total` elements' worth of a grid-stride kernel.
+#define LAUNCH(op, cb, kernel, total, ...)                                            \
+    do {                                                                              \
+        if ((total) == 0)                                                             \
+            return 0; /* a zero-block launch is an error in CUDA */                   \
+        if (yp_cuda_use(op, cb))                                                      \
+            return -1;                                                                \
+        kernel<<<grid_for(total), kBlockSize, 0, (cb)->stream>>>(__VA_ARGS__);        \
+        return yp_cuda_check_launch(op);                                              \
+    } while (0)
+
+static int64_t elems(yp_dims d) {
+    return d.n * d.h * d.w * d.c;
+}
+
+extern "C" int yp_cuda_add_forward(yp_backend *be, yp_elem dt, const float *a, const float *b, float *y,
+                                   int64_t n) {
+    static const char op[] = "add_forward";
+    const void *p[] = {a, b, y};
+    if (check_f32(op, dt) || check_count(op, n) || (n > 0 && check_ptrs(op, 3, p)))
+        return -1;
+    LAUNCH(op, yp_cuda_of(be), add_kernel, n, a, b, y, n);
+}
+
+extern "C" int yp_cuda_axpy_grad(yp_backend *be, yp_elem dt, const float *dy, float *dx, float beta, int64_t n) {
+    static const char op[] = "axpy_grad";
+    const void *p[] = {dy, dx};
+    if (check_f32(op, dt) || check_count(op, n) || (n > 0 && check_ptrs(op, 2, p)))
+        return -1;
+    LAUNCH(op, yp_cuda_of(be), axpy_kernel, n, dy, dx, beta, n);
+}
+
+// 0 when the k channel counts are positive and add up to out.c, else -1.
+static int concat_check(const char *op, int k, const int64_t *cs, yp_dims out) {
+    if (k < 1 || !cs)
+        return yp_cuda_fail("%s: %d inputs (need >= 1 and their channel counts)", op, k);
+    if (check_dims(op, "output", out))
+        return -1;
+    int64_t total = 0;
+    for (int i = 0; i < k; i++) {
+        if (cs[i] < 1)
+            return yp_cuda_fail("%s: input %d has %lld channels", op, i, (long long)cs[i]);
+        total += cs[i];
+    }
+    if (total != out.c)
+        return yp_cuda_fail("%s: input channels add up to %lld, output has %lld", op, (long long)total,
+                            (long long)out.c);
+    return 0;
+}
+
+// xs and cs are host arrays (of device pointers and channel counts): one launch per input.
+extern "C" int yp_cuda_concat_forward(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *cs,
+                                      yp_dims out, float *y) {
+    static const char op[] = "concat_forward";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    const void *p[] = {xs, y};
+    if (check_f32(op, dt) || concat_check(op, k, cs, out) || check_ptrs(op, 2, p))
+        return -1;
+    for (int i = 0; i < k; i++)
+        if (!xs[i])
+            return yp_cuda_fail("%s: input %d is NULL", op, i);
+    if (yp_cuda_use(op, cb))
+        return -1;
+    const int64_t rows = out.n * out.h * out.w;
+    int64_t off = 0;
+    for (int i = 0; i < k; i++) {
+        const int64_t n = rows * cs[i];
+        concat_fwd_kernel<<<grid_for(n), kBlockSize, 0, cb->stream>>>(xs[i], cs[i], y, out.c, off, n);
+        if (yp_cuda_check_launch(op))
+            return -1;
+        off += cs[i];
+    }
+    return 0;
+}
+
+// dxs, cs and betas are host arrays; a NULL dxs[i] is skipped.
+extern "C" int yp_cuda_concat_backward(yp_backend *be, yp_elem dt, int k, float *const *dxs, const int64_t *cs,
+                                       yp_dims out, const float *dy, const float *betas) {
+    static const char op[] = "concat_backward";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    const void *p[] = {dxs, dy, betas};
+    if (check_f32(op, dt) || concat_check(op, k, cs, out) || check_ptrs(op, 3, p))
+        return -1;
+    if (yp_cuda_use(op, cb))
+        return -1;
+    const int64_t rows = out.n * out.h * out.w;
+    int64_t off = 0;
+    for (int i = 0; i < k; i++) {
+        const int64_t n = rows * cs[i];
+        if (dxs[i]) {
+            concat_bwd_kernel<<<grid_for(n), kBlockSize, 0, cb->stream>>>(dxs[i], cs[i], dy, out.c, off, betas[i],
+                                                                          n);
+            if (yp_cuda_check_launch(op))
+                return -1;
+        }
+        off += cs[i];
+    }
+    return 0;
+}
+
+static int upsample_check(const char *op, yp_elem dt, yp_dims in, int scale, const void *a, const void *b) {
+    const void *p[] = {a, b};
+    if (check_f32(op, dt) || check_dims(op, "input", in) || check_ptrs(op, 2, p))
+        return -1;
+    if (scale < 1)
+        return yp_cuda_fail("%s: scale %d must be >= 1", op, scale);
+    return 0;
+}
+
+extern "C" int yp_cuda_upsample_forward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *x,
+                                        float *y) {
+    static const char op[] = "upsample_forward";
+    if (upsample_check(op, dt, in, scale, x, y))
+        return -1;
+    const int64_t total = elems(in) * scale * scale;
+    LAUNCH(op, yp_cuda_of(be), upsample_fwd_kernel, total, x, y, in, (int64_t)scale, total);
+}
+
+extern "C" int yp_cuda_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *dy,
+                                         float *dx, float beta) {
+    static const char op[] = "upsample_backward";
+    if (upsample_check(op, dt, in, scale, dy, dx))
+        return -1;
+    const int64_t total = elems(in);
+    LAUNCH(op, yp_cuda_of(be), upsample_bwd_kernel, total, dy, dx, in, (int64_t)scale, beta, total);
+}
+
+static int pool_check(const char *op, const yp_pool_desc *d) {
+    if (!d)
+        return yp_cuda_fail("%s: NULL descriptor", op);
+    if (check_f32(op, d->dtype) || check_dims(op, "input", d->in) || check_dims(op, "output", d->out))
+        return -1;
+    if (d->k < 1 || d->s < 1 || d->p < 0 || d->p > d->k / 2)
+        return yp_cuda_fail("%s: bad kernel %d / stride %d / padding %d (padding must be <= k/2)", op, d->k, d->s,
+                            d->p);
+    int64_t oh = (d->in.h + 2 * d->p - d->k) / d->s + 1, ow = (d->in.w + 2 * d->p - d->k) / d->s + 1;
+    if (d->in.h + 2 * d->p < d->k || d->in.w + 2 * d->p < d->k || d->out.h != oh || d->out.w != ow ||
+        d->out.n != d->in.n || d->out.c != d->in.c)
+        return yp_cuda_fail("%s: output %lldx%lldx%lldx%lld does not follow from input %lldx%lldx%lldx%lld "
+                            "with k %d s %d p %d",
+                            op, (long long)d->out.n, (long long)d->out.h, (long long)d->out.w,
+                            (long long)d->out.c, (long long)d->in.n, (long long)d->in.h, (long long)d->in.w,
+                            (long long)d->in.c, d->k, d->s, d->p);
+    return 0;
+}
+
+extern "C" int yp_cuda_maxpool_forward(yp_backend *be, const yp_pool_desc *d, const float *x, float *y) {
+    static const char op[] = "maxpool_forward";
+    const void *p[] = {x, y};
+    if (pool_check(op, d) || check_ptrs(op, 2, p))
+        return -1;
+    const int64_t total = elems(d->out);
+    LAUNCH(op, yp_cuda_of(be), maxpool_fwd_kernel, total, x, y, *d, total);
+}
+
+extern "C" int yp_cuda_maxpool_backward(yp_backend *be, const yp_pool_desc *d, const float *x, const float *dy,
+                                        float *dx, float beta) {
+    static const char op[] = "maxpool_backward";
+    const void *p[] = {x, dy, dx};
+    if (pool_check(op, d) || check_ptrs(op, 3, p))
+        return -1;
+    const int64_t total = elems(d->in);
+    LAUNCH(op, yp_cuda_of(be), maxpool_bwd_kernel, total, x, dy, dx, *d, beta, total);
+}
+
+static int s2d_check(const char *op, yp_elem dt, yp_dims in, const void *a, const void *b) {
+    const void *p[] = {a, b};
+    if (check_f32(op, dt) || check_dims(op, "input", in) || check_ptrs(op, 2, p))
+        return -1;
+    if (in.h % 2 || in.w % 2)
+        return yp_cuda_fail("%s: input %lldx%lld must have even height and width", op, (long long)in.h,
+                            (long long)in.w);
+    return 0;
+}
+
+extern "C" int yp_cuda_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y) {
+    static const char op[] = "space_to_depth_forward";
+    if (s2d_check(op, dt, in, x, y))
+        return -1;
+    const int64_t total = elems(in);
+    LAUNCH(op, yp_cuda_of(be), s2d_fwd_kernel, total, x, y, in, total);
+}
+
+extern "C" int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx,
+                                               float beta) {
+    static const char op[] = "space_to_depth_backward";
+    if (s2d_check(op, dt, in, dy, dx))
+        return -1;
+    const int64_t total = elems(in);
+    LAUNCH(op, yp_cuda_of(be), s2d_bwd_kernel, total, dy, dx, in, beta, total);
+}
+
+extern "C" void yp_cuda_register_eltwise(yp_ops *o) {
+    o->add_forward = yp_cuda_add_forward;
+    o->axpy_grad = yp_cuda_axpy_grad;
+    o->concat_forward = yp_cuda_concat_forward;
+    o->concat_backward = yp_cuda_concat_backward;
+    o->upsample_forward = yp_cuda_upsample_forward;
+    o->upsample_backward = yp_cuda_upsample_backward;
+    o->maxpool_forward = yp_cuda_maxpool_forward;
+    o->maxpool_backward = yp_cuda_maxpool_backward;
+    o->space_to_depth_forward = yp_cuda_space_to_depth_forward;
+    o->space_to_depth_backward = yp_cuda_space_to_depth_backward;
+}

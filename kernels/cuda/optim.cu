@@ -1,0 +1,229 @@
+// optim.cu - the optimizer entries on the GPU (fp32; F16/BF16 refused): SGD (Nesterov), Adam /
+// AdamW, the weight EMA, the fused SGD + zeroed gradient + EMA, and sum_squares. The per-element
+// formulas are the CPU backend's, from the shared kernels/yp_optim_math.h; results differ from
+// the CPU only where nvcc contracts a multiply-add into an fma (a rounding, not a formula).
+//
+// sum_squares reduces on the device, deterministically (a fixed grid for a given n, a fixed
+// tree in each block, then one block over the partial sums), in double, into module-scope
+// device memory (one small array per device, not tensor memory), then copies the double to the
+// host and waits for the instance's stream. A mutex serialises that use of the array between
+// threads of the process; it is therefore not usable inside a CUDA graph capture.
+#include <mutex>
+
+#include <cuda_runtime.h>
+
+#include "launch.cuh"
+#include "yp_cuda.h"
+#include "yp_optim_math.h"
+
+using yp_cuda::check_count;
+using yp_cuda::check_f32;
+using yp_cuda::check_ptrs;
+using yp_cuda::grid_for;
+using yp_cuda::kBlockSize;
+
+// ----------------------------------------------------------------------------
+// kernels
+
+static __global__ void sgd_kernel(float *w, const float *grad, float *m, int64_t n, float lr, float momentum,
+                                  float wd, float scale) {
+    int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float mi = m[i];
+        w[i] = yp_sgd_elem(w[i], grad[i], &mi, lr, momentum, wd, scale);
+        m[i] = mi;
+    }
+}
+
+static __global__ void sgd_ema_kernel(float *w, float *grad, float *m, float *ema, int64_t n, float lr,
+                                      float momentum, float wd, float scale, float d, float one_minus) {
+    int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float mi = m[i];
+        float nw = yp_sgd_elem(w[i], grad[i], &mi, lr, momentum, wd, scale);
+        m[i] = mi;
+        w[i] = nw;
+        grad[i] = 0.0f;
+        if (ema)
+            ema[i] = yp_ema_elem(ema[i], nw, d, one_minus);
+    }
+}
+
+static __global__ void adam_kernel(float *w, const float *grad, float *m, float *v, int64_t n, yp_adam_coef k) {
+    int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float mi = m[i], vi = v[i];
+        w[i] = yp_adam_elem(w[i], grad[i], &mi, &vi, k);
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+
+static __global__ void ema_kernel(float *ema, const float *w, int64_t n, float d, float one_minus) {
+    int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        ema[i] = yp_ema_elem(ema[i], w[i], d, one_minus);
+}
+
+// sum_squares: at most kSumBlocks partial sums, each block's in a fixed shared-memory tree.
+static const int kSumBlocks = 1024;
+static const int kSumThreads = 256;
+static __device__ double g_sum_partial[kSumBlocks];
+static __device__ double g_sum_result;
+
+// The sum of the kSumThreads values in s (one per thread), in a fixed order; valid in thread 0.
+static __device__ double block_sum(double *s, double v) {
+    s[threadIdx.x] = v;
+    __syncthreads();
+    for (int h = kSumThreads / 2; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h)
+            s[threadIdx.x] += s[threadIdx.x + h];
+        __syncthreads();
+    }
+    return s[0];
+}
+
+static __global__ void sum_squares_partial_kernel(const float *x, int64_t n) {
+    __shared__ double s[kSumThreads];
+    double acc = 0.0;
+    int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        double v = x[i];
+        acc += v * v;
+    }
+    double t = block_sum(s, acc);
+    if (threadIdx.x == 0)
+        g_sum_partial[blockIdx.x] = t;
+}
+
+static __global__ void sum_squares_final_kernel(int parts) {
+    __shared__ double s[kSumThreads];
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < parts; i += kSumThreads)
+        acc += g_sum_partial[i];
+    double t = block_sum(s, acc);
+    if (threadIdx.x == 0)
+        g_sum_result = t;
+}
+
+// ----------------------------------------------------------------------------
+// launchers
+
+static int optim_check(const char *op, yp_elem dt, int64_t n, const yp_optim_hyp *h, int count,
+                       const void *const *p) {
+    if (check_f32(op, dt) || check_count(op, n))
+        return -1;
+    if (!h)
+        return yp_cuda_fail("%s: NULL hyperparameters", op);
+    return n > 0 ? check_ptrs(op, count, p) : 0;
+}
+
+extern "C" int yp_cuda_sgd_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, int64_t n,
+                                const yp_optim_hyp *h) {
+    static const char op[] = "sgd_step";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    const void *p[] = {w, grad, m};
+    if (optim_check(op, dt, n, h, 3, p))
+        return -1;
+    if (n == 0)
+        return 0;
+    if (yp_cuda_use(op, cb))
+        return -1;
+    sgd_kernel<<<grid_for(n), kBlockSize, 0, cb->stream>>>(w, grad, m, n, h->lr, h->momentum, h->weight_decay,
+                                                           h->grad_scale);
+    return yp_cuda_check_launch(op);
+}
+
+extern "C" int yp_cuda_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema,
+                                    int64_t n, const yp_optim_hyp *h) {
+    static const char op[] = "sgd_ema_step";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    const void *p[] = {w, grad, m};
+    if (optim_check(op, dt, n, h, 3, p))
+        return -1;
+    if (n == 0)
+        return 0;
+    if (yp_cuda_use(op, cb))
+        return -1;
+    const float d = h->ema_decay;
+    sgd_ema_kernel<<<grid_for(n), kBlockSize, 0, cb->stream>>>(w, grad, m, ema, n, h->lr, h->momentum,
+                                                               h->weight_decay, h->grad_scale, d, 1.0f - d);
+    return yp_cuda_check_launch(op);
+}
+
+extern "C" int yp_cuda_adam_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, float *v,
+                                 int64_t n, const yp_optim_hyp *h) {
+    static const char op[] = "adam_step";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    const void *p[] = {w, grad, m, v};
+    if (optim_check(op, dt, n, h, 4, p))
+        return -1;
+    if (h->step < 1)
+        return yp_cuda_fail("%s: step %lld must be >= 1", op, (long long)h->step);
+    if (n == 0)
+        return 0;
+    if (yp_cuda_use(op, cb))
+        return -1;
+    adam_kernel<<<grid_for(n), kBlockSize, 0, cb->stream>>>(w, grad, m, v, n, yp_adam_coefs(h));
+    return yp_cuda_check_launch(op);
+}
+
+extern "C" int yp_cuda_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, int64_t n, float d) {
+    static const char op[] = "ema_update";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    const void *p[] = {ema, w};
+    if (check_f32(op, dt) || check_count(op, n) || (n > 0 && check_ptrs(op, 2, p)))
+        return -1;
+    if (n == 0)
+        return 0;
+    if (yp_cuda_use(op, cb))
+        return -1;
+    ema_kernel<<<grid_for(n), kBlockSize, 0, cb->stream>>>(ema, w, n, d, 1.0f - d);
+    return yp_cuda_check_launch(op);
+}
+
+static std::mutex sum_squares_mutex;  // guards g_sum_partial / g_sum_result between host threads
+
+extern "C" int yp_cuda_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out) {
+    static const char op[] = "sum_squares";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (check_f32(op, dt) || check_count(op, n))
+        return -1;
+    if (!out)
+        return yp_cuda_fail("%s: NULL result pointer", op);
+    if (n > 0 && !x)
+        return yp_cuda_fail("%s: NULL buffer with %lld elements", op, (long long)n);
+    if (n == 0) {
+        *out = 0.0;
+        return 0;
+    }
+    // 8 elements per thread before a block is added, up to kSumBlocks blocks: fixed by n alone.
+    int64_t blocks = (n + (int64_t)kSumThreads * 8 - 1) / ((int64_t)kSumThreads * 8);
+    const int parts = (int)(blocks < kSumBlocks ? blocks : kSumBlocks);
+    std::lock_guard<std::mutex> lock(sum_squares_mutex);
+    if (yp_cuda_use(op, cb))
+        return -1;
+    sum_squares_partial_kernel<<<parts, kSumThreads, 0, cb->stream>>>(x, n);
+    if (yp_cuda_check_launch(op))
+        return -1;
+    sum_squares_final_kernel<<<1, kSumThreads, 0, cb->stream>>>(parts);
+    if (yp_cuda_check_launch(op))
+        return -1;
+    double result = 0.0;
+    cudaError_t e = cudaMemcpyFromSymbolAsync(&result, g_sum_result, sizeof result, 0, cudaMemcpyDeviceToHost,
+                                              cb->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(cb->stream);
+    if (e != cudaSuccess)
+        return yp_cuda_fail("%s: copying the result: %s (%s)", op, cudaGetErrorString(e), cudaGetErrorName(e));
+    *out = result;
+    return 0;
+}
+
+extern "C" void yp_cuda_register_optim(yp_ops *o) {
+    o->sgd_step = yp_cuda_sgd_step;
+    o->adam_step = yp_cuda_adam_step;
+    o->ema_update = yp_cuda_ema_update;
+    o->sgd_ema_step = yp_cuda_sgd_ema_step;
+    o->sum_squares = yp_cuda_sum_squares;
+}

@@ -1,0 +1,159 @@
+/* yp_index_math.h - the data-movement ops (yp_ops.h: concat, upsample, maxpool, space_to_depth)
+ * as one output element at a time, in index arithmetic on NHWC tensors with 64-bit indices:
+ * each function computes element `o` (or `e`) of the op's output from its inputs, so a caller
+ * that runs it for every index in any order, one thread per index, computes the whole op with
+ * no two threads writing one element. The CUDA backend's kernels (kernels/cuda/eltwise.cu) are
+ * exactly such loops; the host test test_kernels_index runs the same functions on the CPU
+ * against the CPU backend's ops, so the index arithmetic is checked without a GPU.
+ * Plain C11 and CUDA: `static inline`, and __host__ __device__ under nvcc.
+ *
+ * The backward ops are gathers that add in the CPU backend's order (dx scaled by beta first,
+ * then the contributions in output raster order), so with beta 0 or 1 they give its bits. */
+#ifndef YP_INDEX_MATH_H
+#define YP_INDEX_MATH_H
+
+#include <stdint.h>
+
+#include "yp_ops.h"
+
+#if defined(__CUDACC__)
+#define YP_INDEX_HD __host__ __device__
+#else
+#define YP_INDEX_HD
+#endif
+
+/* A gradient output's new value: v where beta is 0 (old is not read: it may be arena garbage),
+ * else beta*old + v. */
+static inline YP_INDEX_HD float yp_acc(float beta, const float *old, float v) {
+    return beta == 0.0f ? v : beta * *old + v;
+}
+
+/* Concat: element i of an input with c channels sits at this index of the output with ctot
+ * channels, the input's channels starting at off. */
+static inline YP_INDEX_HD int64_t yp_concat_index(int64_t i, int64_t c, int64_t ctot, int64_t off) {
+    int64_t r = i / c;
+    return r * ctot + off + (i - r * c);
+}
+
+/* Nearest upsampling by s: output element o of (n, h*s, w*s, c) copies this input element. */
+static inline YP_INDEX_HD int64_t yp_upsample_source(yp_dims in, int64_t s, int64_t o) {
+    const int64_t C = in.c, OW = in.w * s, OH = in.h * s;
+    int64_t c = o % C, t = o / C;
+    int64_t ox = t % OW;
+    t /= OW;
+    int64_t oy = t % OH, i = t / OH;
+    return ((i * in.h + oy / s) * in.w + ox / s) * C + c;
+}
+
+/* Its backward at input element e: beta*dx[e] + the gradients of its s*s copies, the first copy
+ * first, then the others in (ty, tx) raster order. */
+static inline YP_INDEX_HD float yp_upsample_grad(const float *dy, const float *dx, yp_dims in, int64_t s, float beta,
+                                                 int64_t e) {
+    const int64_t C = in.c, OW = in.w * s, OH = in.h * s;
+    int64_t c = e % C, t = e / C;
+    int64_t ix = t % in.w;
+    t /= in.w;
+    int64_t iy = t % in.h, i = t / in.h;
+    const float *first = dy + ((i * OH + iy * s) * OW + ix * s) * C + c;
+    float g = yp_acc(beta, dx + e, first[0]);
+    for (int64_t ty = 0; ty < s; ty++)
+        for (int64_t tx = ty == 0 ? 1 : 0; tx < s; tx++)
+            g += first[(ty * OW + tx) * C];
+    return g;
+}
+
+/* The valid input range [*lo, *hi) of pooling output coordinate o along an axis of `extent`. */
+static inline YP_INDEX_HD void yp_pool_window(int64_t o, int k, int s, int p, int64_t extent, int64_t *lo,
+                                              int64_t *hi) {
+    int64_t a = o * s - p, b = a + k;
+    *lo = a < 0 ? 0 : a;
+    *hi = b > extent ? extent : b;
+}
+
+/* The maximum of pooling window (oy, ox) in channel c of one image (ximg, d.in's h, w, c) and,
+ * in *arg, its pixel iy*w + ix. PyTorch's scan: kh outer, kw inner, a later element wins only
+ * when strictly greater or NaN (ties go to the first maximum, NaN propagates). */
+static inline YP_INDEX_HD float yp_pool_max(const float *ximg, int64_t oy, int64_t ox, int64_t c, yp_pool_desc d,
+                                            int64_t *arg) {
+    const int64_t C = d.in.c, W = d.in.w;
+    int64_t y0, y1, x0, x1;
+    yp_pool_window(oy, d.k, d.s, d.p, d.in.h, &y0, &y1);
+    yp_pool_window(ox, d.k, d.s, d.p, W, &x0, &x1);
+    int64_t best_at = y0 * W + x0;
+    float best = ximg[best_at * C + c];
+    for (int64_t iy = y0; iy < y1; iy++)
+        for (int64_t ix = iy == y0 ? x0 + 1 : x0; ix < x1; ix++) {
+            float v = ximg[(iy * W + ix) * C + c];
+            if (v > best || v != v) {
+                best = v;
+                best_at = iy * W + ix;
+            }
+        }
+    *arg = best_at;
+    return best;
+}
+
+/* Max pooling's output element o. */
+static inline YP_INDEX_HD float yp_pool_forward_at(const float *x, yp_pool_desc d, int64_t o) {
+    const int64_t C = d.out.c, OW = d.out.w, OH = d.out.h;
+    int64_t c = o % C, t = o / C;
+    int64_t ox = t % OW;
+    t /= OW;
+    int64_t oy = t % OH, i = t / OH;
+    int64_t arg;
+    return yp_pool_max(x + i * d.in.h * d.in.w * C, oy, ox, c, d, &arg);
+}
+
+/* Its backward at input element e: beta*dx[e] (0 without reading for beta 0), plus dy of every
+ * output window that covers e and whose maximum (recomputed from x) e is, in output raster
+ * order, which is the order the CPU's scatter adds them in. */
+static inline YP_INDEX_HD float yp_pool_grad(const float *x, const float *dy, const float *dx, yp_pool_desc d,
+                                             float beta, int64_t e) {
+    const int64_t C = d.in.c, H = d.in.h, W = d.in.w, OH = d.out.h, OW = d.out.w;
+    int64_t c = e % C, t = e / C;
+    int64_t ix = t % W;
+    t /= W;
+    int64_t iy = t % H, i = t / H;
+    /* the outputs o with o*s - p <= iy < o*s - p + k, clamped into the output */
+    int64_t ly = iy + d.p - d.k + 1, lx = ix + d.p - d.k + 1;
+    int64_t oy0 = ly <= 0 ? 0 : (ly + d.s - 1) / d.s, oy1 = (iy + d.p) / d.s;
+    int64_t ox0 = lx <= 0 ? 0 : (lx + d.s - 1) / d.s, ox1 = (ix + d.p) / d.s;
+    if (oy1 > OH - 1) oy1 = OH - 1;
+    if (ox1 > OW - 1) ox1 = OW - 1;
+    float g = beta == 0.0f ? 0.0f : (beta == 1.0f ? dx[e] : beta * dx[e]);
+    const float *ximg = x + i * H * W * C;
+    const int64_t me = iy * W + ix;
+    for (int64_t oy = oy0; oy <= oy1; oy++)
+        for (int64_t ox = ox0; ox <= ox1; ox++) {
+            int64_t arg;
+            yp_pool_max(ximg, oy, ox, c, d, &arg);
+            if (arg == me)
+                g += dy[((i * OH + oy) * OW + ox) * C + c];
+        }
+    return g;
+}
+
+/* Focus (space_to_depth): output element o of (n, h/2, w/2, 4c), channel block b of output pixel
+ * (oy, ox), copies input pixel (2*oy + (b & 1), 2*ox + (b >> 1)): this input element. */
+static inline YP_INDEX_HD int64_t yp_s2d_source(yp_dims in, int64_t o) {
+    const int64_t C = in.c, C4 = 4 * in.c, oh = in.h / 2, ow = in.w / 2;
+    int64_t cc = o % C4, t = o / C4;
+    int64_t b = cc / C, c = cc - b * C;
+    int64_t ox = t % ow;
+    t /= ow;
+    int64_t oy = t % oh, i = t / oh;
+    return ((i * in.h + 2 * oy + (b & 1)) * in.w + 2 * ox + (b >> 1)) * C + c;
+}
+
+/* The inverse: the output element that input element e is copied to (exactly one). */
+static inline YP_INDEX_HD int64_t yp_s2d_target(yp_dims in, int64_t e) {
+    const int64_t C = in.c, oh = in.h / 2, ow = in.w / 2;
+    int64_t c = e % C, t = e / C;
+    int64_t ix = t % in.w;
+    t /= in.w;
+    int64_t iy = t % in.h, i = t / in.h;
+    int64_t b = (iy & 1) | ((ix & 1) << 1);
+    return ((i * oh + iy / 2) * ow + ix / 2) * 4 * C + b * C + c;
+}
+
+#endif
