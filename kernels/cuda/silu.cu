@@ -2,6 +2,7 @@
 // Elementwise and memory-bound: one grid-stride loop per kernel, 64-bit indices.
 #include <cuda_runtime.h>
 
+#include "launch.cuh"
 #include "yp_cuda.h"
 
 // ----------------------------------------------------------------------------
@@ -28,25 +29,14 @@ static __global__ void silu_backward_kernel(const float *x, const float *dy, flo
 // ----------------------------------------------------------------------------
 // launchers
 
-static const int kBlockSize = 256;
-// 65536 blocks of 256 threads cover every GPU we target many times over; larger n loops.
-static const int64_t kMaxBlocks = 65536;
+using yp_cuda::grid_for;
+using yp_cuda::kBlockSize;
 
-static int grid_size(int64_t n) {
-    int64_t blocks = (n + kBlockSize - 1) / kBlockSize;
-    return (int)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
-
-// Shared argument checks: 0, or -1 with the reason recorded. fp32 only so far.
+// The shared checks (launch.cuh): fp32, a count >= 0, no NULL buffer when there is work.
 static int check_args(const char *op, yp_elem dt, int64_t n, const void *a, const void *b, const void *c) {
-    if (dt != YP_ELEM_F32)
-        return yp_cuda_fail("cuda backend: %s: dtype %s not supported yet; the CUDA ops run fp32", op,
-                            yp_elem_name(dt));
-    if (n < 0)
-        return yp_cuda_fail("%s: negative element count %lld", op, (long long)n);
-    if (n > 0 && (!a || !b || !c))
-        return yp_cuda_fail("%s: NULL buffer with %lld elements", op, (long long)n);
-    return 0;
+    const void *ptrs[3] = {a, b, c};
+    if (yp_cuda::check_f32(op, dt) || yp_cuda::check_count(op, n)) return -1;
+    return n > 0 ? yp_cuda::check_ptrs(op, 3, ptrs) : 0;
 }
 
 extern "C" int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n) {
@@ -57,7 +47,7 @@ extern "C" int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, 
         return 0;  // a zero-block launch is an error in CUDA
     if (yp_cuda_use("silu_forward", cb))
         return -1;
-    silu_forward_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(x, y, n);
+    silu_forward_kernel<<<grid_for(n), kBlockSize, 0, cb->stream>>>(x, y, n);
     return yp_cuda_check_launch("silu_forward");
 }
 
@@ -70,6 +60,6 @@ extern "C" int yp_cuda_silu_backward(yp_backend *be, yp_elem dt, const float *x,
         return 0;
     if (yp_cuda_use("silu_backward", cb))
         return -1;
-    silu_backward_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(x, dy, dx, n);
+    silu_backward_kernel<<<grid_for(n), kBlockSize, 0, cb->stream>>>(x, dy, dx, n);
     return yp_cuda_check_launch("silu_backward");
 }

@@ -2,7 +2,8 @@
  * (kernels/backend.c) and what its own files share. C linkage; the dispatcher's part uses plain C
  * types only, so it includes this as C. Only included when the library is built with YP_HAVE_CUDA.
  * Defines: yp_cuda_backend_new, yp_cuda_build_info, yp_cuda_fail, yp_cuda_check_launch, the
- * launchers (one pair per op, in kernels/cuda/<op>.cu) and, for the .cu files only,
+ * launchers (one block per file kernels/cuda/<file>.cu, with its yp_cuda_register_<file> that sets
+ * them in the op table) and, for the .cu files only,
  * yp_cuda_backend (an instance) and yp_cuda_of. */
 #ifndef YP_CUDA_H
 #define YP_CUDA_H
