@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-epochs=60 batch=16 threads="$(nproc)" workers=2 out=""
+epochs=150 batch=16 threads="$(nproc)" workers=2 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --epochs) epochs="$2"; shift 2 ;;
