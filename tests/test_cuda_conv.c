@@ -13,22 +13,14 @@
 
 #include "yp_backend.h"
 #include "yp_test.h"
+#include "yp_test_cuda.h"
 
 static yp_backend *gpu, *cpu;
-
-/* Deterministic uniform floats in [lo, hi) (xorshift64*). */
-static float uniform(uint64_t *state, float lo, float hi) {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    uint64_t r = *state * 2685821657736338717ull;
-    return lo + (hi - lo) * (float)((double)(r >> 40) / 16777216.0);
-}
 
 static float *rand_host(int64_t n, uint64_t seed, float lo, float hi) {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
     uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int64_t i = 0; p && i < n; i++) p[i] = uniform(&st, lo, hi);
+    for (int64_t i = 0; p && i < n; i++) p[i] = yp_test_uniform(&st, lo, hi);
     return p;
 }
 
@@ -355,14 +347,14 @@ static yp_loss_target *make_positives(const yp_loss_desc *d, int level, int n, u
         if (k % 3 == 2) {
             *t = p[k - 1];
         } else {
-            t->b = (int32_t)(uniform(&st, 0, 1) * (float)d->batch);
-            t->a = (int32_t)(uniform(&st, 0, 1) * (float)d->cfg.na);
-            t->gj = (int32_t)(uniform(&st, 0, 1) * (float)d->grid_h[level]);
-            t->gi = (int32_t)(uniform(&st, 0, 1) * (float)d->grid_w[level]);
+            t->b = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->batch);
+            t->a = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->cfg.na);
+            t->gj = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->grid_h[level]);
+            t->gi = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->grid_w[level]);
         }
-        t->cls = (int32_t)(uniform(&st, 0, 1) * (float)d->cfg.nc);
-        t->tbox[0] = uniform(&st, -0.5f, 1.5f), t->tbox[1] = uniform(&st, -0.5f, 1.5f);
-        t->tbox[2] = uniform(&st, 0.3f, 4.0f), t->tbox[3] = uniform(&st, 0.3f, 4.0f);
+        t->cls = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->cfg.nc);
+        t->tbox[0] = yp_test_uniform(&st, -0.5f, 1.5f), t->tbox[1] = yp_test_uniform(&st, -0.5f, 1.5f);
+        t->tbox[2] = yp_test_uniform(&st, 0.3f, 4.0f), t->tbox[3] = yp_test_uniform(&st, 0.3f, 4.0f);
     }
     return p;
 }
@@ -441,20 +433,8 @@ static void test_loss_errors(void) {
 }
 
 int main(void) {
-    char why[512] = "";
-    gpu = yp_backend_cuda_new(0, why, sizeof why);
-    printf("build: %s\n", yp_kernels_build_info());
-    if (!gpu) {
-        printf("SKIP: %s\n", why);
-        return 77;
-    }
-    const yp_cpu_config cfg = {1};
-    cpu = yp_backend_cpu_new(&cfg, why, sizeof why);
-    if (!cpu) {
-        fprintf(stderr, "no CPU backend: %s\n", why);
-        yp_backend_free(gpu);
-        return 1;
-    }
+    int rc = yp_test_cuda_open(&gpu, &cpu, 1);
+    if (rc) return rc;
     YP_RUN(test_conv_1x1);
     YP_RUN(test_conv_3x3_s1);
     YP_RUN(test_conv_3x3_s2);

@@ -23,19 +23,11 @@
 
 #include "yp_backend.h"
 #include "yp_test.h"
+#include "yp_test_cuda.h"
 
 static yp_backend *gpu, *cpu;
 
 /* ---- helpers ---- */
-
-/* Deterministic uniform floats in [lo, hi) (xorshift64*). */
-static float uniform(uint64_t *state, float lo, float hi) {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    uint64_t r = *state * 2685821657736338717ull;
-    return lo + (hi - lo) * (float)((double)(r >> 40) / 16777216.0);
-}
 
 /* A tensor held twice: h on the host (what the CPU backend runs on) and d on the device, with the
  * same contents when made. */
@@ -62,7 +54,7 @@ static buf buf_rand(int64_t n, uint64_t seed, float lo, float hi, float quant) {
         return b;
     uint64_t st = seed * 0x9e3779b97f4a7c15ull + 1;
     for (int64_t i = 0; i < n; i++) {
-        float v = uniform(&st, lo, hi);
+        float v = yp_test_uniform(&st, lo, hi);
         b.h[i] = quant > 0 ? floorf(v / quant) * quant : v;
     }
     CHECK(buf_upload(&b) == 0);
@@ -327,7 +319,7 @@ static void bn_case(yp_dims dims, uint64_t seed) {
     {
         uint64_t st = seed + 6;
         for (int64_t j = 0; j < c; j++) {
-            float off = uniform(&st, -3, 3), scale = uniform(&st, 0.5f, 2.0f);
+            float off = yp_test_uniform(&st, -3, 3), scale = yp_test_uniform(&st, 0.5f, 2.0f);
             for (int64_t r = 0; r < rows; r++)
                 x.h[r * c + j] = off + scale * x.h[r * c + j];
         }
@@ -553,19 +545,8 @@ static void test_errors(void) {
 }
 
 int main(void) {
-    char why[512] = "";
-    gpu = yp_backend_cuda_new(0, why, sizeof why);
-    printf("build: %s\n", yp_kernels_build_info());
-    if (!gpu) {
-        printf("SKIP: %s\n", why);
-        return 77;
-    }
-    cpu = yp_backend_cpu_new(NULL, why, sizeof why);
-    if (!cpu) {
-        fprintf(stderr, "no CPU backend: %s\n", why);
-        yp_backend_free(gpu);
-        return 1;
-    }
+    int rc = yp_test_cuda_open(&gpu, &cpu, 0);
+    if (rc) return rc;
     YP_RUN(test_add_axpy);
     YP_RUN(test_concat);
     YP_RUN(test_upsample);

@@ -9,17 +9,9 @@
 
 #include "yp_backend.h"
 #include "yp_test.h"
+#include "yp_test_cuda.h"
 
 static yp_backend *gpu, *cpu;
-
-/* Deterministic uniform floats in [lo, hi) (xorshift64*). */
-static float uniform(uint64_t *state, float lo, float hi) {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    uint64_t r = *state * 2685821657736338717ull;
-    return lo + (hi - lo) * (float)((double)(r >> 40) / 16777216.0);
-}
 
 /* Counts elements where |got - want| > rtol |want| + atol, printing the first few. */
 static int64_t count_mismatches(const char *what, const float *got, const float *want,
@@ -68,8 +60,8 @@ static void test_silu_matches_cpu(void) {
         goto done;
     uint64_t st = 0x243f6a8885a308d3ull;
     for (int64_t i = 0; i < n; i++) {
-        x[i] = uniform(&st, -20.0f, 20.0f);
-        dy[i] = uniform(&st, -2.0f, 2.0f);
+        x[i] = yp_test_uniform(&st, -20.0f, 20.0f);
+        dy[i] = yp_test_uniform(&st, -2.0f, 2.0f);
     }
     x[0] = -100.0f, x[1] = 100.0f, x[2] = 0.0f, x[3] = -1.278464543f, x[n - 1] = -88.5f;
     CHECK(cpu->ops->silu_forward(cpu, YP_ELEM_F32, x, y_cpu, n) == 0);
@@ -151,19 +143,8 @@ static void test_memory(void) {
 }
 
 int main(void) {
-    char why[512] = "";
-    gpu = yp_backend_cuda_new(0, why, sizeof why);
-    printf("build: %s\n", yp_kernels_build_info());
-    if (!gpu) {
-        printf("SKIP: %s\n", why);
-        return 77;
-    }
-    cpu = yp_backend_cpu_new(NULL, why, sizeof why);
-    if (!cpu) {
-        fprintf(stderr, "no CPU backend: %s\n", why);
-        yp_backend_free(gpu);
-        return 1;
-    }
+    int rc = yp_test_cuda_open(&gpu, &cpu, 0);
+    if (rc) return rc;
     YP_RUN(test_silu_matches_cpu);
     YP_RUN(test_counts);
     YP_RUN(test_memory);
