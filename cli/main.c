@@ -39,7 +39,11 @@ static void usage(FILE *f) {
           "                     amp-fp16|fp32, --optimizer, --freeze, --multi-scale, --reserve, --max-batch, --json;\n"
           "                     and its speed: images/s, seconds an epoch with validation, hours for\n"
           "                     --epochs N (default 300) on --data's images (default COCO's), the loader's\n"
-          "                     workers from --cpus N (default 8, the README's AWS p3.2xlarge)\n"
+          "                     workers from --cpus N (default 8, the README's AWS p3.2xlarge) and\n"
+          "                     --workers N (train.py's, default 8); and its host RAM: the training process,\n"
+          "                     the loaders' workers and queued batches, --cache [ram|disk]'s images (from\n"
+          "                     --data's image headers, else COCO's or --images N of 640x480), against\n"
+          "                     --mem SIZE (the training machine's free RAM; default: this machine's)\n"
           "  --profile autobatch  AutoBatch's probe of batches 1, 2, 4, 8, 16 and its pick (implies --target pytorch)\n"
           "\n",
           f);

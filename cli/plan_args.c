@@ -99,7 +99,7 @@ static int scan_data(plan_args *pa, const char *path, yp_err *err) {
     pa->n_images = st.n_images;
     pa->search.base.labels_per_image = st.max_labels > 0 ? (double)st.max_labels : 1.0;
     pa->data_stats = st;
-    pa->has_data = 1;
+    pa->has_data = 1, pa->data_path = path;
     yp_dataset_stats val; /* the speed prediction's validation pass; a set without val trains with --noval */
     yp_err why;
     pa->n_val_images = yp_dataset_scan_split(path, "val", &val, &why) ? 0 : val.n_images;
@@ -108,7 +108,9 @@ static int scan_data(plan_args *pa, const char *path, yp_err *err) {
 
 typedef struct {
     const char *gpu, *model, *img, *precision, *ckpt, *mosaic, *data, *scratch, *target, *profile;
-    long batch, freeze, max_batch, epochs, cpus;
+    const char *cache, *mem;
+    long batch, freeze, max_batch, epochs, cpus, workers;
+    int workers_given;
     int policy_given, ckpt_given, labels_given, images_given, top_given, no_ema;
 } raw_opts;
 
@@ -137,6 +139,11 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
         pa->search.max_batch = mb, r->max_batch = mb;
     } else if (!strcmp(a, "--epochs")) {
         if (cli_parse_int(a, v, 1, 100000, &r->epochs, err)) return -1;
+    } else if (!strcmp(a, "--workers")) {
+        if (cli_parse_int(a, v, 0, 4096, &r->workers, err)) return -1;
+        r->workers_given = 1;
+    } else if (!strcmp(a, "--mem")) {
+        r->mem = v;
     } else if (!strcmp(a, "--cpus")) {
         if (cli_parse_int(a, v, 1, 4096, &r->cpus, err)) return -1;
     } else if (!strcmp(a, "--freeze")) {
@@ -262,9 +269,9 @@ static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
                           "not --target yoloplan");
     pa->torch = (r->target && !strcmp(r->target, "pytorch")) || r->profile;
     pa->torch_profile = r->profile != NULL;
-    if (!pa->torch && (r->epochs || r->cpus))
-        return yp_err_set(err, "--epochs and --cpus size the speed prediction of train.py; use them with --target "
-                          "pytorch");
+    if (!pa->torch && (r->epochs || r->cpus || r->workers_given || r->cache || r->mem))
+        return yp_err_set(err, "--epochs, --cpus, --workers, --cache and --mem describe a run of train.py (its speed "
+                          "and host memory); use them with --target pytorch");
     if (!pa->torch) return 0;
     const yp_search_opts *o = &pa->search;
     static const struct {
@@ -283,8 +290,9 @@ static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
                           "and --timeline");
     if (r->top_given || pa->row) return yp_err_set(err, "--top/--row choose rows of the planner's table; drop them "
                                                    "with --target pytorch");
-    if (r->images_given) return yp_err_set(err, "--images sizes the host-memory estimate of yoloplan's loader; drop it "
-                                           "with --target pytorch (device memory only)");
+    if (r->images_given && pa->has_data)
+        return yp_err_set(err, "--images %lld: --data already says how many images the dataset has; drop --images",
+                          (long long)pa->n_images);
     if (o->n_models != 1)
         return yp_err_set(err, "--model: --target pytorch predicts one model at a time; give one (e.g. --model "
                           "yolov5s)");
@@ -298,6 +306,12 @@ static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
     pa->torch_max_batch = r->max_batch ? r->max_batch : 1024; /* AutoBatch's own bound */
     pa->torch_epochs = r->epochs ? (int)r->epochs : 300;
     pa->torch_cpus = r->cpus ? (int)r->cpus : 8; /* the README's machine: an AWS p3.2xlarge, 8 vCPUs */
+    pa->torch_workers = r->workers_given ? (int)r->workers : YP_TORCH_DEFAULT_WORKERS;
+    pa->torch_cache = !r->cache ? YP_TORCH_CACHE_NONE : !strcmp(r->cache, "ram") ? YP_TORCH_CACHE_RAM
+                                                                                   : YP_TORCH_CACHE_DISK;
+    if (r->mem && cli_parse_size("--mem", r->mem, &pa->host_mem, err)) return -1;
+    pa->host_mem_given = r->mem != NULL;
+    if (!r->mem) pa->host_mem = cli_host_available_bytes();
     pa->torch_amp = 1;
     if (r->precision && !strcmp(r->precision, "fp32")) pa->torch_amp = 0;
     else if (r->precision && strcmp(r->precision, "amp-fp16") && strcmp(r->precision, "all"))
@@ -322,7 +336,11 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
         if (!strcmp(a, "--json")) pa->json = 1;
         else if (!strcmp(a, "--no-ema")) pa->search.base.ema = 0, r.no_ema = 1;
         else if (!strcmp(a, "--multi-scale")) pa->search.base.multi_scale = 1;
-        else {
+        else if (!strcmp(a, "--cache")) { /* train.py's --cache [ram|disk]: bare means ram */
+            int given = v && (!strcmp(v, "ram") || !strcmp(v, "disk"));
+            r.cache = given ? v : "ram";
+            i += given;
+        } else {
             int k = v ? value_opt(pa, &r, a, v, err) : 0;
             if (k < 0) return -1;
             if (k == 0)

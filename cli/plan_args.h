@@ -5,6 +5,7 @@
 
 #include "yp_dataset.h"
 #include "yp_search.h"
+#include "yp_torch_host.h"
 
 typedef struct {
     yp_search_opts search;
@@ -22,6 +23,7 @@ typedef struct {
     int64_t n_images;        /* dataset images (sizes the RAM cache), 0 unknown */
     int data_nc;             /* classes from --data (0: the model's own) */
     int has_data;
+    const char *data_path;   /* --data */
     yp_dataset_stats data_stats;
     int torch;               /* --target pytorch: predict Ultralytics train.py (cli/cmd_torch.c) */
     int torch_profile;       /* --profile autobatch: AutoBatch's probe (implies --target pytorch) */
@@ -30,6 +32,11 @@ typedef struct {
     int torch_epochs;        /* --epochs for the speed prediction (300, train.py's default) */
     int torch_cpus;          /* --cpus: the training machine's CPUs (train.py's workers); 8 by default */
     int64_t n_val_images;    /* --data's validation images (0: none scanned) */
+    int torch_workers;       /* --workers: train.py's loader workers at most (8 by default) */
+    yp_torch_cache torch_cache; /* --cache [ram|disk] */
+    int64_t host_mem;        /* --mem: the training machine's available host memory (default:
+                              * this machine's MemAvailable; 0 unknown) */
+    int host_mem_given;
 } plan_args;
 
 /* Parses argv (argv[0] is the command name or the first option). 0, or -1 with err set. */

@@ -55,6 +55,13 @@ typedef struct {
  * dropped, out of memory. */
 int yp_dataset_scan_split(const char *data_yaml, const char *split, yp_dataset_stats *out, yp_err *err);
 
+/* The width and height of up to max_n of split's images (evenly spaced over the sorted list, all
+ * of them when there are fewer), from their headers (yp_image_probe: no pixel decoded); an image
+ * that does not read is skipped. w and h hold max_n each; *n gets how many were read. As YOLOv5's
+ * check_cache_ram, which extrapolates the RAM cache from 30 images. 0, or -1 with err set as
+ * yp_dataset_scan_split (max_n < 1 too). */
+int yp_dataset_sample_sizes(const char *data_yaml, const char *split, int max_n, int *w, int *h, int *n, yp_err *err);
+
 /* yp_dataset_scan_split(data_yaml, "train", out, err). */
 int yp_dataset_scan(const char *data_yaml, yp_dataset_stats *out, yp_err *err);
 

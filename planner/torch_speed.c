@@ -4,6 +4,7 @@
 
 #include "torch_internal.h"
 #include "yp_cost.h"
+#include "yp_torch_host.h"
 #include "yp_torch_speed.h"
 
 const char *yp_torch_bound_name(yp_torch_bound b) {
@@ -236,13 +237,11 @@ static void optimizer_step(timeline *t, const state_size *z) {
 
 static int rate_ok(const yp_torch_speed *sp, yp_err *err) {
     if (!sp->gpu || sp->batch < 1 || sp->img < 32 || sp->epochs < 0 || sp->train_images < 0 || sp->val_images < 0 ||
-        sp->cpus < 0)
+        sp->cpus < 0 || sp->workers_opt < 0)
         return yp_err_set(err, "PyTorch speed: bad inputs (batch %lld, img %lld)", (long long)sp->batch,
                           (long long)sp->img);
     return 0;
 }
-
-static int min3(int a, int b, int c) { return a < b ? (a < c ? a : c) : (b < c ? b : c); }
 
 /* One validation batch of vb images on s (an fp16 or fp32 schedule at that batch). */
 static int val_batch(const yp_schedule *s, const yp_gpu *gpu, int half, int64_t vb, int64_t img, double *sec,
@@ -288,10 +287,12 @@ int yp_torch_speed_predict(const yp_graph *g, yp_torch_speed *sp, yp_err *err) {
     sp->host_s = t.host_busy + o.host_busy / sp->accumulate;
     double gpu_only = t.gpu_busy + o.gpu_busy / sp->accumulate;
     sp->gpu_images_per_s = (double)B / sp->iter_s;
-    sp->workers = sp->cpus > 0 ? min3(sp->cpus, (int)(B < 8 ? B : 8), 8) : 0; /* min(cpus, batch, 8) */
+    sp->workers = sp->cpus > 0 ? yp_torch_train_workers(sp->cpus, B, sp->workers_opt) : 0;
     double item = sp->cache ? YP_TORCH_CACHED_ITEM_S : YP_TORCH_MOSAIC_ITEM_S;
     int cores = sp->cores > 0 && sp->cores < sp->cpus ? sp->cores : sp->cpus;
     sp->loader_images_per_s = sp->workers > 0 ? (sp->workers < cores ? sp->workers : cores) / item : 0;
+    if (sp->cpus > 0 && sp->workers == 0) /* the training process loads between iterations */
+        sp->loader_images_per_s = 1.0 / (item + sp->host_s / (double)B);
     if (sp->workers > 0 && sp->workers + 1 > cores) { /* the training process shares the cores */
         double shared = cores / (item + sp->host_s / (double)B);
         if (shared < sp->loader_images_per_s) sp->loader_images_per_s = shared;
@@ -305,7 +306,7 @@ int yp_torch_speed_predict(const yp_graph *g, yp_torch_speed *sp, yp_err *err) {
     /* validation: the EMA in fp16 (half=amp) at twice the batch */
     int64_t vb = 2 * B;
     sp->val_batch_s = sp->val_s = 0;
-    sp->val_workers = sp->cpus > 0 ? min3(sp->cpus, (int)(vb < 16 ? vb : 16), 16) : 0; /* workers * 2 */
+    sp->val_workers = sp->cpus > 0 ? yp_torch_val_workers(sp->cpus, B, sp->workers_opt) : 0;
     if (sp->val_images > 0) {
         if (vb > sp->val_images) vb = sp->val_images;
         yp_schedule *v = ytr_schedule(g, vb, S, S, sp->amp ? YP_DTYPE_F16 : YP_DTYPE_F32, 0, err);
@@ -318,6 +319,7 @@ int yp_torch_speed_predict(const yp_graph *g, yp_torch_speed *sp, yp_err *err) {
         double vitem = sp->cache ? YP_TORCH_VAL_ITEM_S - YP_TORCH_DECODE_S_PER_IMAGE : YP_TORCH_VAL_ITEM_S;
         int vw = sp->val_workers < cores ? sp->val_workers : cores;
         if (vw > 0 && vitem / vw > per_image) per_image = vitem / vw; /* the loader bounds validation */
+        if (sp->cpus > 0 && vw == 0) per_image += vitem;              /* loaded in the process */
         sp->val_batch_s = per_image * (double)vb;
         sp->val_s = (double)sp->val_images * per_image;
     }

@@ -31,7 +31,9 @@
  * waits for the GPU. So small models are bound by dispatch (the floor), large ones by kernels.
  * The loader bounds the rate at workers x the images per second one worker delivers, and when
  * the workers and the training process need more cores than the machine has, at cores / (a
- * worker's seconds per item + the host's seconds per image).
+ * worker's seconds per item + the host's seconds per image); with no workers (--workers 0) the
+ * training process loads each batch between iterations: 1 / (seconds per item + the host's
+ * seconds per image).
  *
  * Validation (val.run from train.py, every epoch): the EMA model in fp16 (model.half(), no
  * autocast casts), BN in eval mode, at twice the batch; per batch the copy, the forward, Detect's
@@ -104,9 +106,11 @@ typedef struct {
     int64_t batch, img;
     int amp;                   /* autocast fp16 (train.py's default on CUDA) */
     int freeze;                /* --freeze N */
-    int cpus;                  /* the machine's CPUs: train.py's workers = min(cpus, batch, 8),
-                                * validation's min(cpus, 2 x batch, 16); 0: unknown, the loader
-                                * is no bound */
+    int cpus;                  /* the machine's CPUs: train.py's workers = min(cpus, batch,
+                                * --workers), validation's min(cpus, 2 x batch, 2 x --workers)
+                                * (yp_torch_host.h); 0: unknown, the loader is no bound */
+    int workers_opt;           /* train.py's --workers (YP_TORCH_DEFAULT_WORKERS, 8, by default;
+                                * 0: the training process loads each batch itself) */
     int cores;                 /* the physical cores behind those CPUs (0: as many as cpus; a
                                 * vCPU that is a hyperthread shares its core): the workers and
                                 * the training process share them */

@@ -63,6 +63,53 @@ static void speed_line(FILE *f, const yp_torch_report *r) {
             r->speed_coco ? " (COCO's train2017/val2017, assumed: no --data)" : "", s->epochs, s->hours);
 }
 
+static const char *cache_name(yp_torch_cache c) {
+    return c == YP_TORCH_CACHE_RAM ? "--cache ram" : c == YP_TORCH_CACHE_DISK ? "--cache disk" : "no --cache";
+}
+
+/* Host RAM at the report's batch: the total, its terms, against what the machine has. */
+static void host_line(FILE *f, const yp_torch_report *r) {
+    if (!r->has_host) return;
+    const yp_torch_host *h = &r->host;
+    char t[16], m[16], w[16], q[16], c[16], av[16];
+    fprintf(f, "  host RAM: about %s (training process %s, %d + %d loader workers %s, batches in flight %s",
+            yp_fmt_gpu_mem(h->total_bytes, t, sizeof t), yp_fmt_gpu_mem(h->main_bytes, m, sizeof m), h->workers,
+            h->val_workers, yp_fmt_gpu_mem(h->worker_bytes, w, sizeof w), yp_fmt_gpu_mem(h->in_flight_bytes, q, sizeof q));
+    if (h->cache_bytes > 0) fprintf(f, ", cached images %s", yp_fmt_gpu_mem(h->cache_bytes, c, sizeof c));
+    fprintf(f, "; %s)", cache_name(r->cache));
+    if (r->host_mem > 0)
+        fprintf(f, " of %s available %s: %s\n", yp_fmt_gpu_mem(r->host_mem, av, sizeof av),
+                r->host_mem_here ? "on this machine (--mem for another)" : "(--mem)",
+                h->total_bytes < r->host_mem ? "fits" : "DOES NOT FIT");
+    else fprintf(f, "\n");
+    if (r->cache_asked == YP_TORCH_CACHE_RAM && (r->cache_refused_train || r->cache_refused_val))
+        fprintf(f, "    --cache ram: check_cache_ram refuses to cache the %s images (%s x 1.1 would not fit), so "
+                "train.py %s\n", r->cache_refused_train ? "training" : "validation",
+                yp_fmt_gpu_mem(r->host.cache_would_bytes, c, sizeof c),
+                r->cache_refused_train ? "loads from disk (the speed above is without the cache)"
+                                       : "caches the training images only");
+    else if (r->cache_asked == YP_TORCH_CACHE_NONE)
+        fprintf(f, "    --cache ram would hold %s more%s\n", yp_fmt_gpu_mem(h->cache_would_bytes, c, sizeof c),
+                r->host_coco ? " (images assumed COCO's 640x480)" : "");
+    fprintf(f, "    (host figures: bytes / 1e9 as GPU_mem; the CUDA libraries' host side in the training "
+            "process's %.2gG is an estimate)\n", (double)YP_TORCH_HOST_MAIN_BYTES / 1e9);
+}
+
+static void host_remedies(FILE *f, const yp_torch_report *r) {
+    if (!r->n_host_remedies) return;
+    fprintf(f, "\n  %-36s %9s %11s %10s\n", "host remedy (each alone)", "host RAM", "saves", "images/s");
+    for (int i = 0; i < r->n_host_remedies; i++) {
+        const yp_torch_host_remedy *m = &r->host_remedies[i];
+        char t[16], sv[24], ips[16] = "-";
+        yp_fmt_gpu_mem(m->host.total_bytes, t, sizeof t);
+        if (m->saves >= 0) yp_fmt_gpu_mem(m->saves, sv, sizeof sv);
+        else snprintf(sv, sizeof sv, "costs %.3gG", (double)-m->saves / 1e9);
+        if (m->images_per_s > 0) snprintf(ips, sizeof ips, "%.0f", m->images_per_s);
+        fprintf(f, "  %-36s %9s %11s %10s\n", m->flag, t, sv, ips);
+    }
+    fprintf(f, "  (GPU memory is the same with each: the loaders live on the host)\n");
+}
+
 void yp_report_torch(FILE *f, const yp_torch_report *r) {
     if (!r->whatif) {
         head(f, r, 0);
@@ -73,6 +120,7 @@ void yp_report_torch(FILE *f, const yp_torch_report *r) {
             figures(f, r, &r->rec, "    ");
         }
         speed_line(f, r);
+        host_line(f, r);
         autobatch_line(f, r);
         return;
     }
@@ -102,6 +150,8 @@ void yp_report_torch(FILE *f, const yp_torch_report *r) {
     if (r->rec_batch > 0) fprintf(f, "  recommended: --batch-size %lld\n", (long long)r->rec_batch);
     else fprintf(f, "  recommended: nothing fits, not even --batch-size 1\n");
     speed_line(f, r);
+    host_line(f, r);
+    host_remedies(f, r);
     autobatch_line(f, r);
 }
 
@@ -227,6 +277,42 @@ static cJSON *speed_json(const yp_torch_report *r) {
     return j;
 }
 
+static cJSON *host_json_of(const yp_torch_host *h) {
+    cJSON *j = cJSON_CreateObject();
+    add_i64(j, "total_bytes", h->total_bytes);
+    add_i64(j, "process_bytes", h->main_bytes);
+    add_i64(j, "workers_bytes", h->worker_bytes);
+    add_i64(j, "in_flight_bytes", h->in_flight_bytes);
+    add_i64(j, "cache_bytes", h->cache_bytes);
+    add_i64(j, "cache_ram_would_bytes", h->cache_would_bytes);
+    add_i64(j, "workers", h->workers);
+    add_i64(j, "val_workers", h->val_workers);
+    return j;
+}
+
+static cJSON *host_json(const yp_torch_report *r) {
+    cJSON *j = host_json_of(&r->host);
+    add_i64(j, "batch", r->host_opts.batch);
+    cJSON_AddStringToObject(j, "cache_asked", cache_name(r->cache_asked));
+    cJSON_AddStringToObject(j, "cache", cache_name(r->cache));
+    cJSON_AddBoolToObject(j, "cache_refused_train", r->cache_refused_train);
+    cJSON_AddBoolToObject(j, "cache_refused_val", r->cache_refused_val);
+    cJSON_AddBoolToObject(j, "image_sizes_assumed", r->host_coco);
+    cJSON_AddNumberToObject(j, "train_image_bytes", r->host_opts.train_image_bytes);
+    cJSON_AddNumberToObject(j, "val_image_bytes", r->host_opts.val_image_bytes);
+    if (r->host_mem > 0) {
+        add_i64(j, "available_bytes", r->host_mem);
+        cJSON_AddStringToObject(j, "available_from", r->host_mem_here ? "this machine" : "--mem");
+        cJSON_AddBoolToObject(j, "fits", r->host.total_bytes < r->host_mem);
+    } else {
+        cJSON_AddNullToObject(j, "available_bytes");
+        cJSON_AddNullToObject(j, "fits");
+    }
+    add_i64(j, "process_base_bytes", YP_TORCH_HOST_MAIN_BYTES);
+    add_i64(j, "worker_base_bytes", YP_TORCH_HOST_WORKER_BYTES);
+    return j;
+}
+
 cJSON *yp_report_torch_json(const yp_torch_report *r) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", "yoloplan-pytorch");
@@ -244,6 +330,8 @@ cJSON *yp_report_torch_json(const yp_torch_report *r) {
     if (r->has_autobatch) cJSON_AddItemToObject(j, "autobatch", autobatch_json(r));
     if (r->has_speed) cJSON_AddItemToObject(j, "speed", speed_json(r));
     else cJSON_AddNullToObject(j, "speed");
+    if (r->has_host) cJSON_AddItemToObject(j, "host", host_json(r));
+    else cJSON_AddNullToObject(j, "host");
     if (r->whatif) {
         cJSON *w = cJSON_AddObjectToObject(j, "whatif");
         add_i64(w, "batch", r->opts.batch);
@@ -260,6 +348,17 @@ cJSON *yp_report_torch_json(const yp_torch_report *r) {
             cJSON_AddBoolToObject(o, "fits", m->fits);
             cJSON_AddItemToObject(o, "prediction", prediction_json(r, &m->r, m->opts.batch));
             cJSON_AddItemToArray(rs, o);
+        }
+        cJSON *hs = cJSON_AddArrayToObject(w, "host_remedies");
+        for (int i = 0; i < r->n_host_remedies; i++) {
+            const yp_torch_host_remedy *m = &r->host_remedies[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "flag", m->flag);
+            add_i64(o, "saves_bytes", m->saves);
+            if (m->images_per_s > 0) cJSON_AddNumberToObject(o, "images_per_s", m->images_per_s);
+            else cJSON_AddNullToObject(o, "images_per_s");
+            cJSON_AddItemToObject(o, "host", host_json_of(&m->host));
+            cJSON_AddItemToArray(hs, o);
         }
     }
     return j;

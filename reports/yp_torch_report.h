@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "yp_torch_host.h"
 #include "yp_torch_speed.h"
 #include "yp_torch_train.h"
 
@@ -47,6 +48,18 @@ typedef struct {
     int has_speed;
     int speed_coco;             /* the dataset is COCO's, assumed (no --data) */
     yp_torch_speed speed;
+    /* the host (planner/yp_torch_host.h) at the speed's batch */
+    int has_host;
+    yp_torch_host_opts host_opts; /* as train.py runs (a refused --cache ram: no cache) */
+    yp_torch_cache cache_asked;   /* --cache as given */
+    yp_torch_cache cache;         /* what train.py ends up with */
+    int cache_refused_train, cache_refused_val; /* check_cache_ram said no (per split) */
+    int host_coco;                /* image sizes assumed (COCO's 640x480): no --data */
+    yp_torch_host host;
+    int64_t host_mem;             /* available on the training machine (0: unknown) */
+    int host_mem_here;            /* host_mem is this machine's MemAvailable (no --mem) */
+    yp_torch_host_remedy host_remedies[YP_TORCH_MAX_HOST_REMEDIES];
+    int n_host_remedies;
 } yp_torch_report;
 
 /* "3.91G": train.py's GPU_mem format (bytes / 1e9, %.3g, "G"). Returns buf. */

@@ -386,6 +386,10 @@ static void test_torch_target(void) {
         {"--gpu 8GB --target yoloplan --profile autobatch", "--target pytorch"},
         {"--gpu 8GB --epochs 3", "use them with --target pytorch"},
         {"--gpu 8GB --target pytorch --cpus 0", "--cpus"},
+        {"--gpu 8GB --workers 2", "use them with --target pytorch"},
+        {"--gpu 8GB --cache", "use them with --target pytorch"},
+        {"--gpu 8GB --target pytorch --workers -1", "--workers"},
+        {"--gpu 8GB --target pytorch --mem lots", "--mem"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = run("%s", bad[i][0]);
@@ -394,6 +398,44 @@ static void test_torch_target(void) {
         CHECK_STR_HAS(errtxt, bad[i][1]);
         CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     }
+}
+
+/* --target pytorch's host half: --workers and --cache change the host RAM and the loader (its
+ * JSON's host object and the what-if's host remedies); check_cache_ram's refusal on a machine
+ * with too little memory (--mem) is reported and leaves train.py uncached; --data's images size
+ * the cache from their headers. */
+static void test_torch_host(void) {
+    CHECK_EQ_I64(run("--gpu 8GB --target pytorch --model yolov5n --img 320 --batch 8 --workers 2 --cache --mem 500GB "
+                     "--json"), 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *h = cJSON_GetObjectItem(j, "host");
+    CHECK_EQ_I64(cJSON_GetObjectItem(h, "workers")->valuedouble, 2);
+    CHECK_EQ_I64(cJSON_GetObjectItem(h, "val_workers")->valuedouble, 4);
+    CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(h, "cache")), "--cache ram");
+    CHECK(cJSON_GetObjectItem(h, "cache_bytes")->valuedouble > 2e10); /* COCO at 320: ~28 GB */
+    CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(h, "available_from")), "--mem");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(h, "fits")));
+    CHECK_EQ_I64(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "speed"), "workers")->valuedouble, 2);
+    const cJSON *hr = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "whatif"), "host_remedies");
+    REQUIRE(cJSON_GetArraySize(hr) == 4);
+    static const char *const flags[] = {"--workers 1", "--workers 0", "no --cache", "--cache disk"};
+    for (int i = 0; i < 4; i++)
+        CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(hr, i), "flag")), flags[i]);
+    CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(hr, 2), "saves_bytes")->valuedouble > 2e10);
+    cJSON_Delete(j);
+    /* 16 GB cannot hold COCO's images: train.py warns and trains without them */
+    CHECK_EQ_I64(run("--gpu 8GB --target pytorch --model yolov5n --img 320 --cache ram --mem 16GB"), 0);
+    CHECK_STR_HAS(out, "check_cache_ram refuses to cache the training images");
+    CHECK_STR_HAS(out, "no --cache)");
+    CHECK_EQ_I64(run("--gpu 8GB --target pytorch --model yolov5n --img 320 --batch 4 --json --data '" YP_TEST_DATA
+                     "/dataset/data.yaml'"), 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    h = cJSON_GetObjectItem(j, "host");
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItem(h, "image_sizes_assumed")));
+    CHECK(cJSON_GetObjectItem(h, "train_image_bytes")->valuedouble > 0);
+    cJSON_Delete(j);
 }
 
 /* Every `yoloplan` command of the README's Commands block for the PyTorch target runs (exit 0,
@@ -446,6 +488,7 @@ int main(void) {
     YP_RUN(test_scratch_option);
     YP_RUN(test_bench_step_load_plan);
     YP_RUN(test_torch_target);
+    YP_RUN(test_torch_host);
     YP_RUN(test_readme_torch_commands);
     rmdir(dir);
     return yp_test_summary();

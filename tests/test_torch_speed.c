@@ -13,6 +13,7 @@
 
 #include "yp_test.h"
 #include "yp_test_published.h"
+#include "yp_torch_host.h"
 #include "yp_torch_speed.h"
 
 #define MAX_ROWS 32
@@ -61,7 +62,7 @@ static double predict(const row *r, const yp_gpu *gpu, const yp_graph *g, yp_tor
     }
     memset(sp, 0, sizeof *sp);
     sp->gpu = gpu, sp->batch = r->batch, sp->img = r->img, sp->amp = r->amp, sp->cpus = r->cpus, sp->cores = r->cores;
-    sp->cache = r->cache, sp->train_images = r->train, sp->val_images = r->val, sp->epochs = 300;
+    sp->cache = r->cache, sp->workers_opt = YP_TORCH_DEFAULT_WORKERS, sp->train_images = r->train, sp->val_images = r->val, sp->epochs = 300;
     sp->labels_per_image = 4 * 7.3;
     if (yp_torch_speed_predict(g, sp, &err)) {
         fprintf(stderr, "%s\n", err.msg);
@@ -121,6 +122,7 @@ static void test_shape(void) {
     if (!g) return;
     yp_torch_speed a = {0}, b;
     a.gpu = &t4, a.batch = 64, a.img = 640, a.amp = 1, a.train_images = 118287, a.val_images = 5000, a.epochs = 300;
+    a.workers_opt = YP_TORCH_DEFAULT_WORKERS;
     CHECK(yp_torch_speed_predict(g, &a, &err) == 0);
     b = a, b.gpu = &a100;
     CHECK(yp_torch_speed_predict(g, &b, &err) == 0);
@@ -131,6 +133,17 @@ static void test_shape(void) {
     CHECK(b.bound == YP_TORCH_BOUND_LOADER && b.workers == 1);
     /* one worker on the one core the training process needs too */
     CHECK(fabs(b.train_images_per_s - 1 / (YP_TORCH_MOSAIC_ITEM_S + b.host_s / 64)) < 1e-9);
+    /* --workers 0: the training process loads each batch between iterations */
+    b.cpus = 8, b.workers_opt = 0;
+    CHECK(yp_torch_speed_predict(g, &b, &err) == 0);
+    CHECK(b.workers == 0 && b.val_workers == 0 && b.bound == YP_TORCH_BOUND_LOADER);
+    CHECK(fabs(b.train_images_per_s - 1 / (YP_TORCH_MOSAIC_ITEM_S + b.host_s / 64)) < 1e-9);
+    /* --workers 2 with --cache ram: two workers, the cached item's cost */
+    b.workers_opt = 2, b.cache = 1;
+    CHECK(yp_torch_speed_predict(g, &b, &err) == 0);
+    CHECK(b.workers == 2 && b.val_workers == 4);
+    CHECK(fabs(b.loader_images_per_s - 2 / YP_TORCH_CACHED_ITEM_S) < 1e-9);
+    b.workers_opt = YP_TORCH_DEFAULT_WORKERS, b.cache = 0;
     b.cpus = 0, b.batch = 1;
     CHECK(yp_torch_speed_predict(g, &b, &err) == 0);
     CHECK(b.bound == YP_TORCH_BOUND_HOST && b.accumulate == 64);
