@@ -73,7 +73,7 @@ int tl_arena_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *fo
                  yp_fmt_bytes(p->arena_bytes, b3, sizeof b3));
     tl_canvas c;
     if (tl_canvas_open(&c, "arena", title)) return yp_err_set(err, "%s/arena.dot: out of memory", dir);
-    tl_frame f = {80, 60, 900, 480, p->sched->n_steps, a->size > 0 ? a->size : 1};
+    tl_frame f = {80, 60, 900, 480, p->sched->n_steps, a->size > 0 ? a->size : 1, 0};
     tl_axes(&c, &f, "step of the training step (x: a tensor's life)", "arena offset (y: a tensor's bytes)");
     int present[YP_KIND_COUNT] = {0};
     draw_tensors(&c, &f, p, present);

@@ -202,8 +202,9 @@ void tl_axes(tl_canvas *c, const tl_frame *f, const char *xtitle, const char *yt
         snprintf(text, sizeof text, "%g %s", i * ys, unit_name);
         tl_text(c, name, f->x0 - 6, y, 70, text, 'r', 9);
     }
-    int xs = tl_step_tick(f->n_steps, 12);
-    for (int i = 0; i * xs <= f->n_steps; i++) {
+    int ticked = f->tick_steps > 0 && f->tick_steps < f->n_steps ? f->tick_steps : f->n_steps;
+    int xs = tl_step_tick(ticked, 12);
+    for (int i = 0; i * xs <= ticked; i++) {
         double x = tl_fx(f, i * xs);
         snprintf(name, sizeof name, "_xtick%d", i);
         tl_box(c, name, x - 0.5, f->y0 - 5, x + 0.5, f->y0, "black");

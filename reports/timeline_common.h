@@ -74,11 +74,13 @@ GVC_t *tl_context(void);
 int tl_emit(GVC_t *gvc, Agraph_t *g, const char *engine, const char *dir, const char *base, const char *format,
             yp_err *err);
 
-/* A plot frame: steps [0, n_steps) on x over [x0, x0 + w], bytes [0, top] on y over [y0, y0 + h]. */
+/* A plot frame: steps [0, n_steps) on x over [x0, x0 + w], bytes [0, top] on y over [y0, y0 + h];
+ * the step ticks stop at tick_steps when it is > 0 (a chart whose right part is not steps). */
 typedef struct {
     double x0, y0, w, h;
     int n_steps;
     int64_t top;
+    int tick_steps;
 } tl_frame;
 
 static inline double tl_fx(const tl_frame *f, double step) { return f->x0 + step * f->w / f->n_steps; }

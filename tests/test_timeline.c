@@ -3,6 +3,7 @@
  * placed where the plan says; the SVG is well-formed XML with those positions; PNG is PNG; a
  * directory under a regular file and an unknown format are errors naming the culprit. */
 #include <graphviz/cgraph.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,31 +256,64 @@ static void test_arena_nodes(void) {
 
 typedef struct { int s0, s1, rep; } col;
 
+/* Validation's stacks, worked out here: training's whole-step tensors (the kinds the arena packs
+ * first), plus the evaluation pass's own live bytes (its tensors that alias training's aside). */
+static int64_t whole[8], val_alias[YP_KIND_COUNT];
+static void val_terms(void) {
+    memset(whole, 0, sizeof whole), memset(val_alias, 0, sizeof val_alias);
+    const yp_schedule *s = plan.sched, *e = plan.val.sched;
+    for (int t = 0; t < s->n_tensors; t++) {
+        yp_kind k = s->tensors[t].kind;
+        if (k == YP_KIND_WEIGHT || k == YP_KIND_EMA || k == YP_KIND_LOWP || k == YP_KIND_GRAD || k == YP_KIND_OPTSTATE)
+            whole[category(k)] += yp_align_up(s->tensors[t].bytes, plan.arena.align);
+    }
+    for (int t = 0; t < e->n_tensors; t++)
+        if (plan.val.alias[t] >= 0) val_alias[e->tensors[t].kind] += yp_align_up(e->tensors[t].bytes, plan.val.live.align);
+}
+static int64_t val_cat(int step, int c) {
+    int64_t b = whole[c];
+    for (int k = 0; k < YP_KIND_COUNT; k++)
+        if (category((yp_kind)k) == c) {
+            int64_t n = plan.val.live.by_kind[(size_t)step * YP_KIND_COUNT + k] - val_alias[k];
+            b += n > 0 ? n : 0;
+        }
+    return b;
+}
+
 static void test_memory_nodes(void) {
     const yp_schedule *s = plan.sched;
     Agraph_t *gr = read_dot("memory");
     CHECK(gr != NULL);
     if (!gr) return;
-    col cols[256];
-    int nc = 0, data = 0, bad = 0, present[8] = {0};
+    val_terms();
+    col cols[256], vcols[64];
+    int nc = 0, nvc = 0, data = 0, bad = 0, present[8] = {0};
     for (Agnode_t *v = agfstnode(gr); v; v = agnxtnode(gr, v)) {
         int c, s0, s1, rep;
-        char id[32];
+        char kind, id[32];
         if (agnameof(v)[0] == '_') continue;
         data++;
-        if (sscanf(agnameof(v), "c%d.%31s", &c, id) != 2 || c < 0 || c >= 256 ||
-            sscanf(attr(v, "yp_steps"), "%d-%d", &s0, &s1) != 2 || sscanf(attr(v, "yp_step"), "%d", &rep) != 1) {
+        if (sscanf(agnameof(v), "%c%d.%31s", &kind, &c, id) != 3 || (kind != 'c' && kind != 'v') || c < 0 ||
+            c >= (kind == 'c' ? 256 : 64) || sscanf(attr(v, "yp_steps"), "%d-%d", &s0, &s1) != 2 ||
+            sscanf(attr(v, "yp_step"), "%d", &rep) != 1) {
             bad++;
             continue;
         }
-        nc = c + 1 > nc ? c + 1 : nc;
-        cols[c] = (col){s0, s1, rep};
         int k = 0;
         while (k < 8 && strcmp(cat_ids[k], id)) k++;
-        bad += k == 8 || atoll(attr(v, "yp_bytes")) != cat_bytes(rep, k);
+        if (kind == 'c') {
+            nc = c + 1 > nc ? c + 1 : nc;
+            cols[c] = (col){s0, s1, rep};
+            bad += k == 8 || atoll(attr(v, "yp_bytes")) != cat_bytes(rep, k);
+        } else {
+            nvc = c + 1 > nvc ? c + 1 : nvc;
+            vcols[c] = (col){s0, s1, rep};
+            bad += k == 8 || atoll(attr(v, "yp_bytes")) != val_cat(rep, k);
+        }
     }
     CHECK_EQ_I64(bad, 0);
     CHECK(nc > 0 && nc <= 240);
+    CHECK(nvc > 0 && nvc <= 60);
     /* the columns partition the steps; the peak and loss steps are columns of their own */
     int expect = 0, next = 0, peak_alone = 0, loss_alone = 0;
     for (int c = 0; c < nc; c++) {
@@ -295,25 +329,69 @@ static void test_memory_nodes(void) {
     }
     CHECK_EQ_I64(next, s->n_steps);
     CHECK(peak_alone && loss_alone);
+    /* validation's columns partition its pass's steps */
+    int64_t val_hi = 0;
+    next = 0;
+    for (int c = 0; c < nvc; c++) {
+        CHECK_EQ_I64(vcols[c].s0, next);
+        next = vcols[c].s1 + 1;
+        for (int k = 0; k < 8; k++) {
+            int has = val_cat(vcols[c].rep, k) > 0;
+            expect += has, present[k] |= has;
+        }
+    }
+    CHECK_EQ_I64(next, plan.val.sched->n_steps);
+    for (int t = 0; t < plan.val.sched->n_steps; t++) {
+        int64_t v = 0;
+        for (int k = 0; k < 8; k++) v += val_cat(t, k);
+        val_hi = v > val_hi ? v : val_hi;
+    }
     CHECK_EQ_I64(data, expect);
-    int cats = 0, phases = 1;
+    int cats = 0, phases = 2; /* the first training phase and validation's band */
     for (int k = 0; k < 8; k++) cats += present[k];
     for (int i = 1; i < s->n_steps; i++) { /* recompute is drawn inside the backward band */
         yp_phase a = s->steps[i - 1].phase == YP_PHASE_RECOMPUTE ? YP_PHASE_BACKWARD : s->steps[i - 1].phase;
         yp_phase b = s->steps[i].phase == YP_PHASE_RECOMPUTE ? YP_PHASE_BACKWARD : s->steps[i].phase;
         phases += a != b;
     }
-    CHECK_EQ_I64(count_prefix(gr, "_key_"), cats);
+    CHECK_EQ_I64(count_prefix(gr, "_key_"), cats + 1); /* and the fixed cost's */
     CHECK_EQ_I64(count_prefix(gr, "_phase"), phases);
+    const int64_t fixed = plan.gpu.fixed_bytes;
     int64_t hi = plan.arena_bytes > plan.live.peak ? plan.arena_bytes : plan.live.peak;
-    int64_t top = plan.budget_bytes > hi && plan.budget_bytes < 3 * hi ? plan.budget_bytes : hi;
+    hi = (hi > val_hi ? hi : val_hi) + fixed;
+    int64_t top = plan.gpu.mem_bytes > hi && plan.gpu.mem_bytes < 3 * hi ? plan.gpu.mem_bytes : hi;
     top += top / 12;
-    /* budget (line unless above the chart), arena, boundary (line + label each), peak box, stem and label */
-    int budget_line = plan.budget_bytes <= top;
-    CHECK_EQ_I64(agnnodes(gr), data + axis_nodes(gr, s->n_steps) + 2 * cats + phases + 8 + budget_line);
-    CHECK((agnode(gr, "_budget", 0) != NULL) == budget_line);
-    static const char *const marks[] = {"_budget_label", "_arena", "_boundary", "_peak_box", "_peak_label"};
+    /* the card (line unless above the chart, label), the arena on the fixed cost (line + label),
+     * the fixed band, the boundary (line + label), the peak's box, stem and label, validation's
+     * label; --reserve's line and label when it keeps some free */
+    int card_line = plan.gpu.mem_bytes <= top, reserve = plan.reserve_bytes > 0 ? 2 : 0;
+    CHECK_EQ_I64(agnnodes(gr), data + axis_nodes(gr, s->n_steps) + 2 * (cats + 1) + phases + 10 + card_line + reserve);
+    CHECK((agnode(gr, "_card", 0) != NULL) == card_line);
+    static const char *const marks[] = {"_card_label", "_arena", "_arena_label", "_fixed", "_boundary",
+                                        "_peak_box", "_peak_label", "_val_label"};
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) CHECK(agnode(gr, (char *)marks[i], 0) != NULL);
+    /* every stack stands on the fixed cost: the first box of column 0 starts at its height, and
+     * the arena line is at arena + fixed, the table's figure */
+    double x, y, w, h, fx, fy, fw, fh;
+    Agnode_t *band = agnode(gr, "_fixed", 0), *arena = agnode(gr, "_arena", 0);
+    if (band && arena) {
+        box_of(band, &fx, &fy, &fw, &fh);
+        const double y0 = fy - fh / 2, scale = 440.0 / (double)top; /* the frame's height in points */
+        CHECK(fabs(fh - (double)fixed * scale) < 0.6);
+        box_of(arena, &x, &y, &w, &h);
+        CHECK(fabs(y - (y0 + (double)(plan.arena_bytes + fixed) * scale)) < 0.6);
+        int lowest = 8;
+        for (int k = 7; k >= 0; k--)
+            if (cat_bytes(cols[0].rep, k) > 0) lowest = k;
+        char name[32];
+        snprintf(name, sizeof name, "c0.%s", cat_ids[lowest < 8 ? lowest : 0]);
+        Agnode_t *c0 = agnode(gr, name, 0);
+        CHECK(c0 != NULL);
+        if (c0) {
+            box_of(c0, &x, &y, &w, &h);
+            CHECK(fabs((y - h / 2) - (y0 + fh)) < 0.8);
+        }
+    }
     Agnode_t *pl = agnode(gr, "_peak_label", 0);
     char b[32], step[32];
     const yp_step *ps = &s->steps[plan.live.peak_step];
@@ -324,8 +402,14 @@ static void test_memory_nodes(void) {
         CHECK_STR_HAS(attr(pl, "label"), yp_phase_name(ps->phase));
         CHECK_STR_HAS(attr(pl, "label"), ps->node >= 0 ? g->nodes[ps->node].name : ps->label);
     }
-    Agnode_t *bl = agnode(gr, "_budget_label", 0);
-    if (bl) CHECK_STR_HAS(attr(bl, "label"), yp_fmt_bytes(plan.budget_bytes, b, sizeof b));
+    /* the title says what the table says: arena + fixed and its share of the card */
+    char pct[16];
+    snprintf(pct, sizeof pct, "%.0f%% of", 100.0 * (double)plan.device_bytes / (double)plan.gpu.mem_bytes);
+    CHECK_STR_HAS(attr(gr, "label"), yp_fmt_bytes(plan.device_bytes, b, sizeof b));
+    CHECK_STR_HAS(attr(gr, "label"), pct);
+    CHECK_STR_HAS(attr(gr, "label"), "for yoloplan's executor");
+    Agnode_t *cl = agnode(gr, "_card_label", 0);
+    if (cl) CHECK_STR_HAS(attr(cl, "label"), yp_fmt_bytes(plan.gpu.mem_bytes, b, sizeof b));
     agclose(gr);
 }
 
