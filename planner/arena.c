@@ -39,38 +39,43 @@ static int by_birth(const void *a, const void *b) {
     return x->first != y->first ? (x->first > y->first) - (x->first < y->first) : by_size(a, b);
 }
 
-static int by_off(const void *a, const void *b) {
-    const placed *x = a, *y = b;
-    return (x->off > y->off) - (x->off < y->off);
-}
-
 static int whole_step(const yp_schedule *s, int t) {
     return s->tensors[t].first == 0 && s->tensors[t].last == s->n_steps - 1;
 }
 
-/* Places the items in their order above `base`; writes offsets; returns the top. */
+/* Places the items in their order above `base`; writes offsets; returns the top. The placed
+ * tensors are kept sorted by offset (each inserted where it belongs), so the ones whose lives
+ * overlap the next tensor's are met in offset order by one pass, with no sort per tensor. Among
+ * tensors at the same offset the order does not matter: the first one met gives the gap below
+ * them, and the cursor is the largest end either way. */
 static int64_t place_all(const yp_schedule *s, const item *items, int n, int64_t base, int64_t *offsets, placed *pl,
-                         placed *tmp, int first_fit) {
+                         int first_fit) {
     int n_pl = 0;
     int64_t top = base;
     for (int i = 0; i < n; i++) {
         int t = items[i].t;
         int64_t size = items[i].size, best = -1, best_gap = INT64_MAX, cursor = base;
-        int first = s->tensors[t].first, last = s->tensors[t].last, k = 0;
-        for (int j = 0; j < n_pl; j++)
-            if (pl[j].first <= last && first <= pl[j].last) tmp[k++] = pl[j];
-        qsort(tmp, (size_t)k, sizeof *tmp, by_off);
-        for (int j = 0; j < k; j++) {
-            int64_t gap = tmp[j].off - cursor;
+        int first = s->tensors[t].first, last = s->tensors[t].last;
+        for (int j = 0; j < n_pl; j++) {
+            if (pl[j].first > last || first > pl[j].last) continue;
+            int64_t gap = pl[j].off - cursor;
             if (gap >= size && gap < best_gap) {
                 best = cursor, best_gap = gap;
-                if (first_fit) break;
+                if (first_fit || gap == size) break; /* an exact fit: no later gap is smaller */
             }
-            if (tmp[j].end > cursor) cursor = tmp[j].end;
+            if (pl[j].end > cursor) cursor = pl[j].end;
         }
         if (best < 0) best = cursor; /* on top of everything overlapping in time */
         offsets[t] = best;
-        pl[n_pl++] = (placed){best, best + size, first, last};
+        int lo = 0, hi = n_pl; /* the first placed tensor with a higher offset */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (pl[mid].off <= best) lo = mid + 1;
+            else hi = mid;
+        }
+        memmove(&pl[lo + 1], &pl[lo], (size_t)(n_pl - lo) * sizeof *pl);
+        pl[lo] = (placed){best, best + size, first, last};
+        n_pl++;
         if (best + size > top) top = best + size;
     }
     return top;
@@ -88,10 +93,10 @@ int yp_arena_plan(const yp_schedule *s, int64_t align, int64_t lower_bound, yp_a
     int n = s->n_tensors, n_rest = 0;
     item *rest = malloc((size_t)n * sizeof *rest);
     int64_t *trial = malloc((size_t)n * sizeof *trial);
-    placed *pl = malloc((size_t)n * sizeof *pl), *tmp = malloc((size_t)n * sizeof *tmp);
+    placed *pl = malloc((size_t)n * sizeof *pl);
     out->offsets = malloc((size_t)n * sizeof *out->offsets);
-    if (!rest || !trial || !pl || !tmp || !out->offsets) {
-        free(rest), free(trial), free(pl), free(tmp);
+    if (!rest || !trial || !pl || !out->offsets) {
+        free(rest), free(trial), free(pl);
         yp_arena_free(out);
         return yp_err_set(err, "out of memory planning the arena");
     }
@@ -106,7 +111,7 @@ int yp_arena_plan(const yp_schedule *s, int64_t align, int64_t lower_bound, yp_a
     for (size_t o = 0; o < 2 * sizeof orders / sizeof *orders; o++) {
         size_t oi = o / 2;
         qsort(rest, (size_t)n_rest, sizeof *rest, orders[oi].cmp);
-        int64_t top = place_all(s, rest, n_rest, base, trial, pl, tmp, (int)(o & 1));
+        int64_t top = place_all(s, rest, n_rest, base, trial, pl, (int)(o & 1));
         if (top < out->size) {
             out->size = top, out->order = orders[oi].name;
             for (int i = 0; i < n_rest; i++) out->offsets[rest[i].t] = trial[rest[i].t];
@@ -114,7 +119,7 @@ int yp_arena_plan(const yp_schedule *s, int64_t align, int64_t lower_bound, yp_a
         if (top == lower_bound) break; /* optimal: no order can do better */
     }
     out->lower_bound = lower_bound;
-    free(rest), free(trial), free(pl), free(tmp);
+    free(rest), free(trial), free(pl);
     return 0;
 }
 
