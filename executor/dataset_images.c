@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "dataset_internal.h"
+#include "yp_file.h"
 
 /* ---- the path list ---- */
 
@@ -175,9 +176,9 @@ static char *trim(char *s) {
  * are taken from the list's folder (YOLOv5 does this for "./x" only). Other lines are skipped. */
 static int read_list(const char *list, const char *where, const char *root, yp_ds_paths *images,
                      yp_dataset_stats *st, yp_err *err) {
-    FILE *f = fopen(list, "r");
-    if (!f) return yp_err_set(err, "%s: cannot open the image list %s: %s; check the file", where, list,
-                              strerror(errno));
+    yp_err why;
+    FILE *f = yp_file_fopen(list, "an image list", YP_DS_MAX_LIST_BYTES, &why);
+    if (!f) return yp_err_set(err, "%s: the image list %s", where, why.msg);
     const char *slash = strrchr(list, '/');
     int dir_len = slash ? (int)(slash - list) : 1;
     const char *dir = slash ? list : ".";

@@ -14,6 +14,7 @@
 #include "yp_dataset.h"
 
 #define YP_DS_PATH_MAX 4096
+#define YP_DS_MAX_LIST_BYTES ((int64_t)256 << 20) /* a .txt image list (COCO's train2017.txt: 4.6 MB) */
 
 /* A growing list of NUL-terminated paths kept in one buffer (COCO's 118k image paths are one
  * allocation, not 118k). Zero-initialise; free with yp_ds_paths_free. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "image_internal.h"
+#include "yp_file.h"
 
 void yp_image_limits_default(yp_image_limits *lim) {
     lim->max_pixels = YP_IMAGE_MAX_PIXELS;
@@ -168,37 +169,19 @@ static uint8_t *read_fd(int fd, const char *path, size_t size, yp_image_buffers 
     return buf;
 }
 
-static const char *file_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
 /* yp_image_read as m says (yp_image_probe's size only, or into m->reuse's buffers). */
 static int read_file(const char *path, const yp_image_limits *lim, const yp_img_mode *m, yp_image *out, yp_err *err) {
     yp_image_limits def;
     if (!lim) yp_image_limits_default(&def), lim = &def;
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO cannot block us */
-    if (fd < 0) return yp_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st)) {
-        yp_err_set(err, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
+    int64_t size;
+    int fd = yp_file_open(path, "an image file", lim->max_file_bytes, &size, err);
+    if (fd < 0) return -1;
     int rc = -1;
-    if (!S_ISREG(st.st_mode)) yp_err_set(err, "%s: %s, not an image file", path, file_kind(st.st_mode));
-    else if (st.st_size == 0) yp_err_set(err, "%s: empty file; not an image", path);
-    else if (st.st_size > lim->max_file_bytes)
-        yp_err_set(err, "%s: %lld bytes, over the image file limit of %lld bytes", path, (long long)st.st_size,
-                   (long long)lim->max_file_bytes);
+    if (size == 0) yp_err_set(err, "%s: empty file; not an image", path);
     else {
         size_t got = 0;
-        uint8_t *buf = read_fd(fd, path, (size_t)st.st_size, m->reuse, &got, err);
+        uint8_t *buf = read_fd(fd, path, (size_t)size, m->reuse, &got, err);
         if (buf) rc = decode(buf, got, path, lim, m, out, err);
         if (!m->reuse) free(buf);
     }

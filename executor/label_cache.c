@@ -12,6 +12,7 @@
 #include "dataset_internal.h"
 #include "yp_atomic_file.h"
 #include "yp_label_cache.h"
+#include "yp_file.h"
 
 #define HEADER 640
 #define MAGIC "YPLABEL"
@@ -283,8 +284,10 @@ static read_result load_cache(const char *path, const yp_ds_paths *images, uint6
     unsigned char h[HEADER];
     int64_t counts[C_COUNT];
     uint64_t sum;
-    FILE *f = fopen(path, "rb");
-    if (!f) return LC_ABSENT;
+    if (stat(path, &sb) != 0) return LC_ABSENT;
+    yp_err why;
+    FILE *f = yp_file_fopen(path, "a label cache", MAX_CACHE, &why);
+    if (!f) return corrupt(note, size, path, "not a regular file, or larger than a cache can be");
     if (fstat(fileno(f), &sb) != 0 || sb.st_size < HEADER || sb.st_size > MAX_CACHE || fread(h, 1, HEADER, f) != HEADER) {
         fclose(f);
         return corrupt(note, size, path, "shorter than its header");

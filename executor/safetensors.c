@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "yp_safetensors.h"
+#include "yp_file.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c reads and writes little-endian data in place: a little-endian host is needed"
@@ -246,32 +247,10 @@ static int read_at(int fd, void *dst, size_t n, int64_t off) {
     return 0;
 }
 
-/* Opens path without ever blocking (a FIFO with no writer would block a plain open), checks it
- * is a regular file within the size cap. The descriptor, or -1 with err set. */
+/* Opens path if it is a regular file within the size cap (yp_file.h: never blocks). The
+ * descriptor, or -1 with err set. */
 static int open_regular(const char *path, int64_t *size, yp_err *err) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return yp_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    const char *kind = NULL;
-    if (fstat(fd, &st)) kind = "something fstat cannot describe";
-    else if (S_ISFIFO(st.st_mode)) kind = "a FIFO";
-    else if (S_ISDIR(st.st_mode)) kind = "a folder";
-    else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) kind = "a device";
-    else if (S_ISSOCK(st.st_mode)) kind = "a socket";
-    else if (!S_ISREG(st.st_mode)) kind = "not a regular file";
-    if (kind) {
-        close(fd);
-        return yp_err_set(err, "%s: is %s; a safetensors file must be a regular file", path, kind);
-    }
-    if ((int64_t)st.st_size > YP_ST_MAX_FILE) {
-        close(fd);
-        return yp_err_set(err, "%s: %lld bytes, above the reader's limit of %lld", path, (long long)st.st_size,
-                          YP_ST_MAX_FILE);
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    *size = (int64_t)st.st_size;
-    return fd;
+    return yp_file_open(path, "a safetensors file", YP_ST_MAX_FILE, size, err);
 }
 
 /* The deepest nesting of objects and arrays in the JSON text s[0..n), strings skipped. */

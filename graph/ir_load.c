@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops_internal.h"
+#include "yp_file.h"
 #include "yp_ir.h"
 
 /* ---------------------------------------------------------------- attrs per op */
@@ -234,34 +235,10 @@ yp_graph *yp_ir_load_buffer(const char *buf, size_t len, const char *file, yp_er
 }
 
 yp_graph *yp_ir_load_file(const char *path, yp_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        yp_err_set(err, "%s: cannot open: %s; check the path (bundled models: models/yolov5{n,s,m,l,x}.json)", path,
-                   strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    yp_graph *g = NULL;
-    for (;;) {
-        if (len == cap) {
-            if (cap > YP_IR_MAX_BYTES) break; /* stop reading: reported as too large */
-            cap = cap ? cap * 2 : 1 << 16;
-            char *nb = realloc(buf, cap);
-            if (!nb) { yp_err_set(err, "%s: out of memory", path); goto done; }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        yp_err_set(err, "%s: read error: %s", path, strerror(errno));
-        goto done;
-    }
-    g = yp_ir_load_buffer(buf ? buf : "", len, path, err);
-done:
+    char *buf;
+    size_t len;
+    if (yp_file_read(path, "an IR file", YP_IR_MAX_BYTES, &buf, &len, err)) return NULL;
+    yp_graph *g = yp_ir_load_buffer(buf, len, path, err);
     free(buf);
-    fclose(f);
     return g;
 }

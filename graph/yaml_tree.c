@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "yaml_tree.h"
+#include "yp_file.h"
 
 typedef struct {
     yaml_parser_t parser;
@@ -189,49 +190,8 @@ static yp_ynode *yr_document(yreader *r) {
     return root;
 }
 
-static const char *yr_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a folder";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
-/* Opens path for reading if it is a regular file of at most YP_YN_MAX_FILE bytes. The open never
- * blocks (O_NONBLOCK: a FIFO without a writer would wait forever). NULL with err set. */
-static FILE *yr_open(const char *path, yp_err *err) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        yp_err_set(err, "%s: cannot open: %s; check the path", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    const char *problem = NULL;
-    if (fstat(fd, &st)) problem = strerror(errno);
-    else if (!S_ISREG(st.st_mode)) problem = yr_kind(st.st_mode);
-    if (problem) {
-        yp_err_set(err, "%s: %s, not a yaml file; give a regular file", path, problem);
-        close(fd);
-        return NULL;
-    }
-    if (st.st_size > YP_YN_MAX_FILE) {
-        yp_err_set(err, "%s: %lld bytes, longer than %d; not a yaml file this reader takes", path,
-                   (long long)st.st_size, YP_YN_MAX_FILE);
-        close(fd);
-        return NULL;
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        yp_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-        close(fd);
-    }
-    return f;
-}
-
 yp_ynode *yp_yn_read(const char *path, yp_err *err) {
-    FILE *f = yr_open(path, err);
+    FILE *f = yp_file_fopen(path, "a yaml file", YP_YN_MAX_FILE, err);
     if (!f) return NULL;
     yreader r = {.f = f, .file = path, .err = err};
     yp_ynode *root = NULL;

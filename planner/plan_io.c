@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "yp_file.h"
 #include "yp_ir.h"
 #include "yp_plan_io.h"
 
@@ -388,31 +389,13 @@ static int verify_val(ctx *c, const cJSON *j, const yp_plan *p) {
     return 0;
 }
 
+/* plan.json: every tensor of both schedules, a few MB for the largest models */
+#define YP_PLAN_MAX_BYTES ((int64_t)256 << 20)
+
 static char *slurp(const char *path, yp_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        yp_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0, got;
-    do {
-        if (len + 1 >= cap) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf), fclose(f);
-                yp_err_set(err, "%s: out of memory", path);
-                return NULL;
-            }
-            buf = nb;
-        }
-        got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-    } while (got > 0);
-    fclose(f);
-    buf[len] = 0;
-    return buf;
+    char *buf;
+    size_t len;
+    return yp_file_read(path, "a plan.json", YP_PLAN_MAX_BYTES, &buf, &len, err) ? NULL : buf;
 }
 
 int yp_plan_load(const char *path, yp_plan *out, yp_graph **graph, yp_err *err) {

@@ -10,55 +10,13 @@
 
 #include "results_internal.h"
 #include "yp_atomic_file.h"
-
-static const char *kind_of(mode_t m) {
-    if (S_ISDIR(m)) return "a folder";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
+#include "yp_file.h"
 
 int yp_rs_read_file(const char *path, int64_t max, int missing_ok, char **buf, size_t *n, yp_err *err) {
     *buf = NULL, *n = 0;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); /* a FIFO cannot block the open */
-    if (fd < 0) {
-        if (errno == ENOENT && missing_ok) return 1;
-        return yp_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-    }
     struct stat st;
-    int rc = -1;
-    if (fstat(fd, &st)) {
-        yp_err_set(err, "%s: cannot stat: %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        yp_err_set(err, "%s: is %s; a results.csv must be a regular file", path, kind_of(st.st_mode));
-    } else if ((int64_t)st.st_size > max) {
-        yp_err_set(err, "%s: %lld bytes, above the reader's limit of %lld; is this a results.csv?", path,
-                   (long long)st.st_size, (long long)max);
-    } else {
-        size_t want = (size_t)st.st_size, got = 0;
-        char *b = malloc(want + 1);
-        if (!b) {
-            yp_err_set(err, "%s: out of memory reading %zu bytes", path, want);
-        } else {
-            ssize_t r = 1;
-            while (got < want && r) {
-                r = read(fd, b + got, want - got);
-                if (r < 0 && errno == EINTR) r = 1;
-                else if (r < 0) break;
-                else got += (size_t)r; /* r == 0: the file shrank under us; what was read is what there is */
-            }
-            if (r < 0) {
-                yp_err_set(err, "%s: read failed: %s", path, strerror(errno));
-                free(b);
-            } else {
-                b[got] = '\0';
-                *buf = b, *n = got, rc = 0;
-            }
-        }
-    }
-    close(fd);
-    return rc;
+    if (missing_ok && stat(path, &st) != 0 && errno == ENOENT) return 1;
+    return yp_file_read(path, "a results.csv", max, buf, n, err);
 }
 
 char *yp_rs_temp_next_to(const char *path, yp_err *err) {

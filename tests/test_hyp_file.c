@@ -218,7 +218,7 @@ static void test_bad_paths(void) {
     put("huge.yaml", "lr0: 0.01\n"); /* sparse: no disk space used */
     REQUIRE(truncate(path_of("huge.yaml"), (off_t)YP_YN_MAX_FILE + 1) == 0);
     CHECK(yp_hyp_file_read(path_of("huge.yaml"), &h, &err) == -1);
-    CHECK_STR_HAS(err.msg, "huge.yaml: 16777217 bytes, longer than 16777216; not a yaml file this reader takes");
+    CHECK_STR_HAS(err.msg, "huge.yaml: 16777217 bytes, more than the 16777216 a yaml file may have");
     put("syntax.yaml", "lr0: 0.01\nlrf: [0.01\nmomentum: 0.9\n");
     CHECK(yp_hyp_file_read(path_of("syntax.yaml"), &h, &err) == -1);
     CHECK_STR_HAS(err.msg, "syntax.yaml:");
