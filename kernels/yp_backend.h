@@ -67,7 +67,9 @@ struct yp_backend {
      * returns: what a run needs on the device besides its arena. CUDA: the free memory
      * cudaMemGetInfo reports once the context exists, less what it reports once the stream and
      * every library handle and buffer of the instance exist (the context itself came before the
-     * first reading). 0 for the CPU backend: its state is host memory (the process's RSS). */
+     * first reading, and kernel code the driver loads at a kernel's first launch, lazy module
+     * loading being CUDA's default, comes after the second). 0 for the CPU backend: its state is
+     * host memory (the process's RSS). */
     int64_t fixed_bytes;
 
     /* (Entries are named mem_* rather than malloc/free/memcpy/memset so that libc macros of those
