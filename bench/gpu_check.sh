@@ -8,8 +8,9 @@
 # (with the device tool: carry [".gpudeps/debs"], command `bash bench/gpu_check.sh --out $OUT`)
 # Partial results survive an interruption: each stage's log goes to DIR (default $OUT or
 # build-gpu/) as it runs, and the table is printed from what finished.
-# Not yet in it (the CUDA executor is not wired to the loop): the 30 yolov5s training steps
-# against the PyTorch reference and the arena-vs-cudaMemGetInfo row.
+# Not yet in it: the 30 yolov5s training steps (`yoloplan bench-step --device cuda`, which needs
+# the whole build, not only kernels/: cJSON, libjpeg and libpng too) against the PyTorch reference
+# and the arena-vs-cudaMemGetInfo row.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,6 +1,7 @@
-/* cmd_bench_step.c - `yoloplan bench-step`: N training steps on the CPU executor (the loop is
- * executor/yp_bench.h's) of a plan built here for the host or loaded from plan.json; prints
- * ms/step, images/s and the process's peak RSS. */
+/* cmd_bench_step.c - `yoloplan bench-step`: N training steps on the executor (the loop is
+ * executor/yp_bench.h's) of a plan built here for the device or loaded from plan.json, on the CPU
+ * backend or with --device cuda on the GPU (after the preflight of preflight.h); prints ms/step,
+ * images/s and the process's peak RSS. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -8,21 +9,25 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "preflight.h"
 #include "yp_bench.h"
 #include "yp_plan_io.h"
 
 typedef struct {
     const char *model, *load_plan;
+    int cuda; /* --device cuda */
     int64_t w, h;
     long batch, steps, threads, warmup;
     int json, no_ema, profile;
+    int64_t fixed_bytes; /* the backend's fixed device cost, for the report */
     yp_save_policy policy;
     /* given on the command line: options a loaded plan decides itself */
     int model_given, batch_given, img_given, policy_given, threads_given;
 } bench_opts;
 
 #define USAGE "usage: yoloplan bench-step [--model M] [--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] " \
-              "[--no-ema] | --load-plan FILE, then [--steps N] [--warmup N] [--threads T] [--profile] [--json]"
+              "[--no-ema] | --load-plan FILE, then [--device cpu|cuda] [--steps N] [--warmup N] [--threads T] [--profile] " \
+              "[--json]"
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     memset(o, 0, sizeof *o);
@@ -39,6 +44,10 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
         if (!v) return yp_err_set(err, "bench-step: option %s needs a value", a);
         if (!strcmp(a, "--model")) o->model = v, o->model_given = 1;
         else if (!strcmp(a, "--load-plan")) o->load_plan = v;
+        else if (!strcmp(a, "--device")) {
+            if (strcmp(v, "cpu") && strcmp(v, "cuda")) return yp_err_set(err, "bench-step: --device %s: expected cpu or cuda", v);
+            o->cuda = !strcmp(v, "cuda");
+        }
         else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err), o->img_given = 1;
         else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 1, 4096, &o->batch, err), o->batch_given = 1;
         else if (!strcmp(a, "--steps")) rc = cli_parse_int(a, v, 1, 100000, &o->steps, err);
@@ -90,33 +99,36 @@ static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f)
             100.0 * total / ms_step);
 }
 
-/* The plan of the options for the host: YOLOv5's defaults with mosaic off and room for 8 labels
- * per image, and the conv scratch of instance be (its thread count decides it). The graph is the
- * caller's to free, with the plan. */
+/* The plan of the options for the device: YOLOv5's defaults with mosaic off and room for 8 labels
+ * per image, and the conv scratch of instance be (on the CPU its thread count decides it). The
+ * graph is the caller's to free, with the plan. */
 static int build_plan(const bench_opts *o, yp_backend *be, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
     *g = cli_load_model(o->model, 0, err);
     if (!*g) return -1;
     yp_gpu host; /* the CPU backend's arena lives in host memory: plan for what is available */
-    yp_gpu_host(avail, &host);
+    if (!o->cuda) yp_gpu_host(avail, &host);
+    else if (cli_gpu_of_backend(be, &host, err)) return -1; /* the card, its free memory the budget */
     yp_candidate c = yp_candidate_default();
     c.batch = o->batch, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
     c.ema = !o->no_ema; /* YOLOv5 updates its EMA every optimizer step; --no-ema measures the step without */
     yp_exec_candidate_for(&c, be);
     if (yp_plan_build(*g, &c, &host, 0, 0, p, err)) return -1;
-    if (!p->fits) /* refused before anything is allocated */
+    if (!p->fits && !o->cuda) /* refused before anything is allocated */
         return yp_err_set(err, "bench-step: the plan needs %.2f GiB of arena, the host has %.2f GiB available; lower "
                           "--batch or --img", (double)p->device_bytes / 1073741824.0, (double)avail / 1073741824.0);
-    return 0;
+    return 0; /* on a GPU the preflight refuses, naming the batch that fits */
 }
 
-/* --load-plan: the saved plan verbatim, if the CPU executor can run it here: fp32, an arena the
- * host's available memory holds, and the thread count its scratch model was planned for. */
+/* --load-plan: the saved plan verbatim, if the executor can run it here: fp32, and on the CPU an
+ * arena the host's available memory holds and the thread count its scratch model was planned for
+ * (on a GPU the preflight checks the memory). */
 static int load_plan(bench_opts *o, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
     if (yp_plan_load_with(o->load_plan, yp_exec_scratch_resolver(), p, g, err)) return -1;
     const yp_candidate *c = &p->cand;
     if (c->precision != YP_PREC_FP32)
-        return yp_err_set(err, "bench-step: %s is an %s plan; the CPU executor runs fp32 plans: save one with "
-                          "--precision fp32", o->load_plan, yp_precision_name(c->precision));
+        return yp_err_set(err, "bench-step: %s is an %s plan; the %s executor runs fp32 plans: save one with "
+                          "--precision fp32", o->load_plan, yp_precision_name(c->precision), o->cuda ? "CUDA" : "CPU");
+    if (o->cuda) return 0;
     const char *model = yp_candidate_scratch_name(c);
     long t = 0;
     if (sscanf(model, "onednn:%ld", &t) == 1) {
@@ -143,13 +155,15 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
         cJSON_AddStringToObject(j, "model", p->g->name);
         cJSON_AddNumberToObject(j, "batch", (double)r->batch);
         cJSON_AddNumberToObject(j, "img", (double)r->w);
-        cJSON_AddNumberToObject(j, "threads", (double)o->threads);
+        cJSON_AddStringToObject(j, "device", o->cuda ? "cuda" : "cpu");
+        if (!o->cuda) cJSON_AddNumberToObject(j, "threads", (double)o->threads);
         cJSON_AddNumberToObject(j, "ms_per_step", ms);
         cJSON_AddNumberToObject(j, "images_per_s", (double)r->batch * 1e3 / ms);
         cJSON_AddNumberToObject(j, "ms_per_step_median", r->ms_median);
         cJSON_AddNumberToObject(j, "ms_per_step_min", r->ms_min);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)rss);
         cJSON_AddNumberToObject(j, "arena_bytes", (double)p->arena_bytes);
+        cJSON_AddNumberToObject(j, "fixed_bytes", (double)o->fixed_bytes);
         cJSON_AddNumberToObject(j, "last_loss", r->last_loss[3]);
         char *s = cJSON_Print(j);
         fputs(s ? s : "{}", f), fputc('\n', f);
@@ -157,9 +171,12 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
         cJSON_Delete(j);
         return;
     }
-    fprintf(f, "%s batch %lld img %lldx%lld, %ld threads, %ld steps (+%ld warm-up): %.1f ms/step (median %.1f, "
+    char where[64];
+    if (o->cuda) snprintf(where, sizeof where, "cuda (fixed cost %.1f MiB)", (double)o->fixed_bytes / 1048576.0);
+    else snprintf(where, sizeof where, "%ld threads", o->threads);
+    fprintf(f, "%s batch %lld img %lldx%lld, %s, %ld steps (+%ld warm-up): %.1f ms/step (median %.1f, "
             "fastest %.1f), %.2f images/s, peak RSS %.1f MiB (arena %.1f MiB), last loss %.4f\n", p->g->name,
-            (long long)r->batch, (long long)r->w, (long long)r->h, o->threads, o->steps, o->warmup, ms, r->ms_median,
+            (long long)r->batch, (long long)r->w, (long long)r->h, where, o->steps, o->warmup, ms, r->ms_median,
             r->ms_min, (double)r->batch * 1e3 / ms, (double)rss / 1048576.0, (double)p->arena_bytes / 1048576.0,
             r->last_loss[3]);
 }
@@ -178,8 +195,13 @@ static int run(bench_opts *o, yp_err *err) {
     int rc = o->load_plan ? load_plan(o, avail, &p, &g, err) : 0;
     char why[256];
     const yp_cpu_config cpu = {(int)o->threads};
-    if (!rc && !(be = yp_backend_cpu_new(&cpu, why, sizeof why))) rc = yp_err_set(err, "bench-step: %s", why);
+    if (!rc && !(be = o->cuda ? yp_backend_cuda_new(0, why, sizeof why) : yp_backend_cpu_new(&cpu, why, sizeof why)))
+        rc = yp_err_set(err, "bench-step --device %s: %s", o->cuda ? "cuda" : "cpu", why);
+    if (!rc) o->fixed_bytes = be->fixed_bytes;
     if (!rc && !o->load_plan) rc = build_plan(o, be, avail, &p, &g, err);
+    yp_search_opts so; /* a refusal names the largest batch up to the plan's that fits */
+    if (!rc) cli_search_of_plan(&p, p.cand.batch, &so);
+    if (!rc) rc = cli_preflight(be, &p, &so, "bench-step", err); /* before the arena */
     if (!rc) rc = yp_exec_init(&x, &p, be, 0, 1, err);
     if (rc) {
         yp_plan_free(&p);

@@ -1,7 +1,8 @@
 /* cmd_train.c - `yoloplan train`: plans the run for the device (the fastest plan that fits, or the
- * given --batch), prints the plan with the run's host memory (executor/yp_train_host.h) and saves
- * it in the run folder, then trains inside it as train.py (executor/yp_train.h): validation every
- * epoch, results.csv and curves, last and best checkpoints, --resume. */
+ * given --batch), checks a GPU's free memory holds it (preflight.h), prints the plan with the run's
+ * host memory (executor/yp_train_host.h) and saves it in the run folder, then trains inside it as
+ * train.py (executor/yp_train.h): validation every epoch, results.csv and curves, last and best
+ * checkpoints, --resume. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "preflight.h"
 #include "run_dir.h"
 #include "train_opts.h"
 #include "yp_checkpoint.h"
@@ -35,6 +37,7 @@ typedef struct {
     yp_backend *be;
     yp_plan p;
     int have_plan;
+    yp_search_opts so;      /* the search behind a preflight refusal's suggestion (batch not pinned) */
     yp_exec x;
     int have_exec;
     yp_train_state st;
@@ -98,9 +101,11 @@ static void check_img(train_run *r) {
     r->o.img = s;
 }
 
-/* The fastest plan for the device that fits: fp32 for the CPU backend under the host-memory
- * budget, the given --batch or the largest that fits up to the nominal 64 (and the training
- * images), over every checkpoint set. */
+/* The fastest plan for the device that fits: fp32 (the only precision the executors run) under
+ * the host-memory budget for the CPU backend, for --gpu or else the instance's own card (its free
+ * memory the budget) for CUDA, the given --batch or the largest that fits up to the nominal 64
+ * (and the training images), over every checkpoint set. Leaves in r->so the search with the batch
+ * unpinned, for the preflight's suggestion. */
 static int plan_new(train_run *r, yp_err *err) {
     const int64_t max_batch = r->train.n < YP_NBS ? r->train.n : YP_NBS;
     if (r->o.batch > r->train.n)
@@ -121,14 +126,15 @@ static int plan_new(train_run *r, yp_err *err) {
         }
         if (budget <= 0) return yp_err_set(err, "--mem %s: give a positive size like 4GiB", r->o.mem);
         yp_gpu_host(budget, &dev);
-    } else {
-        if (!r->o.gpu[0]) return yp_err_set(err, "--device cuda: give the card with --gpu (e.g. --gpu 8GB or --gpu a100)");
+    } else if (r->o.gpu[0]) { /* planned for the card named; the preflight checks this one holds it */
         if (yp_gpu_parse(r->o.gpu, &dev, err)) return -1;
+    } else if (cli_gpu_of_backend(r->be, &dev, err)) {
+        return -1;
     }
     yp_search_opts so = yp_search_opts_default();
     so.n_models = 1, so.models[0] = r->g;
     so.n_sizes = 1, so.size_w[0] = so.size_h[0] = r->o.img;
-    so.prec_mask = 1u << YP_PREC_FP32; /* the CPU executor runs fp32 plans (AMP with [cuda]) */
+    so.prec_mask = 1u << YP_PREC_FP32; /* both executors run fp32 plans (no f16/bf16 kernels yet) */
     int mosaic = !r->o.no_augment && r->hyp.aug.mosaic > 0;
     so.mosaic_mask = 1u << mosaic;
     so.batch = r->o.batch, so.max_batch = r->o.batch ? r->o.batch : max_batch;
@@ -139,6 +145,8 @@ static int plan_new(train_run *r, yp_err *err) {
     if (r->have_val && r->val.stats.max_labels > most) most = r->val.stats.max_labels;
     c->labels_per_image = most > 0 ? (double)most : 1.0; /* the worst image, so no batch overflows the plan */
     yp_exec_candidate_for(c, r->be);
+    r->so = so;
+    r->so.batch = 0, r->so.max_batch = max_batch;
     yp_search_result res;
     if (yp_search(&so, &dev, 0, &res, err)) return -1;
     if (res.n_rows == 0 && r->o.batch) { /* the given batch does not fit: name the best that does */
@@ -191,6 +199,7 @@ static void print_plan(const train_run *r, FILE *f) {
             (long long)c->batch, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
             ckpt_name(c->ckpt_layers, ck, sizeof ck), arena, r->o.device);
     if (!strcmp(r->o.device, "cpu")) fprintf(f, " (%d threads)", yp_backend_cpu_threads(r->be));
+    else fprintf(f, " (fixed cost %.2f GiB)", (double)r->be->fixed_bytes / gib);
     fprintf(f, ", host memory %.2f GiB (%s%.2f GiB data pipeline + %.2f GiB process)\n", (double)r->host.total / gib,
             strcmp(r->o.device, "cpu") ? "" : "arena + ", pipe, process);
 }
@@ -312,6 +321,7 @@ static int start_new(train_run *r, yp_err *err) {
     check_cache_ram(r);
     int rc = plan_new(r, err);
     if (rc) return rc;
+    if (cli_preflight(r->be, &r->p, &r->so, "train", err)) return -1; /* before the run folder and the arena */
     if (fill_caches(r, err)) return -1;
     if (run_dir_make(r->o.project, r->o.name, r->o.exist_ok, 1, r->dir, sizeof r->dir, err)) return -1;
     if (snprintf(r->o.save_dir, sizeof r->o.save_dir, "%s", r->dir) >= (int)sizeof r->o.save_dir)
@@ -351,7 +361,9 @@ static int start_resume(train_run *r, yp_err *err) {
     long t = 0;
     if (sscanf(yp_candidate_scratch_name(&r->p.cand), "onednn:%ld", &t) == 1) r->o.threads = t; /* as planned */
     check_cache_ram(r);
-    if (make_backend(r, err) || fill_caches(r, err)) return -1;
+    if (make_backend(r, err)) return -1;
+    cli_search_of_plan(&r->p, r->train.n < YP_NBS ? r->train.n : YP_NBS, &r->so);
+    if (cli_preflight(r->be, &r->p, &r->so, "train --resume", err) || fill_caches(r, err)) return -1;
     if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;
     r->have_exec = 1;
     if (print_host_plan(r, err)) return -1;

@@ -1,19 +1,27 @@
 /* scratch_model.c - the backends' conv scratch models by name (planner/yp_scratch.h): the
- * resolver the planner asks for "onednn:T", the model a backend needs now, and a candidate made
- * for a backend (its model, and the fusions its op table runs). */
+ * resolver the planner asks for "onednn:T" and "cuda", the model a backend needs now, and a
+ * candidate made for a backend (its model, and the fusions its op table runs). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "yp_cudnn_scratch.h"
 #include "yp_executor.h"
 
 #define ONEDNN_PREFIX "onednn:"
 #define ONEDNN_MAX_THREADS 1024
+#define CUDA_MODEL "cuda"
+
+/* A query as the backends' conv entries describe it. */
+static yp_conv_desc desc_of(const yp_conv_query *q) {
+    yp_conv_desc d = {{q->in.n, q->in.h, q->in.w, q->in.c}, {q->out.n, q->out.h, q->out.w, q->out.c},
+                      q->k, q->s, q->p, q->groups, yp_exec_elem(q->dtype)};
+    return d;
+}
 
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
     yp_backend *be = ctx;
-    yp_conv_desc d = {{q->in.n, q->in.h, q->in.w, q->in.c}, {q->out.n, q->out.h, q->out.w, q->out.c},
-                      q->k, q->s, q->p, q->groups, yp_exec_elem(q->dtype)};
+    yp_conv_desc d = desc_of(q);
     if (!be->ops || !be->ops->conv2d_scratch)
         return yp_err_set(err, "backend %s has no conv ops", be->name);
     if (be->ops->conv2d_scratch(be, &d, q->bias, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image, fixed))
@@ -35,10 +43,24 @@ static int onednn_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, in
     return rc;
 }
 
-/* "onednn:T" with T a thread count written plainly (1..1024, no sign, no leading zero); 1 for
- * any name outside "onednn". */
+/* "cuda": the CUDA backend's bound (kernels/yp_cudnn_scratch.h), the same on every card and
+ * without one, so a plan made for a GPU re-plans to the byte on a machine without it. */
+static int cuda_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
+    (void)ctx, (void)err;
+    yp_conv_desc d = desc_of(q);
+    yp_cudnn_scratch_bound(&d, per_image, fixed);
+    return 0;
+}
+
+/* "cuda", or "onednn:T" with T a thread count written plainly (1..1024, no sign, no leading
+ * zero); 1 for any other name. */
 static int resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
     const size_t n = strlen(ONEDNN_PREFIX);
+    if (!strcmp(name, CUDA_MODEL)) {
+        rule->fn = cuda_rule;
+        rule->ctx = NULL;
+        return 0;
+    }
     if (strcmp(name, "onednn") && strncmp(name, ONEDNN_PREFIX, n)) return 1;
     const char *v = strlen(name) > n ? name + n : "";
     long t = 0;
@@ -55,7 +77,7 @@ static int resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
 }
 
 const yp_scratch_resolver *yp_exec_scratch_resolver(void) {
-    static const yp_scratch_resolver r = {"onednn:T (T: CPU threads, 1..1024)", resolve};
+    static const yp_scratch_resolver r = {"onednn:T (T: CPU threads, 1..1024), cuda", resolve};
     return &r;
 }
 
@@ -65,21 +87,30 @@ void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n) {
     else snprintf(buf, n, "%s", be->name);
 }
 
-/* The instance's own rule under its model's name: for a CPU instance the same answers as the
- * resolved "onednn:T" rule, without an instance per query. The alignment: the largest of the
- * candidate's, the backend's and YP_ALIGN_DEFAULT (all powers of two, so it is a multiple of each;
- * the CPU's 64 leaves 256, so CPU plans keep their figures). The fusions: those its op table runs. */
+/* The rule under the model's name: for a CPU instance its own conv2d_scratch (the same answers as
+ * the resolved "onednn:T" rule, without an instance per query); for a CUDA instance the "cuda"
+ * bound, not the card's answers, so that the plan saved re-plans the same anywhere (the executor
+ * checks at init that the bound covers what the card's algorithms ask for). The alignment: the
+ * largest of the candidate's, the backend's and YP_ALIGN_DEFAULT (all powers of two, so it is a
+ * multiple of each; the CPU's 64 leaves 256, so CPU plans keep their figures). The fusions: those
+ * its op table runs. */
 void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
     yp_exec_scratch_model(be, c->scratch, sizeof c->scratch);
     c->scratch_rule.fn = yp_exec_conv_scratch;
     c->scratch_rule.ctx = be;
+    if (!strcmp(c->scratch, CUDA_MODEL)) c->scratch_rule.fn = cuda_rule, c->scratch_rule.ctx = NULL;
     int64_t a = (int64_t)be->alignment > YP_ALIGN_DEFAULT ? (int64_t)be->alignment : YP_ALIGN_DEFAULT;
     if (c->alignment < a) c->alignment = a;
     c->fusions = yp_exec_fusions(be);
 }
 
-/* A CPU instance of one thread asked: every CPU instance shares one op table. */
+/* A CPU instance of one thread asked: every CPU instance shares one op table. "cuda": the CUDA
+ * op table, which needs no device to read (none when the library was built without CUDA). */
 unsigned yp_exec_model_fusions(const char *model) {
+    if (model && !strcmp(model, CUDA_MODEL)) {
+        yp_backend table = {.name = CUDA_MODEL, .ops = yp_backend_cuda_ops()};
+        return yp_exec_fusions(&table);
+    }
     if (!model || strncmp(model, ONEDNN_PREFIX, strlen(ONEDNN_PREFIX))) return 0;
     const yp_cpu_config cfg = {1};
     yp_backend *be = yp_backend_cpu_new(&cfg, NULL, 0);

@@ -93,7 +93,47 @@ static int is_bias(const yp_tensor *w) {
     return w->role == YP_ROLE_CONV_BIAS || w->role == YP_ROLE_BN_BETA;
 }
 
+/* The gradients' norm: through sum_squares_multi when the backend has it (one wait on a device
+ * for every gradient, the tensors' sums added in tensor order as the loop below adds them). */
+static double grad_norm_multi(const yp_binding *b, yp_err *err) {
+    const yp_schedule *s = b->s;
+    int k = 0;
+    for (int t = 0; t < s->n_tensors; t++) k += s->tensors[t].kind == YP_KIND_GRAD;
+    const float **xs = malloc((size_t)(k > 0 ? k : 1) * sizeof *xs);
+    int64_t *ns = malloc((size_t)(k > 0 ? k : 1) * sizeof *ns);
+    double total = -1;
+    if (!xs || !ns) {
+        yp_err_set(err, "gradient norm: out of memory");
+    } else {
+        int j = 0;
+        yp_elem dt = YP_ELEM_F32;
+        for (int t = 0; t < s->n_tensors; t++) {
+            const yp_tensor *g = &s->tensors[t];
+            if (g->kind != YP_KIND_GRAD) continue;
+            xs[j] = yp_bind_tensor(b, t), ns[j++] = g->shape.w, dt = yp_exec_elem(g->dtype);
+        }
+        if (b->ops->sum_squares_multi(b->be, dt, k, xs, ns, &total)) {
+            yp_err_set(err, "gradient norm: %s", b->be->last_error(b->be));
+            total = -1;
+        }
+    }
+    free(xs), free(ns);
+    return total < 0 ? -1 : sqrt(total);
+}
+
+/* Whether every gradient has one element type (sum_squares_multi takes one). */
+static int one_grad_dtype(const yp_schedule *s) {
+    int first = -1;
+    for (int t = 0; t < s->n_tensors; t++) {
+        if (s->tensors[t].kind != YP_KIND_GRAD) continue;
+        if (first < 0) first = (int)s->tensors[t].dtype;
+        else if ((int)s->tensors[t].dtype != first) return 0;
+    }
+    return 1;
+}
+
 static double grad_norm(const yp_binding *b, yp_err *err) {
+    if (b->ops->sum_squares_multi && one_grad_dtype(b->s)) return grad_norm_multi(b, err);
     double total = 0;
     for (int t = 0; t < b->s->n_tensors; t++) {
         const yp_tensor *g = &b->s->tensors[t];

@@ -85,16 +85,17 @@ int64_t yp_process_rss_bytes(void);
  * (yp_exec_init checks it), so it is planned with the backend's scratch model:
  *   "onednn:T"  a CPU instance (oneDNN) with T threads; its scratch depends on the thread count,
  *               so a plan made for T runs on an instance created with T threads.
- * Only the CPU backend has a named model so far. */
+ *   "cuda"      a CUDA instance (cuDNN): the bound of kernels/yp_cudnn_scratch.h, which needs no
+ *               GPU and covers what the algorithms the instance picks ask for on any card. */
 
 /* The resolver of the backends' models, for yp_candidate_set_scratch and yp_plan_load_with:
- * resolves "onednn:T" (T in 1..1024). Its rule asks a CPU instance with T threads, made for the
- * query and freed after it, so it leaves no state and the caller's thread count as it was.
- * Static; never free it. */
+ * resolves "onednn:T" (T in 1..1024) and "cuda". The oneDNN rule asks a CPU instance with T
+ * threads, made for the query and freed after it, so it leaves no state and the caller's thread
+ * count as it was; the CUDA rule is arithmetic. Static; never free it. */
 const yp_scratch_resolver *yp_exec_scratch_resolver(void);
 
 /* The model instance be needs into buf ("onednn:T" for a CPU instance of T threads; otherwise
- * the backend's name, which no resolver knows yet). */
+ * the backend's name: "cuda" for a CUDA instance). */
 void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n);
 
 /* The conv scratch rule of backend instance `ctx` (a yp_backend *) for yp_sched_opts: what its
@@ -102,7 +103,8 @@ void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n);
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
 
 /* Makes candidate c plan for backend instance be: the model yp_exec_scratch_model names, with
- * be's own conv2d_scratch as the rule (be must outlive the plans built from c), an arena
+ * be's own conv2d_scratch as the rule (be must outlive the plans built from c; for a CUDA
+ * instance the "cuda" bound instead, so that its plans re-plan the same without the card), an arena
  * alignment be can run: c->alignment raised to max(be->alignment, YP_ALIGN_DEFAULT) if below it
  * (a larger one is kept; powers of two, so it is a multiple of be's), and the schedule fusions
  * be's op table runs (yp_exec_fusions). A backend without a named model gets its rule under the
@@ -116,7 +118,8 @@ unsigned yp_exec_fusions(const yp_backend *be);
 
 /* The fusions of the backend a conv scratch model names (for a planner that plans for it by that
  * name, `--scratch onednn:T`): "onednn:T" is the CPU backend's, what yp_exec_candidate_for gives a
- * CPU instance; 0 for any other name (im2col is backend-neutral). */
+ * CPU instance; "cuda" the CUDA op table's (0 in a build without CUDA); 0 for any other name
+ * (im2col is backend-neutral). */
 unsigned yp_exec_model_fusions(const char *model);
 
 /* The element type (yp_ops.h) the backend's ops are given for tensors of schedule dtype d. */

@@ -1,6 +1,7 @@
-/* backend.c - the dispatcher: creates CUDA instances when the library was built with it (the only
- * file outside kernels/cuda/ that knows CUDA exists), frees instances of any backend, names the
- * element types and describes the build. */
+/* backend.c - the dispatcher: creates CUDA instances and hands out the CUDA op table when the
+ * library was built with it (the only file outside kernels/cuda/ that knows CUDA exists), frees
+ * instances of any backend, asks any for its free device memory, names the element types and
+ * describes the build. */
 #include <stdio.h>
 
 #include "yp_backend.h"
@@ -30,8 +31,24 @@ yp_backend *yp_backend_cuda_new(int device, char *why, size_t why_len) {
 #endif
 }
 
+const yp_ops *yp_backend_cuda_ops(void) {
+#if YP_HAVE_CUDA
+    return yp_cuda_ops();
+#else
+    return NULL;
+#endif
+}
+
 void yp_backend_free(yp_backend *be) {
     if (be && be->release) be->release(be);
+}
+
+int yp_backend_device_free(yp_backend *be, int64_t *free_bytes) {
+    int64_t total = 0, free_b = 0;
+    if (!be->device_info) return 0;
+    if (be->device_info(be, NULL, 0, &total, &free_b)) return -1;
+    *free_bytes = free_b;
+    return 1;
 }
 
 const char *yp_elem_name(yp_elem t) {

@@ -5,15 +5,18 @@
  * kernels/cuda/ and is only reachable through yp_backend_cuda_new().
  *
  * Defines: yp_backend (an instance), yp_copy (memcpy direction), yp_cpu_config,
- * yp_backend_cpu_new, yp_backend_cpu_threads, yp_backend_cuda_new, yp_backend_free,
- * yp_kernels_build_info.
+ * yp_backend_cpu_new, yp_backend_cpu_threads, yp_backend_cuda_new, yp_backend_cuda_ops,
+ * yp_backend_free, yp_backend_device_free, yp_kernels_build_info.
  *
  * Instances: yp_backend_cpu_new / yp_backend_cuda_new return a new instance that the caller
  * releases with yp_backend_free once nothing uses its memory or ops any more. The instance holds
  * its context, and freeing it frees all of that:
  *   - cpu: its thread count, the oneDNN engine and stream, and the conv primitives built for it
  *     (conv2d_prepare, or an op's first use);
- *   - cuda: its device and the stream all of its work is queued on.
+ *   - cuda: its device, the stream all of its work is queued on, and the library state its ops
+ *     use (the cuDNN handle bound to the stream, the loss's device words), all created by
+ *     yp_backend_cuda_new, so that nothing is allocated on the device after it but by mem_alloc
+ *     (fixed_bytes says what that state took).
  * Several instances may live at once (CPU ones with different thread counts, one per GPU). An
  * instance is not thread-safe: use it from one thread at a time (its ops run their own threads).
  *
@@ -60,6 +63,14 @@ struct yp_backend {
     const char *name; /* "cpu", "cuda" */
     size_t alignment; /* every alloc is aligned to this many bytes; arena offsets should be too */
     int host_memory;  /* 1 when pointers from alloc can be dereferenced by host code */
+    /* Device memory the instance's own state took when it was created, outside anything mem_alloc
+     * returns: what a run needs on the device besides its arena. CUDA: the free memory
+     * cudaMemGetInfo reports once the context exists, less what it reports once the stream and
+     * every library handle and buffer of the instance exist (the context itself came before the
+     * first reading, and kernel code the driver loads at a kernel's first launch, lazy module
+     * loading being CUDA's default, comes after the second). 0 for the CPU backend: its state is
+     * host memory (the process's RSS). */
+    int64_t fixed_bytes;
 
     /* (Entries are named mem_* rather than malloc/free/memcpy/memset so that libc macros of those
      * names can never expand inside `be->mem_copy(...)`.) */
@@ -72,7 +83,8 @@ struct yp_backend {
     int (*mem_set)(yp_backend *be, void *dst, int value, size_t bytes);
     int (*sync)(yp_backend *be); /* waits for all queued work; reports errors of asynchronous ops */
     const char *(*last_error)(yp_backend *be);
-    /* Optional: the device's name and its total and free memory now (cudaMemGetInfo). */
+    /* Optional: the device's name and its total and free memory now (cudaMemGetInfo). NULL on the
+     * CPU backend, whose memory is the host's (yp_backend_device_free says "unknown"). */
     int (*device_info)(yp_backend *be, char *name, size_t name_len, int64_t *total_bytes, int64_t *free_bytes);
 
     /* The op table (yp_ops.h): every op of the backend is there; entries it lacks are NULL. One
@@ -106,9 +118,18 @@ int yp_backend_cpu_threads(const yp_backend *be);
  * no such device, or the device is older than the architectures this build targets. */
 yp_backend *yp_backend_cuda_new(int device, char *why, size_t why_len);
 
+/* The CUDA backend's op table, readable without a device (which entries it has decides the
+ * schedule fusions a plan for it may use); NULL when the library was built without CUDA. */
+const yp_ops *yp_backend_cuda_ops(void);
+
 /* Frees an instance made by yp_backend_*_new and everything it holds (NULL is a no-op). Memory
  * from its mem_alloc must have been freed first. */
 void yp_backend_free(yp_backend *be);
+
+/* The device memory free now for instance be: 1 with *free_bytes set (a backend with
+ * device_info), 0 when the backend cannot tell (the CPU: host memory, *free_bytes untouched), -1
+ * when asking failed (last_error says why). */
+int yp_backend_device_free(yp_backend *be, int64_t *free_bytes);
 
 /* A static one-line description of what was compiled in, e.g.
  * "cpu; cuda: built for sm_75,sm_80,sm_86,sm_89,sm_90 with CUDA 13.0, cuDNN 9.19.0" or

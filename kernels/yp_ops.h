@@ -245,6 +245,13 @@ typedef struct yp_ops {
                         const yp_optim_hyp *h);
     /* *out = sum of x[i]^2, accumulated in double (for gradient-norm clipping). */
     int (*sum_squares)(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
+    /* Optional: *out = s_0 + s_1 + ... + s_{k-1} added in that order from 0, s_j the sum_squares of
+     * xs[j] (ns[j] elements): the gradient norm over every gradient tensor in one entry, so that
+     * a device backend keeps the per-tensor sums on the device and waits once, not once per
+     * tensor. xs and ns are host arrays of k >= 0 entries (k == 0: *out = 0); the xs[j] device
+     * memory. The same result as the k sum_squares calls added up on the host in that order. */
+    int (*sum_squares_multi)(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *ns,
+                             double *out);
 
     /* The loss of Detect level `level` (0 <= level < d->cfg.nl) and its gradient: YOLOv5's
      * ComputeLoss on that level's share, in its semantics at HEAD (cls_pw = obj_pw = 1, no focal

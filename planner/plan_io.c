@@ -328,7 +328,7 @@ static int verify(ctx *c, const cJSON *j, const yp_plan *p) {
 
 /* A number of the validation section equal to the re-planned one. */
 static int val_num_is(ctx *c, const cJSON *o, const char *path, const char *key, int64_t want) {
-    double v;
+    double v = 0;
     if (num(c, o, path, key, &v)) return -1;
     if ((int64_t)v != want)
         return yp_err_set(c->err, "%s: %s.%s: %.0f, but re-planning gives %lld; save the plan again", c->file, path, key,

@@ -10,8 +10,12 @@
  *                            exactly what its conv2d_scratch asks for with T threads, which is
  *                            what the CPU executor checks at init. Resolved by the executor
  *                            library (yp_exec_scratch_resolver in executor/yp_executor.h).
- * A backend with its own convolutions (the CUDA backend's cuDNN ones) adds its names to the
- * executor's resolver; until then they are refused as unknown like any other.
+ *   "cuda"                   the CUDA backend's cuDNN convolutions: the conservative bound of
+ *                            kernels/yp_cudnn_scratch.h (per conv max(16 MiB, its input + output
+ *                            bytes), and its KRSC weights for k > 1), the same with or without a
+ *                            GPU, so a plan for the card re-plans to the byte anywhere; the
+ *                            executor checks at init that it covers what the card's algorithms
+ *                            ask for. Resolved by the executor library too.
  *
  * Why a resolver: the planner does not link the kernels (docs/architecture.md §3), so it cannot turn a
  * backend's name into that backend's rule. The caller passes a yp_scratch_resolver, a small

@@ -3,7 +3,7 @@
  * results.csv with train.py's rows, results.png/.svg, last and best checkpoints), exp2 for a
  * second run, a run killed mid-way and resumed (every epoch once in results.csv), "nothing to
  * resume", --cache ram giving the uncached run's results, val with --save-json, and each bad input: one line naming the file or option, exit 2
- * (1 for a plan that does not fit). */
+ * (1 for a plan that does not fit); --device cuda as far as this machine allows. */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <signal.h>
 #include <stdarg.h>
@@ -192,6 +192,30 @@ static void test_bad_input(void) {
     one_line_exit(2, "--weights and --data are required");
 }
 
+/* --device cuda for train and bench-step: without a GPU (or a build without CUDA) one line naming
+ * the device and why, exit 2, nothing trained; with one, the plan line names the fixed cost the
+ * backend measured and the run goes through the preflight to the steps. */
+static void test_device_cuda(void) {
+    int rc = run(TRAIN_ARGS " --epochs 1 --name cuda --device cuda", data, dir);
+    if (rc == 0) {
+        printf("  note: a GPU is here: train --device cuda ran\n");
+        CHECK_STR_HAS(out, "device cuda (fixed cost ");
+    } else {
+        CHECK_EQ_I64(rc, 2);
+        one_line_exit(2, "--device cuda: ");
+        CHECK(!exists("%s/runs/%s", "cuda"));
+    }
+    rc = run("bench-step --device cuda --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0");
+    if (rc == 0) {
+        CHECK_STR_HAS(out, "cuda (fixed cost ");
+    } else {
+        CHECK_EQ_I64(rc, 2);
+        one_line_exit(2, "bench-step --device cuda: ");
+    }
+    CHECK_EQ_I64(run("bench-step --device tpu"), 2);
+    one_line_exit(2, "--device tpu: expected cpu or cuda");
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/yp_cli_train_XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -207,6 +231,7 @@ int main(void) {
     YP_RUN(test_cache_ram);
     YP_RUN(test_val);
     YP_RUN(test_bad_input);
+    YP_RUN(test_device_cuda);
     yp_test_remove_tree(dir);
     return yp_test_summary();
 }

@@ -280,6 +280,21 @@ static void test_ema_sum_squares(void) {
     CHECK(fabs(got - ss) <= 1e-12 * ss); /* double accumulation: only summation order differs */
     CHECK(ops->sum_squares(cpu, YP_ELEM_F32, w, 0, &got) == 0 && got == 0.0);
     CHECK(ops->sum_squares(cpu, YP_ELEM_F32, w, N, NULL) == -1);
+    /* several tensors at once: the sums of the single calls added in order, to the bit */
+    const float *xs[4] = {w, e, w + 7, NULL};
+    const int64_t ns[4] = {N, N, 100, 0};
+    double one = 0, sum = 0, multi = -1;
+    for (int j = 0; j < 4; j++) {
+        CHECK(ops->sum_squares(cpu, YP_ELEM_F32, xs[j], ns[j], &one) == 0);
+        sum += one;
+    }
+    CHECK(ops->sum_squares_multi(cpu, YP_ELEM_F32, 4, xs, ns, &multi) == 0);
+    CHECK(multi == sum);
+    CHECK(ops->sum_squares_multi(cpu, YP_ELEM_F32, 0, NULL, NULL, &multi) == 0 && multi == 0.0);
+    CHECK(ops->sum_squares_multi(cpu, YP_ELEM_F32, 4, xs, ns, NULL) == -1);
+    CHECK(ops->sum_squares_multi(cpu, YP_ELEM_F32, -1, xs, ns, &multi) == -1);
+    CHECK(ops->sum_squares_multi(cpu, YP_ELEM_BF16, 4, xs, ns, &multi) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "sum_squares_multi: dtype bf16");
     free(e), free(w), free(e0);
 }
 
@@ -380,7 +395,7 @@ static void test_table_complete(void) {
     CHECK(ops->add_forward && ops->axpy_grad && ops->concat_forward && ops->concat_backward);
     CHECK(ops->upsample_forward && ops->upsample_backward && ops->maxpool_forward && ops->maxpool_backward);
     CHECK(ops->space_to_depth_forward && ops->space_to_depth_backward);
-    CHECK(ops->sgd_step && ops->adam_step && ops->ema_update && ops->sum_squares);
+    CHECK(ops->sgd_step && ops->adam_step && ops->ema_update && ops->sum_squares && ops->sum_squares_multi);
     CHECK(ops->conv2d_scratch && ops->conv2d_prepare);
     CHECK(ops->loss_level); /* checked against PyTorch in test_loss */
     CHECK(ops->detect_decode);

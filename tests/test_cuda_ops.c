@@ -11,7 +11,7 @@
  *   optimizer (same formulas from kernels/yp_optim_math.h; nvcc may contract into fmas):
  *     rtol 1e-5, atol 1e-6 x max|cpu| (where b*m + g cancels, an fma changes the result by up to
  *     half an ulp of the larger term, ~1e-8 here);
- *   sum_squares (both in double, different summation order): rtol 1e-10;
+ *   sum_squares and sum_squares_multi (both in double, different summation order): rtol 1e-10;
  *   BN statistics, outputs and gradients (double sums in a different order; the CPU's SiLU uses a
  *     polynomial exp, the GPU expf, both a few ulp): rtol 1e-4 and atol 1e-4 x max|cpu| of that
  *     output (a value that cancels to ~0 has no meaningful relative error); the statistics and
@@ -484,6 +484,31 @@ static void test_sum_squares(void) {
     }
 }
 
+/* sum_squares_multi against the CPU's: a few tensors of mixed sizes (one empty), then more tensors
+ * than the device keeps slots for (4096), so the chunks fold onto one result. */
+static void test_sum_squares_multi(void) {
+    enum { K = 4100 };
+    buf x = buf_rand(3 * 1000003 + 1, 620, -3, 3, 0);
+    REQUIRE(x.h && x.d);
+    static const float *hs[K], *ds[K];
+    static int64_t ns[K];
+    const int64_t some[5] = {1000003, 0, 255, 1, 3 * 1000003 + 1};
+    for (int j = 0; j < 5; j++) hs[j] = x.h, ds[j] = x.d, ns[j] = some[j];
+    double want = -1, got = -1;
+    CHECK(cpu->ops->sum_squares_multi(cpu, YP_ELEM_F32, 5, hs, ns, &want) == 0);
+    GPU_OK(gpu->ops->sum_squares_multi(gpu, YP_ELEM_F32, 5, ds, ns, &got));
+    CHECK(fabs(got - want) <= 1e-10 * fabs(want));
+    for (int j = 0; j < K; j++) hs[j] = x.h + 3 * j, ds[j] = x.d + 3 * j, ns[j] = 3 + j % 5;
+    CHECK(cpu->ops->sum_squares_multi(cpu, YP_ELEM_F32, K, hs, ns, &want) == 0);
+    GPU_OK(gpu->ops->sum_squares_multi(gpu, YP_ELEM_F32, K, ds, ns, &got));
+    if (!(fabs(got - want) <= 1e-10 * fabs(want)))
+        fprintf(stderr, "  sum_squares_multi %d tensors: cuda %.17g cpu %.17g\n", K, got, want);
+    CHECK(fabs(got - want) <= 1e-10 * fabs(want));
+    GPU_OK(gpu->ops->sum_squares_multi(gpu, YP_ELEM_F32, 0, NULL, NULL, &got));
+    CHECK(got == 0.0);
+    buf_free(&x);
+}
+
 /* ---- argument errors ---- */
 
 static void expect_fail(int rc, const char *a, const char *b) {
@@ -555,6 +580,7 @@ int main(void) {
     YP_RUN(test_bn);
     YP_RUN(test_optim);
     YP_RUN(test_sum_squares);
+    YP_RUN(test_sum_squares_multi);
     YP_RUN(test_errors);
     CHECK(gpu->sync(gpu) == 0);
     yp_backend_free(cpu);

@@ -68,9 +68,10 @@ static int same_tree(const char *a, const char *b) {
         if (n == 0 || n != list(pb, nb)) return 0;
         for (int i = 0; i < n && same; i++) {
             char fa[600], fb[600];
-            size_t la, lb;
-            snprintf(fa, sizeof fa, "%s/%s", pa, na[i]);
-            snprintf(fb, sizeof fb, "%s/%s", pb, nb[i]);
+            size_t la = 0, lb = 0;
+            if (snprintf(fa, sizeof fa, "%s/%s", pa, na[i]) >= (int)sizeof fa ||
+                snprintf(fb, sizeof fb, "%s/%s", pb, nb[i]) >= (int)sizeof fb)
+                return 0;
             uint8_t *x = slurp(fa, &la), *y = slurp(fb, &lb);
             same = strcmp(na[i], nb[i]) == 0 && x && y && la == lb && memcmp(x, y, la) == 0;
             free(x);
@@ -81,7 +82,7 @@ static int same_tree(const char *a, const char *b) {
 }
 
 static int same_file(const char *a, const char *b) {
-    size_t la, lb;
+    size_t la = 0, lb = 0;
     uint8_t *x = slurp(a, &la), *y = slurp(b, &lb);
     int same = x && y && la == lb && memcmp(x, y, la) == 0;
     free(x);

@@ -79,6 +79,23 @@ int yp_cpu_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, do
     return 0;
 }
 
+/* The tensors' sums one after another, added as the executor's loop over sum_squares adds them. */
+int yp_cpu_sum_squares_multi(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *ns,
+                             double *out) {
+    static const char op[] = "sum_squares_multi";
+    if (yp_cpu_check_elem(op, dt)) return -1;
+    if (!out || k < 0 || (k > 0 && (!xs || !ns)))
+        return yp_cpu_fail("%s: NULL result or arrays, or a negative count %d", op, k);
+    double total = 0;
+    for (int j = 0; j < k; j++) {
+        double s = 0;
+        if (yp_cpu_sum_squares(be, dt, xs[j], ns[j], &s)) return -1;
+        total += s;
+    }
+    *out = total;
+    return 0;
+}
+
 int yp_cpu_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema, int64_t n,
                         const yp_optim_hyp *h) {
     static const char op[] = "sgd_ema_step";

@@ -116,6 +116,8 @@ int yp_cpu_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float
                         const yp_optim_hyp *h);
 int yp_cpu_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, int64_t n, float d);
 int yp_cpu_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
+int yp_cpu_sum_squares_multi(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *ns,
+                             double *out);
 
 /* loss.c */
 int yp_cpu_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,

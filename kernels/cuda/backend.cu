@@ -157,7 +157,11 @@ static yp_ops make_cuda_ops() {
 }
 static const yp_ops cuda_ops = make_cuda_ops();
 
-// Waits for the stream's work, destroys it and frees the instance.
+extern "C" const yp_ops *yp_cuda_ops(void) {
+    return &cuda_ops;
+}
+
+// Waits for the stream's work, frees the library state, destroys the stream and frees the instance.
 static void cuda_release(yp_backend *be) {
     yp_cuda_backend *cb = yp_cuda_of(be);
     if (cudaSetDevice(cb->device) == cudaSuccess && cb->stream) {
@@ -174,6 +178,7 @@ static const yp_backend cuda_template = {
     /* name */ "cuda",
     /* alignment */ kCudaAlignment,
     /* host_memory */ 0,
+    /* fixed_bytes */ 0,  // measured by yp_cuda_backend_new
     /* mem_alloc */ cuda_mem_alloc,
     /* mem_free */ cuda_mem_free,
     /* mem_copy */ cuda_mem_copy,
@@ -197,7 +202,8 @@ static yp_backend *unavailable(char *why, size_t why_len, const char *fmt, ...) 
     return nullptr;
 }
 
-// Probes the driver and the device, makes it current and creates the instance's stream. Needs
+// Probes the driver and the device, makes it current, creates the instance's stream and library
+// state and measures what that state took (cudaMemGetInfo before and after). Needs
 // nothing at link time: the static runtime loads libcuda.so.1 here, so a machine without a driver
 // gets a reason, not a crash.
 extern "C" yp_backend *yp_cuda_backend_new(int device, char *why, size_t why_len) {
@@ -223,9 +229,12 @@ extern "C" yp_backend *yp_cuda_backend_new(int device, char *why, size_t why_len
                            "GPU %d (%s) is sm_%d, older than the oldest architecture built (%s)",
                            device, prop.name, arch, YP_CUDA_ARCHS);
     cudaStream_t stream = nullptr;
+    size_t free0 = 0, total = 0;
     e = cudaSetDevice(device);
     if (e == cudaSuccess)
         e = cudaFree(nullptr);  // creates the context now, so a busy or broken device shows here
+    if (e == cudaSuccess)
+        e = cudaMemGetInfo(&free0, &total);  // before the instance's own state
     // Non-blocking: the instance's work does not wait for the legacy default stream's (nor it for
     // the instance's); every entry of the instance queues on this stream, so its own order holds.
     if (e == cudaSuccess)
@@ -243,6 +252,26 @@ extern "C" yp_backend *yp_cuda_backend_new(int device, char *why, size_t why_len
     cb->base = cuda_template;
     cb->device = device;
     cb->stream = stream;
+    // The library state every op needs, created now rather than at an op's first use, so that the
+    // step loop allocates nothing and what it took is measured (base.fixed_bytes) before the plan
+    // is checked against the free memory.
+    size_t free1 = 0;
+    if (yp_cuda_conv_init(cb) || yp_cuda_loss_init(cb)) {
+        char reason[sizeof cuda_last_error];
+        snprintf(reason, sizeof reason, "%s", cuda_last_error);
+        cuda_release(&cb->base);
+        return unavailable(why, why_len, "cannot use GPU %d (%s): %s", device, prop.name, reason);
+    }
+    e = cudaStreamSynchronize(stream);
+    if (e == cudaSuccess)
+        e = cudaMemGetInfo(&free1, &total);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        cuda_release(&cb->base);
+        return unavailable(why, why_len, "cannot use GPU %d (%s): %s", device, prop.name,
+                           cudaGetErrorString(e));
+    }
+    cb->base.fixed_bytes = free0 > free1 ? (int64_t)(free0 - free1) : 0;
     return &cb->base;
 }
 

@@ -10,15 +10,17 @@
 // Algorithms. For each conv shape and stage the algorithm is the first of those that cuDNN's
 // heuristics report (cudnnGetConvolution*Algorithm_v7, ordered by expected speed) that runs
 // in plain fp32 (CUDNN_FMA_MATH: no TF32, so the results match the CPU backend's fp32) and whose
-// workspace is at most the cap (workspace_cap below); if none fits, the one with the smallest
-// workspace. The rule depends only on the shape and the device, so conv2d_scratch (which reports
+// workspace is at most the cap (kernels/yp_cudnn_scratch.h: max(16 MiB, the conv's input + output
+// bytes), the rule the planner's "cuda" scratch model grants offline); if none fits, the one with
+// the smallest workspace. The rule depends only on the shape and the device, so conv2d_scratch (which reports
 // that algorithm's workspace as `per_image`) and the ops agree: the plan grants exactly what the
 // chosen algorithm uses. No Find (benchmarking) runs, inside the step or out.
 //
 // Cache. conv2d_prepare builds the descriptors and the choices of a shape once and keeps them in
-// the instance (a small array searched linearly: a model has a few dozen conv shapes); an op on a
-// shape that was not prepared builds it on first use. conv2d_scratch reads the cache or builds a
-// throwaway entry, so it never changes the instance's state beyond the cuDNN handle.
+// the instance (a small array searched linearly: a model has a few dozen conv shapes; host
+// memory); an op on a shape that was not prepared builds it on first use. conv2d_scratch reads the
+// cache or builds a throwaway entry, so it never changes the instance's state. The cuDNN handle is
+// made with the instance (yp_cuda_conv_init).
 //
 // Bias add and the bias gradient are small kernels here (NHWC: channel = index % c).
 #include <climits>
@@ -29,12 +31,7 @@
 #include <cudnn.h>
 
 #include "yp_cuda.h"
-
-// The largest workspace an algorithm may take unless the conv's own activations are larger:
-// cap = max(kWorkspaceFloor, bytes of the conv's input + output). Keeps each conv's scratch of the
-// order of its activations (the planner's arena holds it for the step) while leaving the fast
-// implicit-GEMM family, whose workspaces are small, always eligible.
-static const size_t kWorkspaceFloor = (size_t)16 << 20;
+#include "yp_cudnn_scratch.h"
 
 static const int kBlockSize = 256;
 static const int64_t kMaxBlocks = 65536;
@@ -141,18 +138,22 @@ static void entry_destroy(conv_entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-// The instance's cuDNN handle, created on first use and bound to the instance's stream.
+// The instance's cuDNN handle, which yp_cuda_conv_init created with the instance.
 static int handle_of(const char *op, yp_cuda_backend *cb) {
-    if (cb->cudnn)
-        return 0;
+    return cb->cudnn ? 0 : yp_cuda_fail("%s: the instance has no cuDNN handle", op);
+}
+
+// The cuDNN handle, bound to the instance's stream: made with the instance so that its device
+// memory is part of the instance's measured fixed cost, never taken inside the step loop.
+int yp_cuda_conv_init(yp_cuda_backend *cb) {
     cudnnHandle_t h = nullptr;
     cudnnStatus_t s = cudnnCreate(&h);
     if (s != CUDNN_STATUS_SUCCESS)
-        return yp_cuda_fail("%s: cudnnCreate: %s", op, cudnn_err(s));
+        return yp_cuda_fail("cudnnCreate: %s", cudnn_err(s));
     s = cudnnSetStream(h, cb->stream);
     if (s != CUDNN_STATUS_SUCCESS) {
         cudnnDestroy(h);
-        return yp_cuda_fail("%s: cudnnSetStream: %s", op, cudnn_err(s));
+        return yp_cuda_fail("cudnnSetStream: %s", cudnn_err(s));
     }
     cb->cudnn = h;
     return 0;
@@ -224,10 +225,11 @@ static int entry_build(const char *op, const yp_conv_desc *d, conv_entry *e) {
     return 0;
 }
 
+// The largest workspace an algorithm may take (yp_cudnn_scratch.h): keeps each conv's scratch of
+// the order of its activations (the planner's arena holds it for the step) while leaving the fast
+// implicit-GEMM family, whose workspaces are small, always eligible.
 static size_t workspace_cap(const yp_conv_desc *d) {
-    size_t act = (size_t)(d->in.n * d->in.h * d->in.w * d->in.c + d->out.n * d->out.h * d->out.w * d->out.c) *
-                 sizeof(float);
-    return act > kWorkspaceFloor ? act : kWorkspaceFloor;
+    return (size_t)yp_cudnn_workspace_cap(d);
 }
 
 // Math types that run in plain fp32 (Tensor Core math would be TF32 for fp32 data).
@@ -353,12 +355,9 @@ static conv_entry *cache_get(const char *op, yp_cuda_backend *cb, const yp_conv_
     return entry_stage(op, cb->cudnn, e, stage) ? nullptr : e;
 }
 
-// Floats of fixed scratch: the weights (or their gradient) in KRSC for k > 1, none for k == 1.
+// Floats of a conv's weights (what the KRSC reorders move; the fixed scratch of a k > 1 conv).
 static int64_t weight_floats(const yp_conv_desc *d) {
     return d->out.c * (d->in.c / d->groups) * d->k * d->k;
-}
-static int64_t fixed_floats(const yp_conv_desc *d) {
-    return d->k == 1 ? 0 : weight_floats(d);
 }
 static int64_t floats_of(size_t bytes) {
     return (int64_t)((bytes + sizeof(float) - 1) / sizeof(float));
@@ -388,7 +387,7 @@ extern "C" int yp_cuda_conv2d_scratch(yp_backend *be, const yp_conv_desc *d, int
         size_t ws = stage == YP_CONV_FORWARD ? e->fwd_ws
                     : e->bwd_data_ws > e->bwd_filter_ws ? e->bwd_data_ws : e->bwd_filter_ws;
         *per_image = floats_of(ws);
-        *fixed = fixed_floats(d);
+        *fixed = yp_cudnn_fixed_floats(d);
     }
     if (own)
         entry_destroy(&tmp);

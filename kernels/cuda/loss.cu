@@ -15,7 +15,7 @@
 //     negative claim.
 //  3. objectness: BCE over every (image, cell, anchor) against objmap, gradient written.
 // Sums are reduced per block in double and added with double atomics into four device words that
-// the instance keeps (allocated by the first call), then copied back with the wait the contract
+// the instance keeps (allocated with the instance), then copied back with the wait the contract
 // describes. The order of the double and float additions differs from the CPU's sequential
 // order: the terms agree to ~1e-12 relative, the gradients of positives sharing a cell to float
 // rounding.
@@ -178,23 +178,27 @@ static int blocks_for(int64_t n) {
     return (int)(b < 1 ? 1 : b < kMaxBlocks ? b : kMaxBlocks);
 }
 
-// The instance's four device words, allocated by the first call and kept until release.
+// The instance's four device words (yp_cuda_loss_init made them with the instance).
 static loss_words *words_of(const char *op, yp_cuda_backend *cb) {
     if (cb->loss) return cb->loss->dev;
+    yp_cuda_fail("%s: the instance has no loss sums", op);
+    return nullptr;
+}
+
+// Allocated with the instance, so that no loss_level allocates device memory and the bytes are
+// part of the instance's measured fixed cost; kept until release.
+int yp_cuda_loss_init(yp_cuda_backend *cb) {
     yp_cuda_loss_sums *s = new (std::nothrow) yp_cuda_loss_sums;
-    if (!s) {
-        yp_cuda_fail("%s: out of host memory", op);
-        return nullptr;
-    }
+    if (!s) return yp_cuda_fail("cuda loss: out of host memory");
     cudaError_t e = cudaMalloc(&s->dev, sizeof(loss_words));
     if (e != cudaSuccess) {
         cudaGetLastError();
         delete s;
-        yp_cuda_fail("%s: cudaMalloc of its %zu-byte sums: %s", op, sizeof(loss_words), cudaGetErrorString(e));
-        return nullptr;
+        return yp_cuda_fail("cuda loss: cudaMalloc of its %zu-byte sums: %s", sizeof(loss_words),
+                            cudaGetErrorString(e));
     }
     cb->loss = s;
-    return s->dev;
+    return 0;
 }
 
 extern "C" int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred,

@@ -6,8 +6,10 @@
 // sum_squares reduces on the device, deterministically (a fixed grid for a given n, a fixed
 // tree in each block, then one block over the partial sums), in double, into module-scope
 // device memory (one small array per device, not tensor memory), then copies the double to the
-// host and waits for the instance's stream. A mutex serialises that use of the array between
-// threads of the process; it is therefore not usable inside a CUDA graph capture.
+// host and waits for the instance's stream. sum_squares_multi does the same for k tensors, each
+// tensor's sum kept on the device in a slot, the slots added in order by one thread, and waits
+// once for all of them (not once per tensor). A mutex serialises that use of the arrays between
+// threads of the process; the final copy and wait keep both out of a CUDA graph capture.
 #include <mutex>
 
 #include <cuda_runtime.h>
@@ -68,7 +70,9 @@ static __global__ void ema_kernel(float *ema, const float *w, int64_t n, float d
 // sum_squares: at most kSumBlocks partial sums, each block's in a fixed shared-memory tree.
 static const int kSumBlocks = 1024;
 static const int kSumThreads = 256;
+static const int kSumSlots = 4096;  // tensors summed before their slots are folded into the result
 static __device__ double g_sum_partial[kSumBlocks];
+static __device__ double g_sum_slots[kSumSlots];
 static __device__ double g_sum_result;
 
 // The sum of the kSumThreads values in s (one per thread), in a fixed order; valid in thread 0.
@@ -96,14 +100,30 @@ static __global__ void sum_squares_partial_kernel(const float *x, int64_t n) {
         g_sum_partial[blockIdx.x] = t;
 }
 
-static __global__ void sum_squares_final_kernel(int parts) {
+// The partial sums' total into g_sum_slots[slot], or g_sum_result for slot < 0.
+static __global__ void sum_squares_final_kernel(int parts, int slot) {
     __shared__ double s[kSumThreads];
     double acc = 0.0;
     for (int i = threadIdx.x; i < parts; i += kSumThreads)
         acc += g_sum_partial[i];
     double t = block_sum(s, acc);
-    if (threadIdx.x == 0)
-        g_sum_result = t;
+    if (threadIdx.x == 0) {
+        if (slot < 0)
+            g_sum_result = t;
+        else
+            g_sum_slots[slot] = t;
+    }
+}
+
+// g_sum_result = (keep ? g_sum_result : 0) + slots[0] + ... + slots[count-1], in that order (one
+// thread: the same additions as a host loop over the tensors' sums).
+static __global__ void sum_squares_fold_kernel(int count, int keep) {
+    if (blockIdx.x != 0 || threadIdx.x != 0)
+        return;
+    double acc = keep ? g_sum_result : 0.0;
+    for (int i = 0; i < count; i++)
+        acc += g_sum_slots[i];
+    g_sum_result = acc;
 }
 
 // ----------------------------------------------------------------------------
@@ -182,7 +202,33 @@ extern "C" int yp_cuda_ema_update(yp_backend *be, yp_elem dt, float *ema, const 
     return yp_cuda_check_launch(op);
 }
 
-static std::mutex sum_squares_mutex;  // guards g_sum_partial / g_sum_result between host threads
+static std::mutex sum_squares_mutex;  // guards g_sum_partial / g_sum_slots / g_sum_result between host threads
+
+// Queues the reduction of x (n > 0) into g_sum_slots[slot] (g_sum_result for slot < 0): 8 elements
+// per thread before a block is added, up to kSumBlocks blocks, fixed by n alone. Caller holds the
+// mutex and has made the device current.
+static int queue_sum(const char *op, yp_cuda_backend *cb, const float *x, int64_t n, int slot) {
+    int64_t blocks = (n + (int64_t)kSumThreads * 8 - 1) / ((int64_t)kSumThreads * 8);
+    const int parts = blocks < 1 ? 1 : (int)(blocks < kSumBlocks ? blocks : kSumBlocks);  // n == 0: one block of 0
+    sum_squares_partial_kernel<<<parts, kSumThreads, 0, cb->stream>>>(x, n);
+    if (yp_cuda_check_launch(op))
+        return -1;
+    sum_squares_final_kernel<<<1, kSumThreads, 0, cb->stream>>>(parts, slot);
+    return yp_cuda_check_launch(op);
+}
+
+// g_sum_result to the host, after the stream's work.
+static int read_result(const char *op, yp_cuda_backend *cb, double *out) {
+    double result = 0.0;
+    cudaError_t e = cudaMemcpyFromSymbolAsync(&result, g_sum_result, sizeof result, 0, cudaMemcpyDeviceToHost,
+                                              cb->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(cb->stream);
+    if (e != cudaSuccess)
+        return yp_cuda_fail("%s: copying the result: %s (%s)", op, cudaGetErrorString(e), cudaGetErrorName(e));
+    *out = result;
+    return 0;
+}
 
 extern "C" int yp_cuda_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out) {
     static const char op[] = "sum_squares";
@@ -197,27 +243,44 @@ extern "C" int yp_cuda_sum_squares(yp_backend *be, yp_elem dt, const float *x, i
         *out = 0.0;
         return 0;
     }
-    // 8 elements per thread before a block is added, up to kSumBlocks blocks: fixed by n alone.
-    int64_t blocks = (n + (int64_t)kSumThreads * 8 - 1) / ((int64_t)kSumThreads * 8);
-    const int parts = (int)(blocks < kSumBlocks ? blocks : kSumBlocks);
+    std::lock_guard<std::mutex> lock(sum_squares_mutex);
+    if (yp_cuda_use(op, cb) || queue_sum(op, cb, x, n, -1))
+        return -1;
+    return read_result(op, cb, out);
+}
+
+extern "C" int yp_cuda_sum_squares_multi(yp_backend *be, yp_elem dt, int k, const float *const *xs,
+                                         const int64_t *ns, double *out) {
+    static const char op[] = "sum_squares_multi";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (check_f32(op, dt))
+        return -1;
+    if (!out || k < 0 || (k > 0 && (!xs || !ns)))
+        return yp_cuda_fail("%s: NULL result or arrays, or a negative count %d", op, k);
+    for (int j = 0; j < k; j++) {
+        if (check_count(op, ns[j]))
+            return -1;
+        if (ns[j] > 0 && !xs[j])
+            return yp_cuda_fail("%s: tensor %d: NULL buffer with %lld elements", op, j, (long long)ns[j]);
+    }
     std::lock_guard<std::mutex> lock(sum_squares_mutex);
     if (yp_cuda_use(op, cb))
         return -1;
-    sum_squares_partial_kernel<<<parts, kSumThreads, 0, cb->stream>>>(x, n);
-    if (yp_cuda_check_launch(op))
-        return -1;
-    sum_squares_final_kernel<<<1, kSumThreads, 0, cb->stream>>>(parts);
-    if (yp_cuda_check_launch(op))
-        return -1;
-    double result = 0.0;
-    cudaError_t e = cudaMemcpyFromSymbolAsync(&result, g_sum_result, sizeof result, 0, cudaMemcpyDeviceToHost,
-                                              cb->stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(cb->stream);
-    if (e != cudaSuccess)
-        return yp_cuda_fail("%s: copying the result: %s (%s)", op, cudaGetErrorString(e), cudaGetErrorName(e));
-    *out = result;
-    return 0;
+    // Each chunk of up to kSumSlots tensors: their sums into the slots (an empty tensor's slot
+    // gets 0 from a reduction over nothing), then folded onto the result in order; k == 0 folds
+    // nothing onto 0.
+    int first = 0;
+    do {
+        const int count = k - first < kSumSlots ? k - first : kSumSlots;
+        for (int j = 0; j < count; j++)
+            if (queue_sum(op, cb, xs[first + j], ns[first + j], j))
+                return -1;
+        sum_squares_fold_kernel<<<1, 1, 0, cb->stream>>>(count, first > 0);
+        if (yp_cuda_check_launch(op))
+            return -1;
+        first += count;
+    } while (first < k);
+    return read_result(op, cb, out);
 }
 
 extern "C" void yp_cuda_register_optim(yp_ops *o) {
@@ -226,4 +289,5 @@ extern "C" void yp_cuda_register_optim(yp_ops *o) {
     o->ema_update = yp_cuda_ema_update;
     o->sgd_ema_step = yp_cuda_sgd_ema_step;
     o->sum_squares = yp_cuda_sum_squares;
+    o->sum_squares_multi = yp_cuda_sum_squares_multi;
 }

@@ -1,7 +1,7 @@
 /* yp_cuda.h - internal to kernels/: what the CUDA library (kernels/cuda/) exports to the dispatcher
  * (kernels/backend.c) and what its own files share. C linkage; the dispatcher's part uses plain C
  * types only, so it includes this as C. Only included when the library is built with YP_HAVE_CUDA.
- * Defines: yp_cuda_backend_new, yp_cuda_build_info, yp_cuda_fail, yp_cuda_check_launch, the
+ * Defines: yp_cuda_backend_new, yp_cuda_ops, yp_cuda_build_info, yp_cuda_fail, yp_cuda_check_launch, the
  * launchers (one block per file kernels/cuda/<file>.cu, with its yp_cuda_register_<file> that sets
  * them in the op table) and, for the .cu files only,
  * yp_cuda_backend (an instance) and yp_cuda_of. */
@@ -20,6 +20,9 @@ extern "C" {
 
 /* A new CUDA instance on `device`, or NULL with the reason in why (see yp_backend_cuda_new). */
 yp_backend *yp_cuda_backend_new(int device, char *why, size_t why_len);
+
+/* The CUDA op table (static; needs no device). */
+const yp_ops *yp_cuda_ops(void);
 
 /* "built for sm_75,... with CUDA 13.0, cuDNN 9.19.0"; static storage. */
 const char *yp_cuda_build_info(void);
@@ -93,7 +96,7 @@ int yp_cuda_bn_backward(yp_backend *be, const yp_bn_desc *d, const float *x, con
                         const float *gamma, const float *dy, const double *sums, float *dx, float *dgamma,
                         float *dbeta, yp_betas beta);
 
-/* optim.cu: sgd_step, adam_step, ema_update, sgd_ema_step, sum_squares (fp32; F16/BF16 refused).
+/* optim.cu: sgd_step, adam_step, ema_update, sgd_ema_step, sum_squares, sum_squares_multi (fp32; F16/BF16 refused).
  * yp_cuda_register_optim sets them. */
 void yp_cuda_register_optim(yp_ops *o);
 int yp_cuda_sgd_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, int64_t n,
@@ -104,6 +107,8 @@ int yp_cuda_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, i
 int yp_cuda_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema, int64_t n,
                          const yp_optim_hyp *h);
 int yp_cuda_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
+int yp_cuda_sum_squares_multi(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *ns,
+                              double *out);
 
 #ifdef __cplusplus
 }
@@ -123,15 +128,19 @@ struct yp_cuda_backend {
     yp_backend base;
     int device;
     cudaStream_t stream;
-    cudnnHandle_t cudnn;              /* bound to stream; created by the first conv entry (conv.cu) */
-    struct yp_cuda_conv_cache *convs; /* conv.cu's per-shape cache; NULL until the first conv */
-    struct yp_cuda_loss_sums *loss;   /* loss.cu's device words; NULL until the first loss_level */
+    cudnnHandle_t cudnn;              /* bound to stream; created with the instance (conv.cu) */
+    struct yp_cuda_conv_cache *convs; /* conv.cu's per-shape cache (host memory); NULL until the first conv */
+    struct yp_cuda_loss_sums *loss;   /* loss.cu's device words; created with the instance */
 };
 
 /* The op table's registrations (each in its .cu file): set that file's entries of *o. */
 void yp_cuda_register_conv(yp_ops *o);
 void yp_cuda_register_detect(yp_ops *o);
 void yp_cuda_register_loss(yp_ops *o);
+/* Create that file's device state of the instance (called by yp_cuda_backend_new on its device,
+ * after the stream; the ops then never create it): 0, or -1 with the reason recorded. */
+int yp_cuda_conv_init(yp_cuda_backend *cb);
+int yp_cuda_loss_init(yp_cuda_backend *cb);
 /* Frees what that file keeps in the instance (called by the instance's release, on its device). */
 void yp_cuda_conv_release(yp_cuda_backend *cb);
 void yp_cuda_loss_release(yp_cuda_backend *cb);

@@ -1,0 +1,46 @@
+/* yp_cudnn_scratch.h - the CUDA backend's conv workspace rule, in one place: header-only plain C
+ * (also valid C++), so that the cuDNN convolutions (kernels/cuda/conv.cu) choose their algorithms
+ * with it and the planner's "cuda" conv scratch model (executor/scratch_model.c) grants it without
+ * a GPU. Needs no CUDA headers.
+ *
+ * The rule. For a conv d (fp32, NHWC) the workspace cap is
+ *     cap(d) = max(16 MiB, bytes of d's input + output)     (fp32: 4 bytes an element)
+ * conv.cu takes, per conv shape and stage, the first of cuDNN's heuristics' plain-fp32 algorithms
+ * whose workspace is at most cap(d) (the implicit-GEMM family, whose workspace is small, always
+ * is), so no conv asks for more than cap(d) on any card, except when cuDNN offers none within it:
+ * then conv.cu takes the one with the smallest workspace, and the executor refuses at init a plan
+ * that granted less (naming the conv and the figure).
+ *
+ * The bound (yp_cudnn_scratch_bound), what a plan grants each conv without asking a device: in
+ * floats, per_image = cap(d) / 4 rounded up (the "ws:" tensor) and fixed = the weights reordered
+ * to KRSC for k > 1, c_out x (c_in / groups) x k x k (the "wt:" tensor), none for k == 1 (the two
+ * layouts are the same bytes). It is conservative: conv2d_scratch on a device answers the chosen
+ * algorithm's workspace, which is at most the bound's per_image, and the same fixed. */
+#ifndef YP_CUDNN_SCRATCH_H
+#define YP_CUDNN_SCRATCH_H
+
+#include <stdint.h>
+
+#include "yp_ops.h"
+
+#define YP_CUDNN_WORKSPACE_FLOOR ((int64_t)16 << 20) /* bytes: the cap's floor */
+
+/* cap(d) in bytes (see above). */
+static inline int64_t yp_cudnn_workspace_cap(const yp_conv_desc *d) {
+    int64_t act = (d->in.n * d->in.h * d->in.w * d->in.c + d->out.n * d->out.h * d->out.w * d->out.c) * 4;
+    return act > YP_CUDNN_WORKSPACE_FLOOR ? act : YP_CUDNN_WORKSPACE_FLOOR;
+}
+
+/* Floats of fixed scratch: the KRSC weights (or their gradient) of a k > 1 conv, none for k == 1. */
+static inline int64_t yp_cudnn_fixed_floats(const yp_conv_desc *d) {
+    return d->k == 1 ? 0 : d->out.c * (d->in.c / d->groups) * d->k * d->k;
+}
+
+/* The bound of conv d at either stage (forward, or backward-data and backward-weights in turn,
+ * which share the scratch): per_image = ceil(cap(d) / 4), fixed = yp_cudnn_fixed_floats(d). */
+static inline void yp_cudnn_scratch_bound(const yp_conv_desc *d, int64_t *per_image, int64_t *fixed) {
+    *per_image = (yp_cudnn_workspace_cap(d) + 3) / 4;
+    *fixed = yp_cudnn_fixed_floats(d);
+}
+
+#endif

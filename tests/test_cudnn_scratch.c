@@ -1,0 +1,122 @@
+/* test_cudnn_scratch.c - the CUDA backend's conv workspace rule (kernels/yp_cudnn_scratch.h) and
+ * the "cuda" conv scratch model built on it (executor/scratch_model.c), without a GPU: the bound's
+ * figures for fabricated convs (the 16 MiB floor, activations above it, the KRSC weights of k > 1,
+ * none for 1x1, groups), the resolver's rule giving the same, a plan made for a CUDA instance
+ * (yp_exec_candidate_for) granting it to every conv, and that plan saved and loaded back
+ * (re-planned offline) to the byte. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "yp_cudnn_scratch.h"
+#include "yp_executor.h"
+#include "yp_plan_io.h"
+#include "yp_test.h"
+#include "yp_test_models.h"
+
+static yp_conv_desc conv(int64_t n, int64_t h, int64_t c_in, int64_t c_out, int k, int s, int groups) {
+    int p = k / 2;
+    int64_t oh = (h + 2 * p - k) / s + 1;
+    yp_conv_desc d = {{n, h, h, c_in}, {n, oh, oh, c_out}, k, s, p, groups, YP_ELEM_F32};
+    return d;
+}
+
+static void test_bound(void) {
+    int64_t pi, fx;
+    /* small activations: the floor, 16 MiB = 4 Mi floats; 3x3 weights reordered */
+    yp_conv_desc d = conv(2, 32, 16, 32, 3, 1, 1);
+    CHECK_EQ_I64(yp_cudnn_workspace_cap(&d), 16 << 20);
+    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    CHECK_EQ_I64(pi, 4 << 20);
+    CHECK_EQ_I64(fx, 32 * 16 * 9);
+    /* activations above the floor: input + output bytes, 64x160x160x32 in, 64x80x80x64 out */
+    d = conv(64, 160, 32, 64, 3, 2, 1);
+    const int64_t act = 64LL * 160 * 160 * 32 + 64LL * 80 * 80 * 64;
+    CHECK_EQ_I64(yp_cudnn_workspace_cap(&d), act * 4);
+    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    CHECK_EQ_I64(pi, act);
+    CHECK_EQ_I64(fx, 64 * 32 * 9);
+    /* 1x1: the same bytes in both layouts, no fixed scratch */
+    d = conv(2, 40, 128, 255, 1, 1, 1);
+    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    CHECK_EQ_I64(fx, 0);
+    CHECK_EQ_I64(pi, 4 << 20);
+    /* grouped: c_in / groups per filter */
+    d = conv(1, 20, 64, 64, 3, 1, 4);
+    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    CHECK_EQ_I64(fx, 64 * 16 * 9);
+}
+
+/* The resolver's "cuda" rule answers the bound of the query's conv. */
+static void test_resolver(void) {
+    yp_scratch_rule rule = {0};
+    yp_err err;
+    REQUIRE(yp_scratch_resolve("cuda", yp_exec_scratch_resolver(), &rule, &err) == 0);
+    REQUIRE(rule.fn != NULL);
+    yp_conv_query q = {{64, 32, 160, 160}, {64, 64, 80, 80}, 3, 2, 1, 1, 0, 1, YP_DTYPE_F32};
+    int64_t pi = -1, fx = -1, want_pi, want_fx;
+    CHECK(rule.fn(rule.ctx, &q, &pi, &fx, &err) == 0);
+    yp_conv_desc d = conv(64, 160, 32, 64, 3, 2, 1);
+    yp_cudnn_scratch_bound(&d, &want_pi, &want_fx);
+    CHECK_EQ_I64(pi, want_pi);
+    CHECK_EQ_I64(fx, want_fx);
+    CHECK(yp_scratch_resolve("cuda:0", yp_exec_scratch_resolver(), &rule, &err) == -1);
+    CHECK_STR_HAS(err.msg, "known: im2col, onednn:T");
+    CHECK_STR_HAS(err.msg, "cuda");
+    /* the fusions of a plan for "cuda" are those of the CUDA op table (none in a build without it) */
+    const yp_ops *ops = yp_backend_cuda_ops();
+    unsigned want = ops && ops->bn_silu_apply && ops->bn_silu_backward ? YP_FUSE_BN_SILU : 0u;
+    CHECK_EQ_I64(yp_exec_model_fusions("cuda"), want);
+}
+
+/* A plan made for a CUDA instance (a stand-in: yp_exec_candidate_for reads its name, alignment
+ * and op table only) grants every conv the bound, and re-plans from its plan.json to the byte. */
+static void test_plan_round_trip(void) {
+    yp_graph *g = yp_test_model("yolov5n"), *g2 = NULL;
+    REQUIRE(g != NULL);
+    yp_backend gpu_be = {.name = "cuda", .alignment = 256, .ops = yp_backend_cuda_ops()};
+    yp_gpu gpu;
+    yp_err err;
+    REQUIRE(yp_gpu_parse("a100-40gb", &gpu, &err) == 0);
+    yp_candidate c = yp_candidate_default();
+    c.batch = 2, c.img_w = c.img_h = 128, c.mosaic = 0, c.labels_per_image = 4;
+    yp_exec_candidate_for(&c, &gpu_be);
+    CHECK(!strcmp(yp_candidate_scratch_name(&c), "cuda"));
+    CHECK_EQ_I64(c.alignment, 256);
+    yp_plan p, q;
+    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 0, &p, &err) == 0);
+    int n_ws = 0, all_floor = 1;
+    for (int t = 0; t < p.sched->n_tensors; t++) {
+        const yp_tensor *x = &p.sched->tensors[t];
+        if (x->role != YP_ROLE_SCRATCH_IMAGE) continue;
+        n_ws++;
+        all_floor &= x->bytes == YP_CUDNN_WORKSPACE_FLOOR; /* every conv of yolov5n at 128 px is below it */
+    }
+    CHECK(n_ws > 0);
+    CHECK(all_floor);
+    char path[] = "/tmp/yp_test_cudnn_scratch_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    CHECK(yp_plan_save(&p, path, &err) == 0);
+    int loaded = yp_plan_load_with(path, yp_exec_scratch_resolver(), &q, &g2, &err) == 0;
+    if (!loaded) fprintf(stderr, "%s\n", err.msg);
+    CHECK(loaded);
+    if (loaded) {
+        CHECK(!strcmp(yp_candidate_scratch_name(&q.cand), "cuda"));
+        CHECK_EQ_I64(q.arena_bytes, p.arena_bytes);
+        CHECK_EQ_I64(q.cand.fusions, c.fusions);
+        yp_plan_free(&q);
+        yp_graph_free(g2);
+    }
+    unlink(path);
+    yp_plan_free(&p);
+    yp_graph_free(g);
+}
+
+int main(void) {
+    YP_RUN(test_bound);
+    YP_RUN(test_resolver);
+    YP_RUN(test_plan_round_trip);
+    return yp_test_summary();
+}
