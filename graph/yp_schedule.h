@@ -65,7 +65,8 @@ typedef struct {
 extern const yp_retention yp_retention_table[YP_SAVE_COUNT];
 
 /* Is layer l in the checkpoint set (bit l of a 64-bit mask; layers past 63 are never checkpointed). */
-static inline int yp_ckpt_has(uint64_t layers, int l) { return l >= 0 && l < 64 && (layers >> l & 1); }
+#define YP_CKPT_MAX_LAYERS 64 /* a checkpoint set is a 64-bit mask of layers 0..63 */
+static inline int yp_ckpt_has(uint64_t layers, int l) { return l >= 0 && l < YP_CKPT_MAX_LAYERS && (layers >> l & 1); }
 
 /* "yoloplan", "pytorch", "yoloplan+cat"; parse returns -1 for an unknown name. */
 const char *yp_save_policy_name(yp_save_policy p);

@@ -45,14 +45,15 @@ static int prune(yp_front_point *p, int n) {
 int yp_front_compute(const yp_graph *g, int64_t h, int64_t w, yp_front *out, yp_err *err) {
     int64_t base_saved, base_flops;
     memset(out, 0, sizeof *out);
-    if (g->n_layers > 64) return yp_err_set(err, "checkpoint front: %d layers; at most 64 are supported", g->n_layers);
     if (measure(g, h, w, 0, &base_saved, &base_flops, err)) return -1;
     int cap = 1;
     yp_front_point *p = malloc(sizeof *p);
     if (!p) return yp_err_set(err, "out of memory");
     p[0] = (yp_front_point){0, base_saved, base_flops};
     int n = 1;
-    for (int l = 0; l < g->n_layers; l++) {
+    /* a checkpoint set is a 64-bit layer mask: a deeper model is offered sets of its first 64
+     * layers (the backbone, where the large activations are) */
+    for (int l = 0; l < g->n_layers && l < YP_CKPT_MAX_LAYERS; l++) {
         if (yp_layer_inner_convs(g, l) == 0) continue; /* checkpointing it changes nothing */
         int64_t s1, f1;
         if (measure(g, h, w, 1ull << l, &s1, &f1, err)) goto fail;
@@ -124,9 +125,12 @@ int yp_front_parse_layers(const yp_graph *g, const char *s, uint64_t *out, yp_er
         long l = strtol(p, &end, 10);
         if (end == p || errno || (*end && *end != ','))
             return yp_err_set(err, "--ckpt %s: expected \"none\" or a comma list of layer indices like 2,4,6", s);
-        if (l < 0 || l >= g->n_layers || l >= 64)
+        if (l < 0 || l >= g->n_layers)
             return yp_err_set(err, "--ckpt %s: layer %ld does not exist in %s (layers 0..%d)", s, l, g->name,
                               g->n_layers - 1);
+        if (l >= YP_CKPT_MAX_LAYERS)
+            return yp_err_set(err, "--ckpt %s: layer %ld is past the %d layers a checkpoint set can name; choose layers "
+                              "0..%d", s, l, YP_CKPT_MAX_LAYERS, YP_CKPT_MAX_LAYERS - 1);
         if (yp_layer_inner_convs(g, (int)l) == 0)
             return yp_err_set(err, "--ckpt %s: layer %ld (%s) has nothing to recompute; checkpointable layers are "
                               "those with inner convs (C3, SPPF)", s, l, g->layers[l].module);
