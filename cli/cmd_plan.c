@@ -30,22 +30,37 @@ static int print_json(cJSON *j) {
     return s ? 0 : -1;
 }
 
+/* Writes what --save-plan and --timeline ask for, for plan p; `what` names it ("row 1", "the
+ * what-if's plan"). */
+static int outputs(const plan_args *a, const yp_plan *p, const char *what) {
+    yp_err err;
+    if (a->save_plan && yp_plan_save(p, a->save_plan, &err)) return cli_fail(&err);
+    if (a->timeline && yp_timeline_write(p, a->timeline, a->format, &err)) return cli_fail(&err);
+    if (!a->json && a->save_plan) printf("%s: plan written to %s\n", what, a->save_plan);
+    if (!a->json && a->timeline)
+        printf("%s: memory, arena and graph pictures (.dot + .%s) written to %s\n", what, a->format, a->timeline);
+    return YP_EXIT_OK;
+}
+
+/* --batch with one model and one size: the candidate the search would choose at that batch
+ * (yp_search_choose: the same precision, mosaic and checkpoint defaults as the table), whether it
+ * fits and the remedies; --save-plan and --timeline write that plan, they do not change it. */
 static int run_whatif(plan_args *a) {
     yp_err err;
-    yp_candidate c = a->search.base;
-    c.batch = a->search.batch, c.img_w = a->search.size_w[0], c.img_h = a->search.size_h[0];
-    c.precision = (yp_precision)__builtin_ctz(a->search.prec_mask);
-    c.mosaic = a->search.mosaic_mask != 1;
+    yp_candidate c;
+    if (yp_search_choose(&a->search, &a->gpu, a->reserve, &c, &err) < 0) return cli_fail(&err);
     yp_graph *smaller = smaller_model(a->search.models[0]);
     yp_whatif w;
-    int rc = yp_whatif_run(a->search.models[0], smaller, &c, &a->gpu, a->reserve, &w, &err);
+    yp_whatif_opts wo = {a->search.models[0], smaller, &a->gpu, a->reserve, a->remedy_prec_mask};
+    int rc = yp_whatif_run(&wo, &c, &w, &err);
     if (rc) {
         yp_graph_free(smaller);
         return cli_fail(&err);
     }
     if (a->json) print_json(yp_report_whatif_json(&w));
     else yp_report_whatif(stdout, &w);
-    rc = w.base.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
+    rc = outputs(a, &w.base, "the what-if's plan");
+    if (!rc) rc = w.base.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
     yp_whatif_free(&w);
     yp_graph_free(smaller);
     return rc;
@@ -80,18 +95,6 @@ static cJSON *search_json(const plan_args *a, const yp_search_result *r, const y
     return j;
 }
 
-/* Writes what --save-plan and --timeline ask for, for plan p. */
-static int outputs(const plan_args *a, const yp_plan *p) {
-    yp_err err;
-    if (a->save_plan && yp_plan_save(p, a->save_plan, &err)) return cli_fail(&err);
-    if (a->timeline && yp_timeline_write(p, a->timeline, a->format, &err)) return cli_fail(&err);
-    if (!a->json && a->save_plan) printf("row %d: plan written to %s\n", a->row ? a->row : 1, a->save_plan);
-    if (!a->json && a->timeline)
-        printf("row %d: memory, arena and graph pictures (.dot + .%s) written to %s\n", a->row ? a->row : 1, a->format,
-               a->timeline);
-    return YP_EXIT_OK;
-}
-
 static int run_search(plan_args *a) {
     yp_err err;
     yp_search_result r;
@@ -101,13 +104,19 @@ static int run_search(plan_args *a) {
         yp_search_free(&r);
         return rc;
     }
-    int n = r.n_rows < a->top_k ? r.n_rows : a->top_k, rc = YP_EXIT_OK;
-    yp_plan *plans = calloc((size_t)n, sizeof *plans);
-    for (int i = 0; plans && i < n && !rc; i++)
-        if (yp_search_realize(&a->search, &r.rows[i], &a->gpu, a->reserve, a->n_images, &plans[i], &err))
-            rc = cli_fail(&err), n = i;
+    int cap = r.n_rows < a->top_k ? r.n_rows : a->top_k, n = 0, rc = YP_EXIT_OK;
+    yp_plan *plans = calloc((size_t)cap, sizeof *plans);
+    /* a pinned batch is not lowered: a row whose real (aligned) plan is a little over the card is
+     * dropped, as the what-if would say it does not fit */
+    for (int i = 0; plans && i < r.n_rows && n < cap && !rc; i++) {
+        if (yp_search_realize(&a->search, &r.rows[i], &a->gpu, a->reserve, a->n_images, &plans[n], &err))
+            rc = cli_fail(&err);
+        else if (plans[n].fits) n++;
+        else yp_plan_free(&plans[n]);
+    }
     if (!plans) rc = YP_EXIT_USAGE;
-    if (!rc) {
+    if (!rc && n == 0) rc = nothing_fits(a, &r);
+    if (!rc && n) {
         if (a->json) print_json(search_json(a, &r, plans, n));
         else {
             if (a->has_data)
@@ -122,7 +131,11 @@ static int run_search(plan_args *a) {
         }
         int row = a->row ? a->row - 1 : 0;
         if (row >= n) rc = yp_err_set(&err, "--row %d: only %d rows fit", a->row, n), rc = cli_fail(&err);
-        else rc = outputs(a, &plans[row]);
+        else {
+            char what[32];
+            snprintf(what, sizeof what, "row %d", row + 1);
+            rc = outputs(a, &plans[row], what);
+        }
     }
     for (int i = 0; plans && i < n; i++) yp_plan_free(&plans[i]);
     free(plans);
@@ -142,7 +155,7 @@ static int run_loaded(plan_args *a) {
                p.sched->n_steps, (long long)p.arena_bytes);
         yp_report_table(stdout, &p, 1, 0);
     }
-    int rc = outputs(a, &p);
+    int rc = outputs(a, &p, a->load_plan);
     yp_plan_free(&p);
     yp_graph_free(g);
     return rc;

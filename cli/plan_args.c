@@ -200,7 +200,7 @@ static int scratch_model(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (r->precision && strcmp(r->precision, "fp32"))
         return yp_err_set(err, "--scratch %s plans for the CPU executor, which trains in fp32 only; drop --precision %s",
                           r->scratch, r->precision);
-    pa->search.prec_mask = 1u << YP_PREC_FP32;
+    pa->search.prec_mask = pa->remedy_prec_mask = 1u << YP_PREC_FP32;
     return 0;
 }
 
@@ -250,7 +250,11 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
         o->ckpt_pinned = 1;
     }
     o->batch = r->batch;
-    pa->whatif = r->batch > 0 && o->n_models == 1 && o->n_sizes == 1 && !pa->timeline && !pa->save_plan;
+    /* --save-plan and --timeline write the what-if's plan: an output flag never changes the answer */
+    pa->whatif = r->batch > 0 && o->n_models == 1 && o->n_sizes == 1;
+    if (pa->whatif && pa->row)
+        return yp_err_set(err, "--row %d picks a row of the table; a what-if (--batch with one model and one size) has "
+                          "one plan: drop --row", pa->row);
     if (pa->row > pa->top_k)
         return yp_err_set(err, "--row %d: the table has %d rows; raise --top or pick a smaller row", pa->row, pa->top_k);
     return 0;
@@ -327,6 +331,7 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
     memset(pa, 0, sizeof *pa);
     pa->search = yp_search_opts_default();
     pa->top_k = 10;
+    pa->remedy_prec_mask = (1u << YP_PREC_COUNT) - 1;
     pa->format = "svg";
     raw_opts r = {0};
     err->msg[0] = 0;

@@ -15,6 +15,7 @@ typedef struct {
     int top_k;
     int json;
     int whatif;              /* --batch with one model and one size: fits? and remedies */
+    unsigned remedy_prec_mask; /* precisions a what-if remedy may switch to: all, fp32 for a CPU scratch model */
     const char *save_plan;   /* --save-plan FILE */
     const char *load_plan;   /* --load-plan FILE */
     const char *timeline;    /* --timeline DIR */

@@ -59,4 +59,12 @@ void yp_search_free(yp_search_result *r);
 int yp_search_realize(const yp_search_opts *o, const yp_row *r, const yp_gpu *gpu, int64_t reserve,
                       int64_t n_images, yp_plan *out, yp_err *err);
 
+/* The candidate the search chooses for one model at one size and a pinned batch (o->batch > 0;
+ * o->models[0], o->size_w/h[0]): its fastest row whose real plan fits; when none fits, the row it
+ * would rank first on a card with unlimited memory (the same precision, mosaic and checkpoint
+ * defaults: AMP where the card runs it faster, mosaic on, no checkpointing). The what-if plans
+ * this candidate, so that it and the table give one answer. Returns 1 (fits), 0 (does not fit),
+ * or -1 with err set. */
+int yp_search_choose(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve, yp_candidate *out, yp_err *err);
+
 #endif

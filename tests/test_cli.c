@@ -178,13 +178,38 @@ static void test_nothing_fits_exit_1(void) {
     CHECK_STR_HAS(errtxt, "needs");
 }
 
+/* The what-if plans what the search would choose at that batch (AMP on a card that runs it
+ * faster), and an output flag writes that plan without changing the answer. */
 static void test_whatif(void) {
-    CHECK_EQ_I64(run("--gpu 8GB --model yolov5s --img 640 --batch 128"), 1);
+    CHECK_EQ_I64(run("--gpu 8GB --model yolov5s --img 640 --batch 256"), 1);
     CHECK_STR_HAS(out, "DOES NOT FIT");
-    CHECK_STR_HAS(out, "AMP fp16");
+    CHECK_STR_HAS(out, "amp-fp16");
     CHECK_STR_HAS(out, "smaller model yolov5n");
     CHECK_EQ_I64(run("--gpu 8GB --model yolov5s --img 640 --batch 16"), 0);
     CHECK_STR_HAS(out, "FITS");
+    static char plain[sizeof out];
+    CHECK_EQ_I64(run("--gpu 8GB --reserve 0 --batch 128"), 0);
+    CHECK_STR_HAS(out, "batch 128 amp-fp16");
+    CHECK_STR_HAS(out, "FITS");
+    snprintf(plain, sizeof plain, "%s", out);
+    char plan[128];
+    snprintf(plan, sizeof plan, "%s/whatif.json", dir);
+    CHECK_EQ_I64(run("--gpu 8GB --reserve 0 --batch 128 --save-plan %s --timeline %s/tl", plan, dir), 0);
+    CHECK(strncmp(out, plain, strlen(plain)) == 0); /* the same what-if, then the lines naming the files */
+    CHECK_STR_HAS(out + strlen(plain), "the what-if's plan: plan written to ");
+    CHECK_EQ_I64(run("--load-plan %s --json", plan), 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *c = cJSON_GetObjectItem(j, "candidate");
+    CHECK_EQ_I64((long long)cJSON_GetObjectItem(c, "batch")->valuedouble, 128);
+    CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(c, "precision")), "amp-fp16");
+    cJSON_Delete(j);
+    CHECK_EQ_I64(run("--gpu 8GB --batch 128 --row 2"), 2);
+    CHECK_STR_HAS(errtxt, "drop --row");
+    unlink(plan);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/tl'", dir);
+    CHECK(system(cmd) == 0);
 }
 
 static void test_plan_with_dataset(void) {
