@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "plan_args.h"
+#include "plan_table.h"
 #include "yp_executor.h"
 #include "yp_models.h"
 #include "yp_plan_io.h"
@@ -66,80 +67,96 @@ static int run_whatif(plan_args *a) {
     return rc;
 }
 
+/* Nothing fits: one line on stderr, and with --json an object on stdout that says so (a JSON
+ * consumer always gets JSON). */
 static int nothing_fits(const plan_args *a, const yp_search_result *r) {
-    char desc[200], need[32], have[32];
+    char desc[200], need[32], have[32], why[400];
     const yp_row *s = &r->smallest;
     yp_report_candidate_str(a->search.models[s->model], &s->cand, desc, sizeof desc);
     yp_fmt_bytes((int64_t)r->smallest_bytes, need, sizeof need);
     yp_fmt_bytes(a->gpu.mem_bytes, have, sizeof have);
-    fprintf(stderr, "yoloplan: nothing fits on %s (%s): the smallest configuration (%s) needs %s\n", a->gpu.desc,
-            have, desc, need);
+    snprintf(why, sizeof why, "nothing fits on %s (%s): the smallest configuration (%s) needs %s", a->gpu.desc, have,
+             desc, need);
+    fprintf(stderr, "yoloplan: %s\n", why);
+    if (a->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "format", "yoloplan-plans");
+        cJSON_AddNumberToObject(j, "version", 1);
+        cJSON_AddStringToObject(j, "target", "yoloplan");
+        cJSON_AddItemToObject(j, "gpu", yp_report_gpu_json(&a->gpu, a->reserve));
+        cJSON_AddNumberToObject(j, "candidates", (double)r->n_candidates);
+        cJSON_AddNumberToObject(j, "feasible", 0);
+        cJSON_AddArrayToObject(j, "rows");
+        cJSON *n = cJSON_AddObjectToObject(j, "nothing_fits");
+        cJSON_AddStringToObject(n, "reason", why);
+        cJSON_AddItemToObject(n, "smallest", yp_candidate_json(a->search.models[s->model], &s->cand));
+        cJSON_AddNumberToObject(n, "smallest_bytes", r->smallest_bytes);
+        print_json(j);
+    }
     return YP_EXIT_NOFIT;
 }
 
-
-static cJSON *search_json(const plan_args *a, const yp_search_result *r, const yp_plan *plans, int n) {
+static cJSON *search_json(const plan_args *a, const plan_table *t, int chosen) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", "yoloplan-plans");
     cJSON_AddNumberToObject(j, "version", 1);
+    cJSON_AddStringToObject(j, "target", "yoloplan");
     cJSON_AddItemToObject(j, "gpu", yp_report_gpu_json(&a->gpu, a->reserve));
-    cJSON_AddNumberToObject(j, "candidates", (double)r->n_candidates);
-    cJSON_AddNumberToObject(j, "feasible", r->n_rows);
+    cJSON_AddNumberToObject(j, "candidates", (double)t->search.n_candidates);
+    cJSON_AddNumberToObject(j, "feasible", (double)t->n_configs_fit);
+    cJSON_AddNumberToObject(j, "distinct", t->search.n_rows);
     cJSON *rows = cJSON_AddArrayToObject(j, "rows");
-    for (int i = 0; i < n; i++) {
-        cJSON *p = yp_report_plan_json(&plans[i]);
+    for (int i = 0; i < t->n; i++) {
+        cJSON *p = yp_report_plan_json(&t->plans[i]);
         cJSON_AddNumberToObject(p, "rank", i + 1);
-        cJSON_AddBoolToObject(p, "chosen", i == 0);
+        cJSON_AddBoolToObject(p, "chosen", i == chosen);
+        cJSON *also = cJSON_AddArrayToObject(p, "also");
+        char buf[PLAN_ALSO_MAX];
+        snprintf(buf, sizeof buf, "%s", t->also[i]);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(also, cJSON_CreateString(tok + (*tok == ' ')));
+        if (t->largest[i]) cJSON_AddNumberToObject(p, "largest_batch", (double)t->largest[i]);
         cJSON_AddItemToArray(rows, p);
     }
     return j;
 }
 
+static void print_table(const plan_args *a, const plan_table *t, int chosen) {
+    if (a->has_data)
+        printf("dataset %s: %lld images, %lld labels (mean %.2f, max %lld per image; %lld label files skipped), nc %d: "
+               "planned for %lld labels per image%s\n", a->data_stats.root, (long long)a->data_stats.n_images,
+               (long long)a->data_stats.n_labels, a->data_stats.mean_labels, (long long)a->data_stats.max_labels,
+               (long long)a->data_stats.n_bad_files, a->data_stats.nc, (long long)a->data_stats.max_labels,
+               a->search.mosaic_mask & 2 ? " (x4 with mosaic)" : "");
+    yp_table_head h = {&a->gpu, a->reserve, a->reserve_given ? 0 : YP_DEFAULT_MARGIN_PCT, t->search.n_candidates,
+                       t->n_configs_fit, t->search.n_rows, t->n, a->search.max_batch, a->search.batch, t->per_model};
+    yp_report_table_head(stdout, &h);
+    yp_report_table_also(stdout, t->plans, (const char(*)[YP_REPORT_ALSO_MAX])t->also, t->n, chosen);
+    for (int i = 0; i < t->n; i++)
+        if (t->largest[i])
+            printf("row %d: its configuration fits up to batch %lld (accumulate %d); the table keeps to --max-batch %lld, "
+                   "the recipe's nominal batch: add --max-batch %lld to plan it\n", i + 1, (long long)t->largest[i],
+                   yp_accumulate(t->largest[i]), (long long)a->search.max_batch, (long long)t->largest[i]);
+}
+
 static int run_search(plan_args *a) {
     yp_err err;
-    yp_search_result r;
-    if (yp_search(&a->search, &a->gpu, a->reserve, &r, &err)) return cli_fail(&err);
-    if (r.n_rows == 0) {
-        int rc = nothing_fits(a, &r);
-        yp_search_free(&r);
-        return rc;
+    plan_table t;
+    if (plan_table_build(a, &t, &err)) {
+        plan_table_free(&t);
+        return cli_fail(&err);
     }
-    int cap = r.n_rows < a->top_k ? r.n_rows : a->top_k, n = 0, rc = YP_EXIT_OK;
-    yp_plan *plans = calloc((size_t)cap, sizeof *plans);
-    /* a pinned batch is not lowered: a row whose real (aligned) plan is a little over the card is
-     * dropped, as the what-if would say it does not fit */
-    for (int i = 0; plans && i < r.n_rows && n < cap && !rc; i++) {
-        if (yp_search_realize(&a->search, &r.rows[i], &a->gpu, a->reserve, a->n_images, &plans[n], &err))
-            rc = cli_fail(&err);
-        else if (plans[n].fits) n++;
-        else yp_plan_free(&plans[n]);
+    int rc = YP_EXIT_OK, chosen = a->row ? a->row - 1 : 0;
+    if (t.n == 0) rc = nothing_fits(a, &t.search);
+    else if (chosen >= t.n) rc = yp_err_set(&err, "--row %d: only %d rows fit", a->row, t.n), rc = cli_fail(&err);
+    else {
+        if (a->json) print_json(search_json(a, &t, chosen));
+        else print_table(a, &t, chosen);
+        char what[32];
+        snprintf(what, sizeof what, "row %d", chosen + 1);
+        rc = outputs(a, &t.plans[chosen], what);
     }
-    if (!plans) rc = YP_EXIT_USAGE;
-    if (!rc && n == 0) rc = nothing_fits(a, &r);
-    if (!rc && n) {
-        if (a->json) print_json(search_json(a, &r, plans, n));
-        else {
-            if (a->has_data)
-                printf("dataset %s: %lld images, %lld labels (mean %.2f, max %lld per image; %lld label files "
-                       "skipped), nc %d: planned for %lld labels per image%s\n", a->data_stats.root,
-                       (long long)a->data_stats.n_images, (long long)a->data_stats.n_labels, a->data_stats.mean_labels,
-                       (long long)a->data_stats.max_labels, (long long)a->data_stats.n_bad_files, a->data_stats.nc,
-                       (long long)a->data_stats.max_labels, a->search.mosaic_mask & 2 ? " (x4 with mosaic)" : "");
-            printf("%s: %lld candidates, %d fit; best %d by predicted images/s (* = chosen plan)\n", a->gpu.desc,
-                   (long long)r.n_candidates, r.n_rows, n);
-            yp_report_table(stdout, plans, n, 0);
-        }
-        int row = a->row ? a->row - 1 : 0;
-        if (row >= n) rc = yp_err_set(&err, "--row %d: only %d rows fit", a->row, n), rc = cli_fail(&err);
-        else {
-            char what[32];
-            snprintf(what, sizeof what, "row %d", row + 1);
-            rc = outputs(a, &plans[row], what);
-        }
-    }
-    for (int i = 0; plans && i < n; i++) yp_plan_free(&plans[i]);
-    free(plans);
-    yp_search_free(&r);
+    plan_table_free(&t);
     return rc;
 }
 

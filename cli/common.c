@@ -21,6 +21,8 @@ static int set_nc(yp_graph *g, int nc, const char *spec, yp_err *err) {
     if (nc <= 0 || nc == g->nc) return 0;
     g->nc = nc;
     g->nodes[g->n_nodes - 1].a.detect.nc = nc;
+    for (int i = 0; i < g->n_layers; i++) /* the displayed arguments too: Detect's first is nc */
+        if (!strcmp(g->layers[i].module, "Detect") && g->layers[i].n_args > 0) g->layers[i].args[0] = nc;
     return yp_graph_check(g, spec, err);
 }
 

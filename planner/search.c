@@ -190,3 +190,23 @@ int yp_search_choose(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve
     if (found) return 1;
     return first_unbounded(&one, gpu, reserve, out, err) ? -1 : 0;
 }
+
+int64_t yp_search_largest_batch(const yp_search_opts *o, const yp_row *r, const yp_gpu *gpu, int64_t reserve,
+                                yp_err *err) {
+    yp_search_opts one = *o;
+    one.models[0] = o->models[r->model], one.n_models = 1;
+    one.size_w[0] = r->cand.img_w, one.size_h[0] = r->cand.img_h, one.n_sizes = 1;
+    one.prec_mask = 1u << r->cand.precision, one.mosaic_mask = 1u << r->cand.mosaic;
+    one.ckpt_pinned = 1, one.base.ckpt_layers = r->cand.ckpt_layers;
+    one.batch = 0, one.max_batch = YP_MAX_BATCH;
+    yp_search_result s;
+    if (yp_search(&one, gpu, reserve, &s, err)) return -1;
+    int64_t b = 0;
+    if (s.n_rows) {
+        yp_plan p;
+        if (yp_search_realize(&one, &s.rows[0], gpu, reserve, 0, &p, err)) b = -1;
+        else b = p.fits ? p.cand.batch : 0, yp_plan_free(&p);
+    }
+    yp_search_free(&s);
+    return b;
+}

@@ -14,8 +14,8 @@ static void verdict(FILE *f, const yp_whatif *w) {
     yp_fmt_bytes(p->gpu.mem_bytes, have, sizeof have);
     yp_fmt_bytes(p->reserve_bytes, margin, sizeof margin);
     yp_fmt_bytes(p->gpu.mem_bytes - p->device_bytes, room, sizeof room);
-    fprintf(f, "%s, for yoloplan's executor\non %s (%s), keeping %s free (--reserve):\n", desc, p->gpu.desc, have,
-            margin);
+    fprintf(f, "%s, for yoloplan's executor\non %s (%s), keeping %s (%.0f %%) free (--reserve):\n", desc, p->gpu.desc,
+            have, margin, 100.0 * (double)p->reserve_bytes / (double)p->gpu.mem_bytes);
     fprintf(f, "  %s: needs %s (%.0f%% of the card), %s %s; peak at step %d of %d (%s)\n",
             p->fits ? "FITS" : "DOES NOT FIT", needs, 100.0 * (double)need(p) / (double)p->gpu.mem_bytes,
             p->fits ? "room left" : "short by", room + (room[0] == '-'), p->live.peak_step, p->sched->n_steps,
