@@ -52,10 +52,12 @@ static int run_whatif(plan_args *a) {
     if (yp_search_choose(&a->search, &a->gpu, a->reserve, &c, &err) < 0) return cli_fail(&err);
     yp_graph *smaller = smaller_model(a->search.models[0]);
     yp_whatif w;
-    yp_whatif_opts wo = {a->search.models[0], smaller, &a->gpu, a->reserve, a->remedy_prec_mask};
+    yp_graph *anchors = cli_fewer_anchors(a->search.models[0]);
+    yp_whatif_opts wo = {a->search.models[0], smaller, anchors, &a->gpu, a->reserve, a->remedy_prec_mask};
     int rc = yp_whatif_run(&wo, &c, &w, &err);
     if (rc) {
         yp_graph_free(smaller);
+        yp_graph_free(anchors);
         return cli_fail(&err);
     }
     if (a->json) print_json(yp_report_whatif_json(&w));
@@ -64,6 +66,7 @@ static int run_whatif(plan_args *a) {
     if (!rc) rc = w.base.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
     yp_whatif_free(&w);
     yp_graph_free(smaller);
+    yp_graph_free(anchors);
     return rc;
 }
 

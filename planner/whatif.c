@@ -173,6 +173,12 @@ static int single_remedies(ctx *x, const yp_graph *smaller, const yp_candidate *
         if (add(x, "freeze backbone (10 layers)", NULL, g, &k, err)) return -1;
         k = *c;
     }
+    if (x->o->fewer_anchors) {
+        snprintf(what, sizeof what, "%d anchors per level (of %d)", x->o->fewer_anchors->na, g->na);
+        if (add(x, what, "the Detect head and the loss's per-anchor buffers are a small part of the need",
+                x->o->fewer_anchors, c, err))
+            return -1;
+    }
     if (c->mosaic) {
         k.mosaic = 0;
         if (add(x, "mosaic off", "the input keeps its size; only the label buffers shrink", g, &k, err)) return -1;

@@ -3,7 +3,8 @@
  * real plan so its memory and its time cost are what the planner would promise.
  *
  * The answer has four parts:
- *   - the remedies that save memory (at least 1 % of the need), cheapest in time first;
+ *   - the remedies that save memory (at least 1 % of the need), cheapest in time first (batch with
+ *     accumulation, image size, AMP, checkpointing, a smaller model, freezing, fewer anchors);
  *   - when none of them fits alone, the cheapest combination that fits (at the largest batch it
  *     allows), and in any case the largest batch of the candidate's own configuration that fits;
  *   - the ones users try that save (almost) nothing on the GPU, each once, with the reason
@@ -55,6 +56,7 @@ typedef struct {
 typedef struct {
     const yp_graph *g;
     const yp_graph *smaller; /* the next smaller model, or NULL */
+    const yp_graph *fewer_anchors; /* the model with one anchor fewer per level, or NULL */
     const yp_gpu *gpu;
     int64_t reserve;         /* kept free on every card considered */
     unsigned prec_mask;      /* precisions a remedy may switch to (bit p), e.g. fp32 only for a CPU scratch model */

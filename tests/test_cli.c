@@ -267,6 +267,7 @@ static void test_whatif(void) {
     CHECK_STR_HAS(out, "    Adam instead of SGD: costs ");
     CHECK_STR_HAS(out, "a bigger card (the smallest of the GPU table that fit): ");
     CHECK_STR_HAS(out, "2 GPUs, batch 128 each: ");
+    CHECK_STR_HAS(out, "  2 anchors per level (of 3) ");
     const char *notes = strstr(out, "save (almost) nothing");
     REQUIRE(notes != NULL);
     const char *mosaic = strstr(out, "mosaic off");
