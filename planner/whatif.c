@@ -97,7 +97,7 @@ static int ckpt_remedies(ctx *x, const yp_graph *g, const yp_candidate *c, yp_er
         snprintf(what, sizeof what, "checkpoint %s", set);
         if (strlen(what) > 60)
             snprintf(what, sizeof what, "checkpoint all %d checkpointable layers", __builtin_popcountll(k.ckpt_layers));
-        rc = add(x, what, "checkpoints fewer layers than the plan does", g, &k, err);
+        rc = add(x, what, c->ckpt_layers ? "the plan already checkpoints layers of its own" : NULL, g, &k, err);
     }
     yp_front_free(&f);
     return rc;
@@ -189,7 +189,11 @@ static int single_remedies(ctx *x, const yp_graph *smaller, const yp_candidate *
             c->optimizer == YP_OPT_SGD ? "Adam keeps two moments per weight, SGD one" : NULL, g, &k, err))
         return -1;
     note(x->w, "fewer augmentations", "they run on the host; the GPU sees the same batch");
-    note(x->w, "fewer loader workers, no pinned memory", "host memory (the host column), not the GPU's");
+    char host[32], why[160];
+    int64_t h = x->w->base.host.total, mb = h >> 20;
+    snprintf(host, sizeof host, mb >= 1024 ? "%.2f GiB" : "%.0f MiB", mb >= 1024 ? (double)h / 1073741824.0 : (double)mb);
+    snprintf(why, sizeof why, "host memory (this plan's data pipeline takes %s of host RAM), not the GPU's", host);
+    note(x->w, "fewer loader workers, no pinned memory", why);
     qsort(x->w->r, (size_t)x->w->n, sizeof *x->w->r, cheaper_first);
     return 0;
 }
