@@ -15,6 +15,11 @@
  * nc > 0 overrides the class count. NULL with err set; the caller frees the graph. */
 yp_graph *cli_load_model(const char *spec, int nc, yp_err *err);
 
+/* A copy of g with one anchor fewer per level (the first na - 1 of each; a smaller Detect head
+ * and loss), for the what-if's remedy; NULL when g has one anchor per level or on failure. The
+ * caller frees it. */
+yp_graph *cli_fewer_anchors(const yp_graph *g);
+
 /* Parses "640" or "640x480" (width x height). 0, or -1 with err set. */
 int cli_parse_img(const char *s, int64_t *w, int64_t *h, yp_err *err);
 

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "plan_args.h"
+#include "plan_table.h"
 #include "yp_executor.h"
 #include "yp_models.h"
 #include "yp_plan_io.h"
@@ -30,103 +31,135 @@ static int print_json(cJSON *j) {
     return s ? 0 : -1;
 }
 
+/* Writes what --save-plan and --timeline ask for, for plan p; `what` names it ("row 1", "the
+ * what-if's plan"). */
+static int outputs(const plan_args *a, const yp_plan *p, const char *what) {
+    yp_err err;
+    if (a->save_plan && yp_plan_save(p, a->save_plan, &err)) return cli_fail(&err);
+    if (a->timeline && yp_timeline_write(p, a->timeline, a->format, &err)) return cli_fail(&err);
+    if (!a->json && a->save_plan) printf("%s: plan written to %s\n", what, a->save_plan);
+    if (!a->json && a->timeline)
+        printf("%s: memory, arena and graph pictures (.dot + .%s) written to %s\n", what, a->format, a->timeline);
+    return YP_EXIT_OK;
+}
+
+/* --batch with one model and one size: the candidate the search would choose at that batch
+ * (yp_search_choose: the same precision, mosaic and checkpoint defaults as the table), whether it
+ * fits and the remedies; --save-plan and --timeline write that plan, they do not change it. */
 static int run_whatif(plan_args *a) {
     yp_err err;
-    yp_candidate c = a->search.base;
-    c.batch = a->search.batch, c.img_w = a->search.size_w[0], c.img_h = a->search.size_h[0];
-    c.precision = (yp_precision)__builtin_ctz(a->search.prec_mask);
-    c.mosaic = a->search.mosaic_mask != 1;
+    yp_candidate c;
+    if (yp_search_choose(&a->search, &a->gpu, a->reserve, &c, &err) < 0) return cli_fail(&err);
     yp_graph *smaller = smaller_model(a->search.models[0]);
     yp_whatif w;
-    int rc = yp_whatif_run(a->search.models[0], smaller, &c, &a->gpu, a->reserve, &w, &err);
+    yp_graph *anchors = cli_fewer_anchors(a->search.models[0]);
+    yp_whatif_opts wo = {a->search.models[0], smaller, anchors, &a->gpu, a->reserve, a->remedy_prec_mask};
+    int rc = yp_whatif_run(&wo, &c, &w, &err);
     if (rc) {
         yp_graph_free(smaller);
+        yp_graph_free(anchors);
         return cli_fail(&err);
     }
     if (a->json) print_json(yp_report_whatif_json(&w));
     else yp_report_whatif(stdout, &w);
-    rc = w.base.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
+    rc = outputs(a, &w.base, "the what-if's plan");
+    if (!rc) rc = w.base.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
     yp_whatif_free(&w);
     yp_graph_free(smaller);
+    yp_graph_free(anchors);
     return rc;
 }
 
+/* Nothing fits: one line on stderr, and with --json an object on stdout that says so (a JSON
+ * consumer always gets JSON). */
 static int nothing_fits(const plan_args *a, const yp_search_result *r) {
-    char desc[200], need[32], have[32];
+    char desc[200], need[32], have[32], why[400];
     const yp_row *s = &r->smallest;
     yp_report_candidate_str(a->search.models[s->model], &s->cand, desc, sizeof desc);
     yp_fmt_bytes((int64_t)r->smallest_bytes, need, sizeof need);
     yp_fmt_bytes(a->gpu.mem_bytes, have, sizeof have);
-    fprintf(stderr, "yoloplan: nothing fits on %s (%s): the smallest configuration (%s) needs %s\n", a->gpu.desc,
-            have, desc, need);
+    snprintf(why, sizeof why, "nothing fits on %s (%s): the smallest configuration (%s) needs %s", a->gpu.desc, have,
+             desc, need);
+    fprintf(stderr, "yoloplan: %s\n", why);
+    if (a->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "format", "yoloplan-plans");
+        cJSON_AddNumberToObject(j, "version", 1);
+        cJSON_AddStringToObject(j, "target", "yoloplan");
+        cJSON_AddItemToObject(j, "gpu", yp_report_gpu_json(&a->gpu, a->reserve));
+        cJSON_AddNumberToObject(j, "candidates", (double)r->n_candidates);
+        cJSON_AddNumberToObject(j, "feasible", 0);
+        cJSON_AddArrayToObject(j, "rows");
+        cJSON *n = cJSON_AddObjectToObject(j, "nothing_fits");
+        cJSON_AddStringToObject(n, "reason", why);
+        cJSON_AddItemToObject(n, "smallest", yp_candidate_json(a->search.models[s->model], &s->cand));
+        cJSON_AddNumberToObject(n, "smallest_bytes", r->smallest_bytes);
+        print_json(j);
+    }
     return YP_EXIT_NOFIT;
 }
 
-
-static cJSON *search_json(const plan_args *a, const yp_search_result *r, const yp_plan *plans, int n) {
+static cJSON *search_json(const plan_args *a, const plan_table *t, int chosen) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", "yoloplan-plans");
     cJSON_AddNumberToObject(j, "version", 1);
+    cJSON_AddStringToObject(j, "target", "yoloplan");
     cJSON_AddItemToObject(j, "gpu", yp_report_gpu_json(&a->gpu, a->reserve));
-    cJSON_AddNumberToObject(j, "candidates", (double)r->n_candidates);
-    cJSON_AddNumberToObject(j, "feasible", r->n_rows);
+    cJSON_AddNumberToObject(j, "candidates", (double)t->search.n_candidates);
+    cJSON_AddNumberToObject(j, "feasible", (double)t->n_configs_fit);
+    cJSON_AddNumberToObject(j, "distinct", t->search.n_rows);
     cJSON *rows = cJSON_AddArrayToObject(j, "rows");
-    for (int i = 0; i < n; i++) {
-        cJSON *p = yp_report_plan_json(&plans[i]);
+    for (int i = 0; i < t->n; i++) {
+        cJSON *p = yp_report_plan_json(&t->plans[i]);
         cJSON_AddNumberToObject(p, "rank", i + 1);
-        cJSON_AddBoolToObject(p, "chosen", i == 0);
+        cJSON_AddBoolToObject(p, "chosen", i == chosen);
+        cJSON *also = cJSON_AddArrayToObject(p, "also");
+        char buf[PLAN_ALSO_MAX];
+        snprintf(buf, sizeof buf, "%s", t->also[i]);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(also, cJSON_CreateString(tok + (*tok == ' ')));
+        if (t->largest[i]) cJSON_AddNumberToObject(p, "largest_batch", (double)t->largest[i]);
         cJSON_AddItemToArray(rows, p);
     }
     return j;
 }
 
-/* Writes what --save-plan and --timeline ask for, for plan p. */
-static int outputs(const plan_args *a, const yp_plan *p) {
-    yp_err err;
-    if (a->save_plan && yp_plan_save(p, a->save_plan, &err)) return cli_fail(&err);
-    if (a->timeline && yp_timeline_write(p, a->timeline, a->format, &err)) return cli_fail(&err);
-    if (!a->json && a->save_plan) printf("row %d: plan written to %s\n", a->row ? a->row : 1, a->save_plan);
-    if (!a->json && a->timeline)
-        printf("row %d: memory, arena and graph pictures (.dot + .%s) written to %s\n", a->row ? a->row : 1, a->format,
-               a->timeline);
-    return YP_EXIT_OK;
+static void print_table(const plan_args *a, const plan_table *t, int chosen) {
+    if (a->has_data)
+        printf("dataset %s: %lld images, %lld labels (mean %.2f, max %lld per image; %lld label files skipped), nc %d: "
+               "planned for %lld labels per image%s\n", a->data_stats.root, (long long)a->data_stats.n_images,
+               (long long)a->data_stats.n_labels, a->data_stats.mean_labels, (long long)a->data_stats.max_labels,
+               (long long)a->data_stats.n_bad_files, a->data_stats.nc, (long long)a->data_stats.max_labels,
+               a->search.mosaic_mask & 2 ? " (x4 with mosaic)" : "");
+    yp_table_head h = {&a->gpu, a->reserve, a->reserve_given ? 0 : YP_DEFAULT_MARGIN_PCT, t->search.n_candidates,
+                       t->n_configs_fit, t->search.n_rows, t->n, a->search.max_batch, a->search.batch, t->per_model};
+    yp_report_table_head(stdout, &h);
+    yp_report_table_also(stdout, t->plans, (const char(*)[YP_REPORT_ALSO_MAX])t->also, t->n, chosen);
+    for (int i = 0; i < t->n; i++)
+        if (t->largest[i])
+            printf("row %d: its configuration fits up to batch %lld (accumulate %d); the table keeps to --max-batch %lld, "
+                   "the recipe's nominal batch: add --max-batch %lld to plan it\n", i + 1, (long long)t->largest[i],
+                   yp_accumulate(t->largest[i]), (long long)a->search.max_batch, (long long)t->largest[i]);
 }
 
 static int run_search(plan_args *a) {
     yp_err err;
-    yp_search_result r;
-    if (yp_search(&a->search, &a->gpu, a->reserve, &r, &err)) return cli_fail(&err);
-    if (r.n_rows == 0) {
-        int rc = nothing_fits(a, &r);
-        yp_search_free(&r);
-        return rc;
+    plan_table t;
+    if (plan_table_build(a, &t, &err)) {
+        plan_table_free(&t);
+        return cli_fail(&err);
     }
-    int n = r.n_rows < a->top_k ? r.n_rows : a->top_k, rc = YP_EXIT_OK;
-    yp_plan *plans = calloc((size_t)n, sizeof *plans);
-    for (int i = 0; plans && i < n && !rc; i++)
-        if (yp_search_realize(&a->search, &r.rows[i], &a->gpu, a->reserve, a->n_images, &plans[i], &err))
-            rc = cli_fail(&err), n = i;
-    if (!plans) rc = YP_EXIT_USAGE;
-    if (!rc) {
-        if (a->json) print_json(search_json(a, &r, plans, n));
-        else {
-            if (a->has_data)
-                printf("dataset %s: %lld images, %lld labels (mean %.2f, max %lld per image; %lld label files "
-                       "skipped), nc %d: planned for %lld labels per image%s\n", a->data_stats.root,
-                       (long long)a->data_stats.n_images, (long long)a->data_stats.n_labels, a->data_stats.mean_labels,
-                       (long long)a->data_stats.max_labels, (long long)a->data_stats.n_bad_files, a->data_stats.nc,
-                       (long long)a->data_stats.max_labels, a->search.mosaic_mask & 2 ? " (x4 with mosaic)" : "");
-            printf("%s: %lld candidates, %d fit; best %d by predicted images/s (* = chosen plan)\n", a->gpu.desc,
-                   (long long)r.n_candidates, r.n_rows, n);
-            yp_report_table(stdout, plans, n, 0);
-        }
-        int row = a->row ? a->row - 1 : 0;
-        if (row >= n) rc = yp_err_set(&err, "--row %d: only %d rows fit", a->row, n), rc = cli_fail(&err);
-        else rc = outputs(a, &plans[row]);
+    int rc = YP_EXIT_OK, chosen = a->row ? a->row - 1 : 0;
+    if (t.n == 0) rc = nothing_fits(a, &t.search);
+    else if (chosen >= t.n) rc = yp_err_set(&err, "--row %d: only %d rows fit", a->row, t.n), rc = cli_fail(&err);
+    else {
+        if (a->json) print_json(search_json(a, &t, chosen));
+        else print_table(a, &t, chosen);
+        char what[32];
+        snprintf(what, sizeof what, "row %d", chosen + 1);
+        rc = outputs(a, &t.plans[chosen], what);
     }
-    for (int i = 0; plans && i < n; i++) yp_plan_free(&plans[i]);
-    free(plans);
-    yp_search_free(&r);
+    plan_table_free(&t);
     return rc;
 }
 
@@ -142,7 +175,7 @@ static int run_loaded(plan_args *a) {
                p.sched->n_steps, (long long)p.arena_bytes);
         yp_report_table(stdout, &p, 1, 0);
     }
-    int rc = outputs(a, &p);
+    int rc = outputs(a, &p, a->load_plan);
     yp_plan_free(&p);
     yp_graph_free(g);
     return rc;

@@ -21,6 +21,8 @@ static int set_nc(yp_graph *g, int nc, const char *spec, yp_err *err) {
     if (nc <= 0 || nc == g->nc) return 0;
     g->nc = nc;
     g->nodes[g->n_nodes - 1].a.detect.nc = nc;
+    for (int i = 0; i < g->n_layers; i++) /* the displayed arguments too: Detect's first is nc */
+        if (!strcmp(g->layers[i].module, "Detect") && g->layers[i].n_args > 0) g->layers[i].args[0] = nc;
     return yp_graph_check(g, spec, err);
 }
 
@@ -51,6 +53,22 @@ yp_graph *cli_load_model(const char *spec, int nc, yp_err *err) {
         g = NULL;
     }
     return g;
+}
+
+yp_graph *cli_fewer_anchors(const yp_graph *g) {
+    if (g->na < 2) return NULL;
+    char *ir = yp_ir_write_string(g); /* the IR round trip is the graph's copy */
+    yp_err err;
+    yp_graph *h = ir ? yp_ir_load_buffer(ir, strlen(ir), g->name, &err) : NULL;
+    free(ir);
+    if (!h) return NULL;
+    h->na = g->na - 1;
+    h->nodes[h->n_nodes - 1].a.detect.na = h->na;
+    if (yp_graph_check(h, g->name, &err)) {
+        yp_graph_free(h);
+        return NULL;
+    }
+    return h;
 }
 
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out, yp_err *err) {

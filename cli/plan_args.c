@@ -114,6 +114,15 @@ typedef struct {
     int policy_given, ckpt_given, labels_given, images_given, top_given, no_ema;
 } raw_opts;
 
+/* train.py's spellings of the planner's options, so that a train.py command line can be pasted. */
+static const char *canonical(const char *a) {
+    static const char *const alias[][2] = {
+        {"--batch-size", "--batch"}, {"--imgsz", "--img"}, {"--img-size", "--img"}, {"--cfg", "--model"}};
+    for (size_t i = 0; i < sizeof alias / sizeof *alias; i++)
+        if (!strcmp(a, alias[i][0])) return alias[i][1];
+    return a;
+}
+
 /* Options that take a value; returns 1 if `a` was one (consuming v), 0 if not, -1 on error. */
 static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, yp_err *err) {
     yp_candidate *b = &pa->search.base;
@@ -164,10 +173,11 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
         b->labels_per_image = l, r->labels_given = 1;
     } else if (!strcmp(a, "--reserve")) {
         if (cli_parse_size(a, v, &pa->reserve, err)) return -1;
+        pa->reserve_given = 1;
     } else if (!strcmp(a, "--top")) {
         long k;
         if (cli_parse_int(a, v, 1, 1000, &k, err)) return -1;
-        pa->top_k = (int)k, r->top_given = 1;
+        pa->top_k = (int)k, r->top_given = 1, pa->top_given = 1;
     } else if (!strcmp(a, "--row")) {
         long k;
         if (cli_parse_int(a, v, 1, 1000, &k, err)) return -1;
@@ -200,7 +210,7 @@ static int scratch_model(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (r->precision && strcmp(r->precision, "fp32"))
         return yp_err_set(err, "--scratch %s plans for the CPU executor, which trains in fp32 only; drop --precision %s",
                           r->scratch, r->precision);
-    pa->search.prec_mask = 1u << YP_PREC_FP32;
+    pa->search.prec_mask = pa->remedy_prec_mask = 1u << YP_PREC_FP32;
     return 0;
 }
 
@@ -250,8 +260,12 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
         o->ckpt_pinned = 1;
     }
     o->batch = r->batch;
-    pa->whatif = r->batch > 0 && o->n_models == 1 && o->n_sizes == 1 && !pa->timeline && !pa->save_plan;
-    if (pa->row > pa->top_k)
+    /* --save-plan and --timeline write the what-if's plan: an output flag never changes the answer */
+    pa->whatif = r->batch > 0 && o->n_models == 1 && o->n_sizes == 1;
+    if (pa->whatif && pa->row)
+        return yp_err_set(err, "--row %d picks a row of the table; a what-if (--batch with one model and one size) has "
+                          "one plan: drop --row", pa->row);
+    if (pa->top_k && pa->row > pa->top_k)
         return yp_err_set(err, "--row %d: the table has %d rows; raise --top or pick a smaller row", pa->row, pa->top_k);
     return 0;
 }
@@ -327,6 +341,7 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
     memset(pa, 0, sizeof *pa);
     pa->search = yp_search_opts_default();
     pa->top_k = 10;
+    pa->remedy_prec_mask = (1u << YP_PREC_COUNT) - 1;
     pa->format = "svg";
     raw_opts r = {0};
     err->msg[0] = 0;
@@ -334,6 +349,7 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "plan")) continue;
         if (!strcmp(a, "--json")) pa->json = 1;
+        else if (!strcmp(a, "--all")) pa->top_k = 0, r.top_given = 1, pa->top_given = 1;
         else if (!strcmp(a, "--no-ema")) pa->search.base.ema = 0, r.no_ema = 1;
         else if (!strcmp(a, "--multi-scale")) pa->search.base.multi_scale = 1;
         else if (!strcmp(a, "--cache")) { /* train.py's --cache [ram|disk]: bare means ram */
@@ -341,15 +357,16 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
             r.cache = given ? v : "ram";
             i += given;
         } else {
-            int k = v ? value_opt(pa, &r, a, v, err) : 0;
+            int k = v ? value_opt(pa, &r, canonical(a), v, err) : 0;
             if (k < 0) return -1;
             if (k == 0)
                 return yp_err_set(err, "unknown or incomplete option \"%s\"; see `yoloplan help`", a);
             i++;
         }
     }
-    if (apply(pa, &r, err)) return -1;
-    return torch_target(pa, &r, err);
+    if (apply(pa, &r, err) || torch_target(pa, &r, err)) return -1;
+    if (!pa->torch && !pa->load_plan && !pa->reserve_given) pa->reserve = pa->gpu.mem_bytes * YP_DEFAULT_MARGIN_PCT / 100;
+    return 0;
 }
 
 void plan_args_free(plan_args *a) {

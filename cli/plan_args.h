@@ -7,14 +7,22 @@
 #include "yp_search.h"
 #include "yp_torch_host.h"
 
+/* The margin kept free by default for yoloplan's executor, percent of the card: room for the
+ * error of the fixed-cost estimate (CUDA context, library handles, driver reserve: yp_gpu.h).
+ * --reserve SIZE replaces it, --reserve 0 turns it off. */
+#define YP_DEFAULT_MARGIN_PCT 5
+
 typedef struct {
     yp_search_opts search;
     yp_graph *owned[YP_SEARCH_MAX_MODELS]; /* graphs loaded for --model (freed by plan_args_free) */
     yp_gpu gpu;
     int64_t reserve;
-    int top_k;
+    int top_k;               /* rows shown: --top K (per model with several models); 0 with --all: every row */
+    int top_given;           /* --top or --all was given */
+    int reserve_given;       /* --reserve was given: else yoloplan's target keeps YP_DEFAULT_MARGIN_PCT free */
     int json;
     int whatif;              /* --batch with one model and one size: fits? and remedies */
+    unsigned remedy_prec_mask; /* precisions a what-if remedy may switch to: all, fp32 for a CPU scratch model */
     const char *save_plan;   /* --save-plan FILE */
     const char *load_plan;   /* --load-plan FILE */
     const char *timeline;    /* --timeline DIR */

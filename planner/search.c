@@ -156,3 +156,57 @@ int yp_search_realize(const yp_search_opts *o, const yp_row *r, const yp_gpu *gp
         yp_plan_free(out);
     }
 }
+
+/* Sizes every row, so its first row is the search's order on a card where everything fits. */
+static int first_unbounded(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve, yp_candidate *out,
+                           yp_err *err) {
+    yp_gpu big = *gpu;
+    big.mem_bytes = (int64_t)1 << 52;
+    yp_search_result r;
+    if (yp_search(o, &big, reserve, &r, err)) return -1;
+    int ok = r.n_rows > 0;
+    if (ok) *out = r.rows[0].cand;
+    yp_search_free(&r);
+    return ok ? 0 : yp_err_set(err, "%s at %lldx%lld: no candidate to plan", o->models[0]->name,
+                               (long long)o->size_w[0], (long long)o->size_h[0]);
+}
+
+int yp_search_choose(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve, yp_candidate *out, yp_err *err) {
+    yp_search_opts one = *o;
+    one.n_models = 1, one.n_sizes = 1;
+    yp_search_result r;
+    if (yp_search(&one, gpu, reserve, &r, err)) return -1;
+    int found = 0;
+    for (int i = 0; i < r.n_rows && !found; i++) {
+        yp_plan p;
+        if (yp_search_realize(&one, &r.rows[i], gpu, reserve, 0, &p, err)) {
+            yp_search_free(&r);
+            return -1;
+        }
+        if ((found = p.fits)) *out = p.cand;
+        yp_plan_free(&p);
+    }
+    yp_search_free(&r);
+    if (found) return 1;
+    return first_unbounded(&one, gpu, reserve, out, err) ? -1 : 0;
+}
+
+int64_t yp_search_largest_batch(const yp_search_opts *o, const yp_row *r, const yp_gpu *gpu, int64_t reserve,
+                                yp_err *err) {
+    yp_search_opts one = *o;
+    one.models[0] = o->models[r->model], one.n_models = 1;
+    one.size_w[0] = r->cand.img_w, one.size_h[0] = r->cand.img_h, one.n_sizes = 1;
+    one.prec_mask = 1u << r->cand.precision, one.mosaic_mask = 1u << r->cand.mosaic;
+    one.ckpt_pinned = 1, one.base.ckpt_layers = r->cand.ckpt_layers;
+    one.batch = 0, one.max_batch = YP_MAX_BATCH;
+    yp_search_result s;
+    if (yp_search(&one, gpu, reserve, &s, err)) return -1;
+    int64_t b = 0;
+    if (s.n_rows) {
+        yp_plan p;
+        if (yp_search_realize(&one, &s.rows[0], gpu, reserve, 0, &p, err)) b = -1;
+        else b = p.fits ? p.cand.batch : 0, yp_plan_free(&p);
+    }
+    yp_search_free(&s);
+    return b;
+}

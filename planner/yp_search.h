@@ -36,6 +36,8 @@ typedef struct {
     yp_candidate cand;
     double peak_bytes;     /* predicted arena peak (unaligned model) */
     yp_timing time;
+    unsigned also_prec;    /* yp_search_collapse: precisions (bits) whose row was the same plan, merged here */
+    int also_mosaic;       /* yp_search_collapse: 1 when the other mosaic setting's row was merged here */
 } yp_row;
 
 typedef struct {
@@ -58,5 +60,26 @@ void yp_search_free(yp_search_result *r);
  * lowers the batch until it does. 0, or -1 with err set. */
 int yp_search_realize(const yp_search_opts *o, const yp_row *r, const yp_gpu *gpu, int64_t reserve,
                       int64_t n_images, yp_plan *out, yp_err *err);
+
+/* Merges rows that are the same plan under another name: the same model, size, batch and
+ * checkpoint set, differing only in precision (bf16 and fp16 take the same bytes) or mosaic (the
+ * input keeps its size), with peak bytes and images per second equal to 0.1 %. The first row of
+ * each such group (fastest, then YOLOv5's defaults) stays and records the others in also_prec and
+ * also_mosaic; n_rows becomes the number of distinct plans. */
+void yp_search_collapse(yp_search_result *r);
+
+/* The largest batch, up to YP_MAX_BATCH, that fits with row r's configuration (its precision,
+ * mosaic and checkpoint set), as yp_search_realize would build it; 0 when not even batch 1 fits.
+ * -1 with err set on failure. */
+int64_t yp_search_largest_batch(const yp_search_opts *o, const yp_row *r, const yp_gpu *gpu, int64_t reserve,
+                                yp_err *err);
+
+/* The candidate the search chooses for one model at one size and a pinned batch (o->batch > 0;
+ * o->models[0], o->size_w/h[0]): its fastest row whose real plan fits; when none fits, the row it
+ * would rank first on a card with unlimited memory (the same precision, mosaic and checkpoint
+ * defaults: AMP where the card runs it faster, mosaic on, no checkpointing). The what-if plans
+ * this candidate, so that it and the table give one answer. Returns 1 (fits), 0 (does not fit),
+ * or -1 with err set. */
+int yp_search_choose(const yp_search_opts *o, const yp_gpu *gpu, int64_t reserve, yp_candidate *out, yp_err *err);
 
 #endif

@@ -28,10 +28,13 @@ void yp_report_candidate_str(const yp_graph *g, const yp_candidate *c, char *buf
              yp_precision_name(c->precision), ck, c->mosaic ? "on" : "off", c->multi_scale ? " multi-scale" : "");
 }
 
-void yp_report_table(FILE *f, const yp_plan *plans, int n, int chosen) {
-    fprintf(f, "   %-8s %9s %5s %3s %-8s %-18s %-3s | %8s %5s | %7s %7s %7s %7s %7s | %8s %7s\n", "model", "img", "batch",
+void yp_report_table_also(FILE *f, const yp_plan *plans, const char (*also)[YP_REPORT_ALSO_MAX], int n, int chosen) {
+    int any = 0, same = n > 0 && also && also[0][0];
+    for (int i = 0; also && i < n; i++) any |= also[i][0] != 0, same &= !strcmp(also[i], also[0]);
+    if (same) any = 0; /* every row has the same alternatives: one footnote instead of a column */
+    fprintf(f, "   %-8s %9s %5s %3s %-8s %-18s %-3s | %8s %5s | %7s %7s %7s %7s %7s | %8s %7s%s\n", "model", "img", "batch",
             "acc", "precision", "checkpoint", "mos", "peak GiB", "%GPU", "weights", "grads", "optim", "activ", "wspace",
-            "step ms", "img/s");
+            "step ms", "img/s", any ? " | also (the same plan)" : "");
     for (int i = 0; i < n; i++) {
         const yp_plan *p = &plans[i];
         const yp_candidate *c = &p->cand;
@@ -41,15 +44,39 @@ void yp_report_table(FILE *f, const yp_plan *plans, int n, int chosen) {
         if (strlen(ck) > 18) snprintf(ck + 15, sizeof ck - 15, "...");
         if (c->img_w == c->img_h) snprintf(img, sizeof img, "%" PRId64, c->img_w);
         else snprintf(img, sizeof img, "%" PRId64 "x%" PRId64, c->img_w, c->img_h);
-        fprintf(f, "%c%-2d %-8s %9s %5" PRId64 " %3d %-8s %-18s %-3s | %8.2f %4.0f%% | %7.2f %7.2f %7.2f %7.2f %7.2f | %8.1f %7.1f\n",
+        int64_t peak = p->arena_bytes + p->gpu.fixed_bytes; /* %GPU counts the same bytes: the margin is not used */
+        fprintf(f, "%c%-2d %-8s %9s %5" PRId64 " %3d %-8s %-18s %-3s | %8.2f %4.0f%% | %7.2f %7.2f %7.2f %7.2f %7.2f | %8.1f %7.1f",
                 i == chosen ? '*' : ' ', i + 1, p->g->name, img, c->batch, p->time.accumulate,
-                yp_precision_name(c->precision), ck, c->mosaic ? "on" : "off",
-                gib(p->arena_bytes + p->gpu.fixed_bytes), 100.0 * (double)p->device_bytes / (double)p->gpu.mem_bytes,
-                gib(g.weights + g.ema + g.lowp), gib(g.grads), gib(g.optimizer), gib(g.activations), gib(g.workspace),
-                p->time.micro_ms, p->time.images_per_s);
+                yp_precision_name(c->precision), ck, c->mosaic ? "on" : "off", gib(peak),
+                100.0 * (double)peak / (double)p->gpu.mem_bytes, gib(g.weights + g.ema + g.lowp), gib(g.grads),
+                gib(g.optimizer), gib(g.activations), gib(g.workspace), p->time.micro_ms, p->time.images_per_s);
+        if (any) fprintf(f, " | %s", also[i][0] ? also[i] : "-");
+        fprintf(f, "\n");
     }
-    fprintf(f, "(peak = arena + fixed device cost; weights include the EMA copy and AMP copies; memory columns in GiB at the "
-               "peak step; img/s at nominal batch 64)\n");
+    fprintf(f, "(peak = arena + fixed device cost, %%GPU = peak / the card; weights include the EMA copy and AMP copies; "
+               "memory columns in GiB at the peak step; img/s at nominal batch 64)\n");
+    if (same) fprintf(f, "(every row is also the same plan, byte for byte and as fast, with %s)\n", also[0]);
+}
+
+void yp_report_table(FILE *f, const yp_plan *plans, int n, int chosen) { yp_report_table_also(f, plans, NULL, n, chosen); }
+
+void yp_report_table_head(FILE *f, const yp_table_head *h) {
+    char mem[32], fixed[32], margin[32], budget[32];
+    yp_fmt_bytes(h->gpu->mem_bytes, mem, sizeof mem);
+    yp_fmt_bytes(h->gpu->fixed_bytes, fixed, sizeof fixed);
+    yp_fmt_bytes(h->reserve, margin, sizeof margin);
+    yp_fmt_bytes(h->gpu->mem_bytes - h->gpu->fixed_bytes - h->reserve, budget, sizeof budget);
+    fprintf(f, "for yoloplan's executor on %s: %s for the arena = %s - %s fixed cost - %s margin", h->gpu->desc, budget,
+            mem, fixed, margin);
+    if (h->margin_pct > 0) fprintf(f, " (%d %% kept free by default; --reserve 0 turns it off)", h->margin_pct);
+    else fprintf(f, " (--reserve)");
+    fprintf(f, "\n%lld of %lld configurations fit, %d distinct plans", (long long)h->n_configs_fit,
+            (long long)h->n_configs, h->n_distinct);
+    if (h->pinned_batch) fprintf(f, " at batch %lld", (long long)h->pinned_batch);
+    else fprintf(f, " (batch up to %lld: --max-batch)", (long long)h->max_batch);
+    if (h->per_model) fprintf(f, "; per model its %s by predicted images/s", h->per_model == 1 ? "best" : "best rows");
+    else fprintf(f, "; the best %d by predicted images/s", h->n_shown);
+    fprintf(f, " (* = the chosen plan; --row K picks another, --top K or --all shows more)\n");
 }
 
 static void add_i64(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
@@ -66,6 +93,8 @@ cJSON *yp_report_plan_json(const yp_plan *p) {
     cJSON_AddItemToObject(j, "candidate", candidate_json(p));
     cJSON_AddBoolToObject(j, "fits", p->fits);
     add_i64(j, "peak_bytes", p->arena_bytes + p->gpu.fixed_bytes + p->reserve_bytes);
+    add_i64(j, "used_bytes", p->arena_bytes + p->gpu.fixed_bytes);
+    cJSON_AddNumberToObject(j, "used_fraction", (double)(p->arena_bytes + p->gpu.fixed_bytes) / (double)p->gpu.mem_bytes);
     add_i64(j, "arena_bytes", p->arena_bytes);
     add_i64(j, "train_arena_bytes", p->arena.size);
     add_i64(j, "val_arena_bytes", p->val_bytes);

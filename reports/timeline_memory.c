@@ -332,14 +332,16 @@ static void draw_val_mark(tl_canvas *c, const tl_frame *f, const yp_plan *p, con
 int tl_memory_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *format, yp_err *err) {
     char cand[256], title[640], b[32], b2[32], b3[32], b4[32], res[64] = "";
     yp_report_candidate_str(p->g, &p->cand, cand, sizeof cand);
-    if (p->reserve_bytes > 0) snprintf(res, sizeof res, " + reserve %s", yp_fmt_bytes(p->reserve_bytes, b4, sizeof b4));
+    /* the table's peak GiB and %GPU: arena + fixed (the reserve is kept free, not used) */
+    int64_t used = p->arena_bytes + p->gpu.fixed_bytes;
+    if (p->reserve_bytes > 0) snprintf(res, sizeof res, "; %s kept free (--reserve)", yp_fmt_bytes(p->reserve_bytes, b4, sizeof b4));
     snprintf(title, sizeof title,
-             "Device memory per step, for yoloplan's executor: %s\n%s: needs %s (arena %s + fixed %s%s) = %.0f%% of "
-             "the card's %s",
-             cand, p->gpu.desc, yp_fmt_bytes(p->device_bytes, b, sizeof b), yp_fmt_bytes(p->arena_bytes, b2, sizeof b2),
-             yp_fmt_bytes(p->gpu.fixed_bytes, b3, sizeof b3), res,
-             100.0 * (double)p->device_bytes / (double)(p->gpu.mem_bytes > 0 ? p->gpu.mem_bytes : 1),
-             yp_fmt_bytes(p->gpu.mem_bytes, b4, sizeof b4));
+             "Device memory per step, for yoloplan's executor: %s\n%s: needs %s (arena %s + fixed %s) = %.0f%% of "
+             "the card's %s%s",
+             cand, p->gpu.desc, yp_fmt_bytes(used, b, sizeof b), yp_fmt_bytes(p->arena_bytes, b2, sizeof b2),
+             yp_fmt_bytes(p->gpu.fixed_bytes, b3, sizeof b3),
+             100.0 * (double)used / (double)(p->gpu.mem_bytes > 0 ? p->gpu.mem_bytes : 1),
+             yp_fmt_bytes(p->gpu.mem_bytes, b4, sizeof b4), res);
     column *cols = malloc((TL_MAX_COLUMNS + 8 + TL_MAX_VAL_COLUMNS) * sizeof *cols);
     tl_canvas c;
     if (!cols || tl_canvas_open(&c, "memory", title)) {

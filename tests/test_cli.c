@@ -1,6 +1,7 @@
 /* test_cli.c - the yoloplan binary end to end: exit codes (0 ok, 2 bad input), one-line errors
  * on stderr, `info` text and JSON, `import`, saved plans (--scratch, bench-step --load-plan), the
  * PyTorch target (--target pytorch, --profile autobatch) and the README's commands for it. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -57,6 +58,7 @@ static void test_nc_override(void) {
     /* Detect with nc 1: (128+256+512)*18 + 3*18 = 16182 instead of 229245 */
     CHECK_EQ_I64(run("info --model yolov5s --nc 1"), 0);
     CHECK_STR_HAS(out, "7022326 parameters");
+    CHECK_STR_HAS(out, "Detect       [1, 128, 256, 512]"); /* the layer's arguments say nc 1 too */
 }
 
 static void test_import(void) {
@@ -94,12 +96,84 @@ static void test_bad_input_exit_2(void) {
     CHECK_STR_HAS(errtxt, "/nonexistent.yaml");
 }
 
+/* The first line names the target and the budget with its default margin; rows that are the same
+ * plan under another name are merged (bf16 = fp16, mosaic off leaves the input's size); %GPU
+ * counts what peak GiB counts; several models are grouped by model. */
 static void test_plan_table(void) {
     CHECK_EQ_I64(run("--gpu 8GB"), 0);
+    CHECK(strncmp(out, "for yoloplan's executor on generic GPU with 8 GiB: ", 51) == 0);
+    CHECK_STR_HAS(out, "409.6 MiB margin (5 % kept free by default; --reserve 0 turns it off)");
+    CHECK_STR_HAS(out, "186 of 186 configurations fit, 62 distinct plans");
     CHECK_STR_HAS(out, "*1  yolov5s");
     CHECK_STR_HAS(out, "img/s");
+    CHECK(strstr(out, "amp-bf16 none") == NULL); /* merged into the fp16 rows ... */
+    CHECK_STR_HAS(out, "(every row is also the same plan, byte for byte and as fast, with amp-bf16, mosaic off)");
+    CHECK_STR_HAS(out, "row 1: its configuration fits up to batch ");
+    /* row 1's peak and %GPU: the same bytes */
+    const char *r1 = strstr(out, "*1 ");
+    REQUIRE(r1 != NULL);
+    double peak = 0, pct = 0;
+    const char *bar = strchr(r1, '|');
+    REQUIRE(bar != NULL && sscanf(bar + 1, "%lf %lf%%", &peak, &pct) == 2);
+    CHECK(pct <= 95.0 && fabs(pct - 100.0 * peak / 8.0) <= 0.6);
+    CHECK_EQ_I64(run("--gpu 8GB --reserve 0"), 0);
+    CHECK_STR_HAS(out, " - 0 B margin (--reserve)\n");
     CHECK_EQ_I64(run("--gpu rtx3070 --model yolov5n,yolov5s --img 320-416 --precision amp-fp16 --top 3"), 0);
-    CHECK_EQ_I64(yp_test_count_lines(out), 1 + 1 + 3 + 1);
+    /* 2 lines of header, the column names, 3 rows per model, the footnote, row 1's and row 4's largest batch */
+    CHECK_EQ_I64(yp_test_count_lines(out), 2 + 1 + 6 + 1 + 2);
+    CHECK_EQ_I64(run("--gpu 8GB --model all --json"), 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *rows = cJSON_GetObjectItem(j, "rows");
+    static const char *const order[] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
+    CHECK_EQ_I64(cJSON_GetArraySize(rows), 5); /* per model its best */
+    for (int i = 0; i < cJSON_GetArraySize(rows) && i < 5; i++) {
+        const cJSON *c = cJSON_GetObjectItem(cJSON_GetArrayItem(rows, i), "candidate");
+        CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(c, "model")), order[i]);
+    }
+    CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(j, "target")), "yoloplan");
+    cJSON_Delete(j);
+    CHECK_EQ_I64(run("--gpu 8GB --all --json"), 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    CHECK_EQ_I64(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows")), (long long)cJSON_GetObjectItem(j, "distinct")->valuedouble);
+    const cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), 0);
+    CHECK_EQ_I64(cJSON_GetArraySize(cJSON_GetObjectItem(r0, "also")), 2);
+    double used = cJSON_GetObjectItem(r0, "used_bytes")->valuedouble, gpu = cJSON_GetObjectItem(r0, "gpu_bytes")->valuedouble;
+    CHECK(fabs(cJSON_GetObjectItem(r0, "used_fraction")->valuedouble - used / gpu) < 1e-9);
+    cJSON_Delete(j);
+    /* --row K moves the mark and is the row written */
+    CHECK_EQ_I64(run("--gpu 8GB --row 3 --save-plan %s/r3.json", dir), 0);
+    CHECK_STR_HAS(out, "\n*3  yolov5s");
+    CHECK_STR_HAS(out, "\n 1  yolov5s");
+    CHECK_STR_HAS(out, "row 3: plan written to ");
+    char p3[128];
+    snprintf(p3, sizeof p3, "%s/r3.json", dir);
+    unlink(p3);
+}
+
+/* train.py's spellings are the planner's options; --json says why when nothing fits; --help
+ * documents --row and --all. */
+static void test_plan_aliases_and_json_nofit(void) {
+    static char plain[sizeof out];
+    CHECK_EQ_I64(run("--gpu 8GB --batch 16 --img 320 --model yolov5n"), 0);
+    snprintf(plain, sizeof plain, "%s", out);
+    CHECK_EQ_I64(run("--gpu 8GB --batch-size 16 --imgsz 320 --cfg yolov5n"), 0);
+    CHECK(strcmp(out, plain) == 0);
+    CHECK_EQ_I64(run("--gpu 8GB --batch-size 16 --img-size 320 --cfg yolov5n"), 0);
+    CHECK(strcmp(out, plain) == 0);
+    CHECK_EQ_I64(run("--gpu 1GB --model yolov5x --json"), 1);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *n = cJSON_GetObjectItem(j, "nothing_fits");
+    CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(n, "reason")), "nothing fits on generic GPU with 1 GiB");
+    CHECK(cJSON_GetObjectItem(n, "smallest_bytes")->valuedouble > 1073741824.0);
+    CHECK_EQ_I64(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows")), 0);
+    cJSON_Delete(j);
+    CHECK_EQ_I64(run("help"), 0);
+    CHECK_STR_HAS(out, "--row K ");
+    CHECK_STR_HAS(out, "--all ");
+    CHECK_STR_HAS(out, "--batch-size");
 }
 
 /* The README's expected output of `yoloplan --gpu 8GB` is the output, byte for byte: the table's
@@ -178,13 +252,51 @@ static void test_nothing_fits_exit_1(void) {
     CHECK_STR_HAS(errtxt, "needs");
 }
 
+/* The what-if plans what the search would choose at that batch (AMP on a card that runs it
+ * faster), and an output flag writes that plan without changing the answer. */
 static void test_whatif(void) {
-    CHECK_EQ_I64(run("--gpu 8GB --model yolov5s --img 640 --batch 128"), 1);
+    CHECK_EQ_I64(run("--gpu 8GB --model yolov5s --img 640 --batch 256"), 1);
     CHECK_STR_HAS(out, "DOES NOT FIT");
-    CHECK_STR_HAS(out, "AMP fp16");
+    CHECK_STR_HAS(out, "amp-fp16");
     CHECK_STR_HAS(out, "smaller model yolov5n");
+    CHECK_STR_HAS(out, ", for yoloplan's executor\n");
+    CHECK_STR_HAS(out, "largest batch that fits this configuration: ");
+    CHECK_STR_HAS(out, "save (almost) nothing on the GPU:\n");
+    CHECK_STR_HAS(out, "    mosaic off: saves ");
+    CHECK_STR_HAS(out, "    AMP bf16: saves 0 B: the bytes of amp-fp16");
+    CHECK_STR_HAS(out, "    Adam instead of SGD: costs ");
+    CHECK_STR_HAS(out, "a bigger card (the smallest of the GPU table that fit): ");
+    CHECK_STR_HAS(out, "2 GPUs, batch 128 each: ");
+    CHECK_STR_HAS(out, "  2 anchors per level (of 3) ");
+    const char *notes = strstr(out, "save (almost) nothing");
+    REQUIRE(notes != NULL);
+    const char *mosaic = strstr(out, "mosaic off");
+    CHECK(mosaic != NULL && mosaic > notes); /* listed once, below the ranking */
     CHECK_EQ_I64(run("--gpu 8GB --model yolov5s --img 640 --batch 16"), 0);
     CHECK_STR_HAS(out, "FITS");
+    static char plain[sizeof out];
+    CHECK_EQ_I64(run("--gpu 8GB --reserve 0 --batch 128"), 0);
+    CHECK_STR_HAS(out, "batch 128 amp-fp16");
+    CHECK_STR_HAS(out, "FITS");
+    snprintf(plain, sizeof plain, "%s", out);
+    char plan[128];
+    snprintf(plan, sizeof plan, "%s/whatif.json", dir);
+    CHECK_EQ_I64(run("--gpu 8GB --reserve 0 --batch 128 --save-plan %s --timeline %s/tl", plan, dir), 0);
+    CHECK(strncmp(out, plain, strlen(plain)) == 0); /* the same what-if, then the lines naming the files */
+    CHECK_STR_HAS(out + strlen(plain), "the what-if's plan: plan written to ");
+    CHECK_EQ_I64(run("--load-plan %s --json", plan), 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *c = cJSON_GetObjectItem(j, "candidate");
+    CHECK_EQ_I64((long long)cJSON_GetObjectItem(c, "batch")->valuedouble, 128);
+    CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(c, "precision")), "amp-fp16");
+    cJSON_Delete(j);
+    CHECK_EQ_I64(run("--gpu 8GB --batch 128 --row 2"), 2);
+    CHECK_STR_HAS(errtxt, "drop --row");
+    unlink(plan);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/tl'", dir);
+    CHECK(system(cmd) == 0);
 }
 
 static void test_plan_with_dataset(void) {
@@ -478,6 +590,7 @@ int main(void) {
     YP_RUN(test_import);
     YP_RUN(test_bad_input_exit_2);
     YP_RUN(test_plan_table);
+    YP_RUN(test_plan_aliases_and_json_nofit);
     YP_RUN(test_readme_table);
     YP_RUN(test_plan_json);
     YP_RUN(test_plan_bad_input);
