@@ -92,6 +92,12 @@ int main(int argc, char **argv) {
         usage(stderr);
         return YP_EXIT_USAGE;
     }
+    for (int i = 1; i < argc; i++) /* every command: the last of two would win silently */
+        for (int j = 1; j < i && argv[i][0] == '-' && argv[i][1] == '-'; j++)
+            if (!strcmp(argv[j], argv[i])) {
+                fprintf(stderr, "yoloplan: %s given twice (the last would win silently); give it once\n", argv[i]);
+                return YP_EXIT_USAGE;
+            }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "import")) return cmd_import(argc - 1, argv + 1);

@@ -32,10 +32,19 @@ static int parse_models(plan_args *a, const char *v, yp_err *err) {
             if (add_model(a, m[i].name, err)) return -1;
         return 0;
     }
+    if (strlen(v) >= 512) return yp_err_set(err, "--model: %zu characters; name at most a few models", strlen(v));
     char buf[512];
     snprintf(buf, sizeof buf, "%s", v);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (add_model(a, tok, err)) return -1;
+    /* every comma-separated name must be there: "" and "a,,b" name nothing */
+    for (char *p = buf, *next;; p = next + 1) {
+        next = strchr(p, ',');
+        if (next) *next = 0;
+        if (!*p)
+            return yp_err_set(err, "--model \"%s\": an empty model name; give bundled names, IR .json or model .yaml "
+                              "files, separated by single commas (e.g. yolov5n,yolov5s)", v);
+        if (add_model(a, p, err)) return -1;
+        if (!next) break;
+    }
     return 0;
 }
 
@@ -52,6 +61,11 @@ static int parse_sizes(yp_search_opts *o, const char *v, yp_err *err) {
             return yp_err_set(err, "--img %s: expected a range like 320-1280 (multiples of 32)", v);
     }
     if (hi) {
+        long n = hi / 32 - (lo + 31) / 32 + 1;
+        if (n > YP_SEARCH_MAX_SIZES)
+            return yp_err_set(err, "--img %s: %ld sizes (multiples of 32); one search takes at most %d; narrow the range",
+                              v, n, YP_SEARCH_MAX_SIZES);
+        if (n < 1) return yp_err_set(err, "--img %s: no multiple of 32 in the range; widen it", v);
         for (long s = (lo + 31) / 32 * 32; s <= hi && o->n_sizes < YP_SEARCH_MAX_SIZES; s += 32)
             o->size_w[o->n_sizes] = o->size_h[o->n_sizes] = s, o->n_sizes++;
         return 0;
@@ -216,6 +230,9 @@ static int scratch_model(plan_args *pa, const raw_opts *r, yp_err *err) {
 
 static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
     yp_search_opts *o = &pa->search;
+    if (pa->load_plan && r->data)
+        return yp_err_set(err, "--data with --load-plan: a saved plan keeps the dataset figures it was made with; drop "
+                          "--data, or plan again with it");
     if (pa->load_plan && (r->gpu || r->model || r->img || r->batch || r->precision || r->ckpt || r->scratch))
         return yp_err_set(err, "--load-plan replays a saved plan as it is; drop --gpu, --model, --img, --batch, "
                           "--precision, --ckpt and --scratch");
@@ -224,6 +241,10 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (!r->gpu)
         return yp_err_set(err, "--gpu is required: the card (rtx3070, t4, a100-40gb, ...), its memory (8GB, 8192MiB) or auto");
     if (r->gpu && (!strcmp(r->gpu, "auto") ? gpu_auto(&pa->gpu, err) : yp_gpu_parse(r->gpu, &pa->gpu, err))) return -1;
+    if (pa->gpu.mem_bytes <= pa->gpu.fixed_bytes)
+        return yp_err_set(err, "--gpu %s: %s has %.2f GiB, no more than the %.2f GiB the CUDA context and libraries "
+                          "take on any card; give a card with more memory", r->gpu, pa->gpu.desc,
+                          (double)pa->gpu.mem_bytes / 1073741824.0, (double)pa->gpu.fixed_bytes / 1073741824.0);
     if (pa->reserve >= pa->gpu.mem_bytes - pa->gpu.fixed_bytes)
         return yp_err_set(err, "--reserve: %.2f GiB leaves nothing of %s's %.2f GiB (%.2f GiB go to the CUDA context "
                           "and libraries); reserve less", (double)pa->reserve / 1073741824.0, pa->gpu.desc,

@@ -79,6 +79,10 @@ static int check_layers(const yp_graph *g, const char *file, yp_err *err) {
 int yp_graph_check(const yp_graph *g, const char *file, yp_err *err) {
     if (g->n_layers < 1 || g->n_nodes < 1)
         return yp_err_set(err, "%s: the graph has no layers or no nodes", file);
+    if (g->n_layers > YP_GRAPH_MAX_LAYERS || g->n_nodes > YP_GRAPH_MAX_NODES)
+        return yp_err_set(err, "%s: %d layers and %d nodes; yoloplan takes at most %d layers and %d nodes (ten times "
+                          "yolov5x); split or shrink the model", file, g->n_layers, g->n_nodes, YP_GRAPH_MAX_LAYERS,
+                          YP_GRAPH_MAX_NODES);
     if (g->in_channels < 1)
         return yp_err_set(err, "%s: input.channels: must be a positive integer", file);
     if (g->nl < 1 || g->nl > YP_MAX_LEVELS || g->na < 1 || g->na > YP_MAX_ANCHORS)

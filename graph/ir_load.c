@@ -176,6 +176,12 @@ static yp_graph *load_root(yp_jctx *c, const cJSON *root) {
     const cJSON *layers = get_list(c, root, "layers");
     const cJSON *nodes = layers ? get_list(c, root, "nodes") : NULL;
     if (!nodes) return NULL;
+    if (cJSON_GetArraySize(layers) > YP_GRAPH_MAX_LAYERS || cJSON_GetArraySize(nodes) > YP_GRAPH_MAX_NODES) {
+        yp_err_set(c->err, "%s: %d layers and %d nodes; yoloplan takes at most %d layers and %d nodes (ten times "
+                   "yolov5x); split or shrink the model", c->file, cJSON_GetArraySize(layers),
+                   cJSON_GetArraySize(nodes), YP_GRAPH_MAX_LAYERS, YP_GRAPH_MAX_NODES);
+        return NULL;
+    }
     yp_graph *g = yp_graph_new(cJSON_GetArraySize(layers), cJSON_GetArraySize(nodes));
     if (!g) {
         yp_err_set(c->err, "%s: out of memory", c->file);

@@ -35,7 +35,13 @@ int yp_concat_check(const yp_check_ctx *c, const yp_node *n, int *c_out) {
         return yp_err_set(c->err, "%s: nodes[%d].attrs.axis: %d; only channel concat (axis 1) is supported",
                           c->file, c->i, n->a.concat.axis);
     int sum = 0;
-    for (int k = 0; k < n->n_inputs; k++) sum += yp_check_channels(c, n->inputs[k]);
+    for (int k = 0; k < n->n_inputs; k++) {
+        int ch = yp_check_channels(c, n->inputs[k]);
+        if (ch > YP_LIM_CHANNELS - sum) /* past the cap (and an int could wrap) */
+            return yp_err_set(c->err, "%s: nodes[%d]: concat of more than %d channels; a map has at most %d", c->file,
+                              c->i, YP_LIM_CHANNELS, YP_LIM_CHANNELS);
+        sum += ch;
+    }
     *c_out = sum;
     return 0;
 }

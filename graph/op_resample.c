@@ -54,7 +54,11 @@ void yp_maxpool_write(const yp_node *n, yp_attrs_out *out) {
 /* ---------------------------------------------------------------- space_to_depth (no attrs) */
 
 int yp_s2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out) {
-    *c_out = 4 * yp_check_channels(c, n->inputs[0]);
+    int ch = yp_check_channels(c, n->inputs[0]);
+    if (ch > YP_LIM_CHANNELS / 4)
+        return yp_err_set(c->err, "%s: nodes[%d]: space_to_depth of %d channels makes %lld; a map has at most %d",
+                          c->file, c->i, ch, 4LL * ch, YP_LIM_CHANNELS);
+    *c_out = 4 * ch;
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #define MAX_BASE_CH 65536
 #define MAX_CH (1 << 20)
 #define MAX_K 64
+#define MAX_STRIDE 4096
 #define MAX_REPEATS 1000
 #define MAX_LAYERS 100000
 #define ARG_REQUIRED (-999999)
@@ -115,6 +116,11 @@ static int add_node(builder *b, yp_op op, const int *in, int n_in, yp_attrs a, c
     YP_ASSERT(n_in >= 1 && n_in <= YP_MAX_INPUTS);
     for (int i = 0; i < n_in; i++)
         if (in[i] == NO_NODE) return NO_NODE;
+    if (b->n_nodes == YP_GRAPH_MAX_NODES) {
+        yp_err_set(b->err, "%s: the model expands to more than %d nodes (ten times yolov5x); lower depth_multiple or "
+                   "the repeats", b->file, YP_GRAPH_MAX_NODES);
+        return NO_NODE;
+    }
     if (b->n_nodes == b->cap_nodes) {
         int cap = b->cap_nodes ? 2 * b->cap_nodes : 256;
         yp_node *nodes = realloc(b->nodes, (size_t)cap * sizeof *nodes);
@@ -183,6 +189,11 @@ static int add_concat(builder *b, const int *in, int n_in, const char *name) {
 /* Records the layer's output and display args. Returns 0, or -1 when out is NO_NODE (err set). */
 static int layer_done(builder *b, const row *r, int out, int c2, int stride, const int *args, int n_args) {
     if (out == NO_NODE) return -1;
+    /* each layer multiplies the stride by at most 2 x MAX_K, so a capped one cannot overflow */
+    if (stride > MAX_STRIDE)
+        return fail(b, r->line, "the layers up to here downsample the image %d times; at most %d (YOLOv5's P6 "
+                    "models: 64)", stride, MAX_STRIDE);
+    if (c2 > MAX_CH) return fail(b, r->line, "%d output channels; at most %d", c2, MAX_CH);
     r->L->output = out;
     r->L->n_args = n_args;
     memcpy(r->L->args, args, (size_t)n_args * sizeof *args);
@@ -386,6 +397,8 @@ static int expand_concat(builder *b, const row *r) {
         if (s != r->in_stride)
             return fail(b, r->line, "from[%d] (layer %d) has stride %d but from[0] has stride %d; concat needs "
                         "equal sizes", j, r->L->from[j], s, r->in_stride);
+        if (c > MAX_CH - c2) /* the sum would pass the cap (and could wrap an int) */
+            return fail(b, r->line, "concat of more than %d channels; at most %d", MAX_CH, MAX_CH);
         c2 += c;
     }
     int out = add_concat(b, in, r->L->n_from, b->prefix);

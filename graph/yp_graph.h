@@ -19,6 +19,11 @@
 #define YP_MAX_ANCHORS 8    /* anchors per level */
 #define YP_MAX_ARGS 8       /* display arguments of a layer */
 #define YP_NAME_LEN 64
+/* The largest graphs yoloplan takes: ten times yolov5x (25 layers, 416 nodes). The schedule, the
+ * checkpoint front and the search grow faster than linearly with the nodes, so a bigger graph
+ * would run for minutes before anything refused it. */
+#define YP_GRAPH_MAX_LAYERS 1024
+#define YP_GRAPH_MAX_NODES 4096
 #define YP_INPUT_IMAGE (-1) /* node/layer input id meaning "the network's input image" */
 
 typedef enum {

@@ -172,17 +172,21 @@ static void test_bad_input(void) {
     one_line_exit(2, "--epochs zero");
     CHECK_EQ_I64(run("train --data '%s' --optimizer rmsprop", data), 2);
     one_line_exit(2, "--optimizer rmsprop: expected sgd|adam|adamw");
+    CHECK_EQ_I64(run("train --data '%s' --epochs 1 --epochs 2", data), 2); /* the last would win silently */
+    one_line_exit(2, "--epochs given twice");
     write_file("notckpt.safetensors", "this is not a checkpoint\n");
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --name w --weights notckpt.safetensors", data, dir), 2);
     one_line_exit(2, "notckpt.safetensors");
     write_file("mixup.yaml", "lr0: 0.01\nmixup: 0.1\n");
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --hyp mixup.yaml", data, dir), 2);
     one_line_exit(2, "mixup.yaml:2");
-    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --project /proc/yp_no", data, dir), 2);
+    CHECK_EQ_I64(run("train --data '%s' --model yolov5n --img 64 --batch 4 --workers 2 --threads 2 --epochs 1 "
+                     "--project /proc/yp_no", data), 2);
     one_line_exit(2, "--project /proc/yp_no");
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --mem 1MiB", data, dir), 1); /* refused before any allocation */
     one_line_exit(1, "needs");
-    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --batch 16 --mem 30MiB", data, dir), 1);
+    CHECK_EQ_I64(run("train --data '%s' --model yolov5n --img 64 --batch 16 --workers 2 --threads 2 --project "
+                     "'%s/runs' --epochs 1 --mem 30MiB", data, dir), 1);
     one_line_exit(1, "the best that fits is --batch");
     CHECK_EQ_I64(run(TRAIN_ARGS " --cache disk", data, dir), 2);
     one_line_exit(2, "--cache disk: expected ram");
