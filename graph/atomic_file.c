@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "yp_atomic_file.h"
+#include "yp_file.h"
 
 struct yp_af_sink {
     int fd;
@@ -49,6 +50,11 @@ int yp_af_sync_folder(const char *path) {
 
 int yp_af_save(const char *path, yp_af_body body, void *ctx, const yp_af_faults *faults, yp_err *err) {
     struct stat st;
+    /* a rename replaces whatever the path names: a symlink, a device node or a FIFO there is
+     * refused, not replaced by a regular file */
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return yp_err_set(err, "%s: %s, not a regular file; write to a new path or a regular file", path,
+                          S_ISLNK(st.st_mode) ? "a symbolic link" : yp_file_kind(st.st_mode));
     const char *intact = stat(path, &st) == 0 ? "the previous file is intact" : "no file was written";
     size_t tn = strlen(path) + 16;
     char *tmp = malloc(tn);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops_internal.h"
+#include "yp_atomic_file.h"
 #include "yp_ir.h"
 
 typedef struct {
@@ -118,30 +119,7 @@ char *yp_ir_write_string(const yp_graph *g) {
 int yp_ir_write_file(const yp_graph *g, const char *path, yp_err *err) {
     char *s = yp_ir_write_string(g);
     if (!s) return yp_err_set(err, "%s: out of memory while serialising", path);
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    int rc = -1;
-    if (!tmp) {
-        yp_err_set(err, "%s: out of memory", path);
-        goto done;
-    }
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        yp_err_set(err, "%s: cannot write: %s; check that the folder exists and is writable", path, strerror(errno));
-        goto done;
-    }
-    size_t len = strlen(s);
-    int bad = fwrite(s, 1, len, f) != len;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        yp_err_set(err, "%s: write failed: %s", path, strerror(errno));
-        remove(tmp);
-        goto done;
-    }
-    rc = 0;
-done:
-    free(tmp);
+    int rc = yp_af_save_bytes(path, s, strlen(s), err);
     free(s);
     return rc;
 }

@@ -6,9 +6,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "yp_atomic_file.h"
 #include "yp_file.h"
 #include "yp_ir.h"
 #include "yp_plan_io.h"
+#include "yp_search.h"
 
 static void add_i64(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
 
@@ -153,24 +155,9 @@ char *yp_plan_json_text(const yp_plan *p) {
 int yp_plan_save(const yp_plan *p, const char *path, yp_err *err) {
     char *s = yp_plan_json_text(p);
     if (!s) return yp_err_set(err, "%s: out of memory serialising the plan", path);
-    size_t n = strlen(path) + 8;
-    char *tmp = malloc(n);
-    int rc = -1;
-    FILE *f = NULL;
-    if (tmp) snprintf(tmp, n, "%s.tmp", path), f = fopen(tmp, "wb");
-    if (!f) {
-        yp_err_set(err, "%s: cannot write: %s; check that the folder exists and is writable", path, strerror(errno));
-    } else {
-        size_t len = strlen(s);
-        int bad = fwrite(s, 1, len, f) != len || fputc('\n', f) == EOF;
-        bad |= fclose(f) != 0;
-        if (bad || rename(tmp, path)) {
-            yp_err_set(err, "%s: write failed: %s", path, strerror(errno));
-            remove(tmp);
-        } else
-            rc = 0;
-    }
-    free(tmp);
+    size_t len = strlen(s);
+    s[len] = '\n'; /* the text ends with a newline, as before (its NUL is not written) */
+    int rc = yp_af_save_bytes(path, s, len + 1, err);
     free(s);
     return rc;
 }
@@ -195,6 +182,17 @@ static int num(ctx *c, const cJSON *o, const char *path, const char *key, double
     if (!cJSON_IsNumber(v) && !cJSON_IsBool(v))
         return yp_err_set(c->err, "%s: %s.%s: expected a number", c->file, path, key);
     *out = cJSON_IsBool(v) ? (double)cJSON_IsTrue(v) : v->valuedouble;
+    return 0;
+}
+
+/* A field that must be a number in [lo, hi], and whole when `whole`: a plan.json is input like
+ * any other, so a hand-edited value is refused where it is read, naming the field. */
+static int num_in(ctx *c, const cJSON *o, const char *path, const char *key, double lo, double hi, int whole,
+                  double *out) {
+    if (num(c, o, path, key, out)) return -1;
+    if (!(*out >= lo && *out <= hi) || (whole && *out != floor(*out)))
+        return yp_err_set(c->err, "%s: %s%s%s: %.17g; expected %s in %.17g..%.17g", c->file, path, *path ? "." : "",
+                          key, *out, whole ? "a whole number" : "a number", lo, hi);
     return 0;
 }
 
@@ -236,9 +234,15 @@ static int load_fusions(ctx *c, const cJSON *j, unsigned *out) {
  * "val_rect" predates that key, when validation was planned square at the nominal size. */
 static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, yp_candidate *k) {
     double v[7];
-    static const char *const keys[] = {"batch", "mosaic", "ema", "freeze", "labels_per_image", "multi_scale"};
+    static const struct {
+        const char *key;
+        double lo, hi;
+        int whole;
+    } f[] = {{"batch", 1, YP_MAX_BATCH, 1},   {"mosaic", 0, 1, 1},
+             {"ema", 0, 1, 1},                {"freeze", 0, YP_GRAPH_MAX_LAYERS - 1, 1},
+             {"labels_per_image", 0, 10000, 0}, {"multi_scale", 0, 1, 1}};
     for (int i = 0; i < 6; i++)
-        if (num(c, j, "candidate", keys[i], &v[i])) return -1;
+        if (num_in(c, j, "candidate", f[i].key, f[i].lo, f[i].hi, f[i].whole, &v[i])) return -1;
     const char *prec = str(c, j, "candidate", "precision"), *opt = prec ? str(c, j, "candidate", "optimizer") : NULL;
     const char *pol = opt ? str(c, j, "candidate", "policy") : NULL;
     const cJSON *img = pol ? need(c, j, "candidate", "img") : NULL, *ck = img ? need(c, j, "candidate", "checkpoint") : NULL;
@@ -248,6 +252,12 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
         return yp_err_set(c->err, "%s: candidate: unknown precision, optimizer or policy", c->file);
     if (cJSON_GetArraySize(img) != 2 || !cJSON_IsArray(ck))
         return yp_err_set(c->err, "%s: candidate.img must be [w, h] and candidate.checkpoint a list", c->file);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *s = cJSON_GetArrayItem(img, i);
+        if (!cJSON_IsNumber(s) || !(s->valuedouble >= 32 && s->valuedouble <= 16384) ||
+            s->valuedouble != floor(s->valuedouble))
+            return yp_err_set(c->err, "%s: candidate.img[%d]: expected a whole number of pixels in 32..16384", c->file, i);
+    }
     *k = yp_candidate_default();
     k->batch = (int64_t)v[0], k->mosaic = (int)v[1], k->ema = (int)v[2], k->freeze = (int)v[3];
     k->labels_per_image = v[4], k->multi_scale = (int)v[5];
@@ -256,8 +266,12 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
     k->policy = (yp_save_policy)sp;
     k->ckpt_layers = 0;
     for (const cJSON *l = ck->child; l; l = l->next) {
-        if (!cJSON_IsNumber(l) || l->valuedouble < 0 || l->valuedouble >= 64)
-            return yp_err_set(c->err, "%s: candidate.checkpoint: expected layer indices 0..63", c->file);
+        if (!cJSON_IsNumber(l) || !(l->valuedouble >= 0 && l->valuedouble < YP_CKPT_MAX_LAYERS) ||
+            l->valuedouble != floor(l->valuedouble))
+            return yp_err_set(c->err, "%s: candidate.checkpoint: expected layer indices 0..%d", c->file,
+                              YP_CKPT_MAX_LAYERS - 1);
+        if (yp_ckpt_has(k->ckpt_layers, (int)l->valuedouble))
+            return yp_err_set(c->err, "%s: candidate.checkpoint: layer %d listed twice", c->file, (int)l->valuedouble);
         k->ckpt_layers |= 1ull << (int)l->valuedouble;
     }
     if (k->batch < 1) return yp_err_set(c->err, "%s: candidate.batch: must be at least 1", c->file);
@@ -278,14 +292,47 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
     return 0;
 }
 
+/* What the candidate says about its model must hold for the model the file carries: its name, a
+ * freeze that leaves a layer to train, checkpointed layers that exist and have convs inside, an
+ * image size the strides divide. */
+static int candidate_fits_model(ctx *c, const cJSON *j, const yp_candidate *k, const yp_graph *g) {
+    const char *name = str(c, j, "candidate", "model");
+    if (!name) return -1;
+    if (strcmp(name, g->name))
+        return yp_err_set(c->err, "%s: candidate.model \"%s\" is not the model the file carries (\"%s\"); save the "
+                          "plan again", c->file, name, g->name);
+    if (k->freeze >= g->n_layers)
+        return yp_err_set(c->err, "%s: candidate.freeze %d: %s has %d layers; freezing all of them leaves nothing to "
+                          "train", c->file, k->freeze, g->name, g->n_layers);
+    for (int l = 0; l < YP_CKPT_MAX_LAYERS; l++)
+        if (yp_ckpt_has(k->ckpt_layers, l) && (l >= g->n_layers || yp_layer_inner_convs(g, l) == 0))
+            return yp_err_set(c->err, "%s: candidate.checkpoint: layer %d %s in %s", c->file, l,
+                              l >= g->n_layers ? "does not exist" : "has nothing to recompute", g->name);
+    int s = yp_graph_max_stride(g);
+    if (k->img_w % s || k->img_h % s)
+        return yp_err_set(c->err, "%s: candidate.img %lldx%lld: %s needs multiples of %d", c->file,
+                          (long long)k->img_w, (long long)k->img_h, g->name, s);
+    return 0;
+}
+
 static int load_gpu(ctx *c, const cJSON *j, yp_gpu *g) {
     double v[8];
-    static const char *const keys[] = {"mem_bytes", "fixed_bytes", "fp32_tflops", "tf32_tflops",
-                                       "fp16_tflops", "bf16_tflops", "bandwidth_gbs", "from_table"};
+    /* bytes up to 1 PiB; rates positive where every plan divides by them (fp32, bandwidth) */
+    static const struct {
+        const char *key;
+        double lo, hi;
+        int whole;
+    } f[] = {{"mem_bytes", 1, 1125899906842624.0, 1}, {"fixed_bytes", 0, 1125899906842624.0, 1},
+             {"fp32_tflops", 1e-3, 1e6, 0},        {"tf32_tflops", 0, 1e6, 0},
+             {"fp16_tflops", 0, 1e6, 0},           {"bf16_tflops", 0, 1e6, 0},
+             {"bandwidth_gbs", 1e-3, 1e7, 0},      {"from_table", 0, 1, 1}};
     const char *name = str(c, j, "gpu", "name"), *desc = name ? str(c, j, "gpu", "desc") : NULL;
     if (!desc) return -1;
     for (int i = 0; i < 8; i++)
-        if (num(c, j, "gpu", keys[i], &v[i])) return -1;
+        if (num_in(c, j, "gpu", f[i].key, f[i].lo, f[i].hi, f[i].whole, &v[i])) return -1;
+    if (v[0] <= v[1])
+        return yp_err_set(c->err, "%s: gpu: mem_bytes %.0f is no more than fixed_bytes %.0f; nothing is left for a plan",
+                          c->file, v[0], v[1]);
     memset(g, 0, sizeof *g);
     snprintf(g->name, sizeof g->name, "%s", name);
     snprintf(g->desc, sizeof g->desc, "%s", desc);
@@ -422,12 +469,15 @@ int yp_plan_load_with(const char *path, const yp_scratch_resolver *r, yp_plan *o
         goto done;
     }
     if (!model || load_candidate(&c, need(&c, j, "", "candidate"), r, &cand) ||
-        load_gpu(&c, need(&c, j, "", "gpu"), &gpu) || num(&c, j, "", "reserve_bytes", &reserve))
+        load_gpu(&c, need(&c, j, "", "gpu"), &gpu) ||
+        num_in(&c, j, "", "reserve_bytes", 0, (double)(gpu.mem_bytes - gpu.fixed_bytes - 1), 1, &reserve))
         goto done;
     char *ir = cJSON_PrintUnformatted(model);
     *graph = ir ? yp_ir_load_buffer(ir, strlen(ir), path, err) : NULL;
     free(ir);
-    if (!*graph || yp_plan_build(*graph, &cand, &gpu, (int64_t)reserve, 0, out, err)) goto done;
+    if (!*graph || candidate_fits_model(&c, need(&c, j, "", "candidate"), &cand, *graph) ||
+        yp_plan_build(*graph, &cand, &gpu, (int64_t)reserve, 0, out, err))
+        goto done;
     rc = verify(&c, j, out) || verify_val(&c, j, out) ? -1 : 0;
 done:
     cJSON_Delete(j);
