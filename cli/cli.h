@@ -15,6 +15,10 @@
  * nc > 0 overrides the class count. NULL with err set; the caller frees the graph. */
 yp_graph *cli_load_model(const char *spec, int nc, yp_err *err);
 
+/* The commands that read images (train, val) feed a model RGB: 0, or -1 with err naming the model
+ * and its input channels. */
+int cli_check_rgb(const yp_graph *g, const char *spec, yp_err *err);
+
 /* A copy of g with one anchor fewer per level (the first na - 1 of each; a smaller Detect head
  * and loss), for the what-if's remedy; NULL when g has one anchor per level or on failure. The
  * caller frees it. */

@@ -317,7 +317,9 @@ static int start_new(train_run *r, yp_err *err) {
     if (r->o.hyp[0] && yp_hyp_file_read(r->o.hyp, &r->hyp, err)) return -1;
     if (!r->o.mosaic) r->hyp.aug.mosaic = 0.0;
     check_img(r);
-    if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || make_backend(r, err)) return -1;
+    if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || cli_check_rgb(r->g, r->o.model, err) ||
+        make_backend(r, err))
+        return -1;
     check_cache_ram(r);
     int rc = plan_new(r, err);
     if (rc) return rc;

@@ -111,7 +111,9 @@ static int run(const val_opts *o, yp_err *err) {
     char why[256], dir[RUN_DIR_PATH], path[RUN_DIR_PATH + 320];
     const yp_cpu_config cpu = {(int)o->threads};
     memset(&x, 0, sizeof x);
-    if (yp_labels_load_split(o->data, o->task, &val, err) || !(g = load_model(o, val.stats.nc, err))) goto done;
+    if (yp_labels_load_split(o->data, o->task, &val, err) || !(g = load_model(o, val.stats.nc, err)) ||
+        cli_check_rgb(g, o->weights ? o->weights : o->model, err))
+        goto done;
     if (!(be = yp_backend_cpu_new(&cpu, why, sizeof why))) {
         yp_err_set(err, "val: %s", why);
         goto done;

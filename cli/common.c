@@ -26,6 +26,12 @@ static int set_nc(yp_graph *g, int nc, const char *spec, yp_err *err) {
     return yp_graph_check(g, spec, err);
 }
 
+int cli_check_rgb(const yp_graph *g, const char *spec, yp_err *err) {
+    if (g->in_channels == 3) return 0;
+    return yp_err_set(err, "--model %s: takes %d input channels, but the loader reads images as RGB (3); use a model "
+                      "with ch: 3", spec, g->in_channels);
+}
+
 yp_graph *cli_load_model(const char *spec, int nc, yp_err *err) {
     struct stat st;
     yp_graph *g = NULL;

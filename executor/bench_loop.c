@@ -48,7 +48,7 @@ int yp_bench_run(yp_exec *x, const yp_bench_cfg *cfg, yp_bench_result *r, yp_err
     const yp_schedule *s = x->train.s;
     const yp_tensor *in = &s->tensors[x->train.images_t], *tt = &s->tensors[x->train.targets_t];
     r->batch = s->opts.batch, r->h = s->opts.h, r->w = s->opts.w;
-    int64_t n_img = r->batch * r->h * r->w * 3, capacity = tt->bytes / (6 * (int64_t)sizeof(float));
+    int64_t n_img = r->batch * r->h * r->w * s->g->in_channels, capacity = tt->bytes / (6 * (int64_t)sizeof(float));
     r->boxes = r->batch * cfg->boxes_per_image < capacity ? r->batch * cfg->boxes_per_image : capacity;
     size_t img_bytes = (size_t)n_img * sizeof(float) > (size_t)in->bytes ? (size_t)n_img * sizeof(float) : (size_t)in->bytes;
     float *img = malloc(img_bytes), *tg = malloc((size_t)(r->boxes > 0 ? r->boxes : 1) * 6 * sizeof *tg);

@@ -76,6 +76,33 @@ static int check_layers(const yp_graph *g, const char *file, yp_err *err) {
     return 0;
 }
 
+/* The strides the graph declares are the downsampling its Detect inputs really have: the loss
+ * places its anchors by them, so a wrong one trains on misplaced targets (a loss near 0). Shapes
+ * are inferred at 8 times the largest declared stride. */
+static int check_strides(const yp_graph *g, const char *file, yp_err *err) {
+    const yp_node *d = &g->nodes[g->n_nodes - 1];
+    const int64_t side = 8 * (int64_t)yp_graph_max_stride(g);
+    yp_node_info *info = malloc((size_t)g->n_nodes * sizeof *info);
+    if (!info) return yp_err_set(err, "%s: out of memory", file);
+    yp_err why;
+    int rc = 0;
+    if (yp_graph_infer(g, 1, side, side, info, &why)) {
+        rc = yp_err_set(err, "%s: at %lldx%lld (8 times the largest stride): %s", file, (long long)side,
+                        (long long)side, why.msg);
+    } else {
+        for (int l = 0; l < d->n_inputs && l < g->nl && !rc; l++) {
+            int64_t h = info[d->inputs[l]].out[0].h, w = info[d->inputs[l]].out[0].w;
+            if (h * g->strides[l] != side || w * g->strides[l] != side)
+                rc = yp_err_set(err, "%s: strides[%d]: %d, but detection level %d sees a %lldx%lld map of a %lldx%lld "
+                                "image (stride %lld); set strides[%d] to %lld", file, l, g->strides[l], l,
+                                (long long)w, (long long)h, (long long)side, (long long)side,
+                                (long long)(h > 0 ? side / h : 0), l, (long long)(h > 0 ? side / h : 0));
+        }
+    }
+    free(info);
+    return rc;
+}
+
 int yp_graph_check(const yp_graph *g, const char *file, yp_err *err) {
     if (g->n_layers < 1 || g->n_nodes < 1)
         return yp_err_set(err, "%s: the graph has no layers or no nodes", file);
@@ -105,6 +132,7 @@ int yp_graph_check(const yp_graph *g, const char *file, yp_err *err) {
     if (rc == 0 && g->nodes[g->n_nodes - 1].op != YP_OP_DETECT)
         rc = yp_err_set(err, "%s: nodes: the detect node must be the last node", file);
     if (rc == 0) rc = check_layers(g, file, err);
+    if (rc == 0) rc = check_strides(g, file, err);
     return rc;
 }
 

@@ -9,6 +9,7 @@
 #include "ops_internal.h"
 #include "yp_file.h"
 #include "yp_ir.h"
+#include "yp_json.h"
 
 /* ---------------------------------------------------------------- attrs per op */
 
@@ -154,7 +155,7 @@ static int load_header(yp_jctx *c, const cJSON *root, yp_graph *g) {
     if (yp_jstr(c, root, "", "name", g->name, sizeof g->name) || yp_jint(c, root, "", "nc", 1, 100000, &g->nc) ||
         yp_jnum(c, root, "", "depth_multiple", 0.0, 100.0, &g->depth_multiple) ||
         yp_jnum(c, root, "", "width_multiple", 0.0, 100.0, &g->width_multiple) ||
-        yp_jkeys(c, in, "input", in_keys) || yp_jint(c, in, "input", "channels", 1, 4096, &g->in_channels))
+        yp_jkeys(c, in, "input", in_keys) || yp_jint(c, in, "input", "channels", 1, YP_GRAPH_MAX_IN_CHANNELS, &g->in_channels))
         return -1;
     return load_anchors(c, root, g);
 }
@@ -233,6 +234,12 @@ yp_graph *yp_ir_load_buffer(const char *buf, size_t len, const char *file, yp_er
         line_col(buf, off, &line, &col);
         yp_err_set(err, "%s:%d:%d: malformed JSON near here; fix the syntax (a missing comma, quote or bracket?)",
                    file, line, col);
+        return NULL;
+    }
+    char dup[320];
+    if (yp_json_duplicate_key(root, dup, sizeof dup)) {
+        yp_err_set(err, "%s: %s appears twice in one object; keep one (a JSON reader takes either)", file, dup);
+        cJSON_Delete(root);
         return NULL;
     }
     yp_graph *g = load_root(&c, root);

@@ -625,7 +625,7 @@ static int read_header(builder *b, const yp_ynode *root) {
         return -1;
     b->nc = b->nc_override > 0 ? b->nc_override : nc;
     b->in_ch = 3;
-    if (b->v[K_CH] && get_int(b, b->v[K_CH], "ch", 1, MAX_BASE_CH, &b->in_ch)) return -1;
+    if (b->v[K_CH] && get_int(b, b->v[K_CH], "ch", 1, YP_GRAPH_MAX_IN_CHANNELS, &b->in_ch)) return -1;
     if (b->v[K_BACKBONE]->kind != YP_YN_SEQ) return type_error(b, b->v[K_BACKBONE], "backbone", "a list of rows");
     if (b->v[K_HEAD]->kind != YP_YN_SEQ) return type_error(b, b->v[K_HEAD], "head", "a list of rows");
     return 0;

@@ -24,6 +24,7 @@
  * would run for minutes before anything refused it. */
 #define YP_GRAPH_MAX_LAYERS 1024
 #define YP_GRAPH_MAX_NODES 4096
+#define YP_GRAPH_MAX_IN_CHANNELS 4096 /* image channels (input.channels, a yaml's ch) */
 #define YP_INPUT_IMAGE (-1) /* node/layer input id meaning "the network's input image" */
 
 typedef enum {
@@ -132,7 +133,7 @@ int yp_graph_infer(const yp_graph *g, int64_t batch, int64_t h, int64_t w, yp_no
 /* Totals over the whole graph. */
 int64_t yp_graph_params(const yp_graph *g);
 
-/* ---- op table: one row per op (STYLE.md) ----
+/* ---- op table: one row per op ----
  * A row holds everything the IR layer knows about an op; the structural check, shape inference,
  * the attrs reader and writer and the cost model call through it rather than switching on the op.
  * The contexts its functions take are graph-internal (ops_internal.h), which keeps cJSON out of

@@ -9,6 +9,7 @@
 #include "yp_atomic_file.h"
 #include "yp_file.h"
 #include "yp_ir.h"
+#include "yp_json.h"
 #include "yp_plan_io.h"
 #include "yp_search.h"
 
@@ -458,6 +459,11 @@ int yp_plan_load_with(const char *path, const yp_scratch_resolver *r, yp_plan *o
     cJSON *j = cJSON_Parse(text);
     free(text);
     if (!j) return yp_err_set(err, "%s: malformed JSON; not a plan.json written by --save-plan", path);
+    char dup[320];
+    if (yp_json_duplicate_key(j, dup, sizeof dup)) {
+        cJSON_Delete(j);
+        return yp_err_set(err, "%s: %s appears twice in one object; keep one (a JSON reader takes either)", path, dup);
+    }
     int rc = -1;
     yp_candidate cand;
     yp_gpu gpu;

@@ -97,6 +97,24 @@ static void test_graph_caps(void) {
                "{\"nc\": 1, \"na\": 1, \"nl\": 1, \"c_in\": [4]}}]}\n", 3 * L, L, L, 3 * L - 1);
     fclose(f);
     refused("info --model deep.json", "1201 layers and 3601 nodes; yoloplan takes at most 1024 layers and 4096 nodes");
+    /* strides that are not the real downsampling (trained with a loss near 0 before), a key given
+     * twice (cJSON reads the first), a 4-channel model for the RGB loader */
+    refused("info --model '" YP_TEST_DATA "/bad/stride_wrong.json'", "strides[0]: 8, but detection level 0 sees");
+    refused("info --model '" YP_TEST_DATA "/bad/duplicate_key.json'", "nodes[0].attrs: \"k\" appears twice");
+    refused("train --data '" YP_TEST_DATA "/dataset/data.yaml' --model '" YP_TEST_DATA "/bad/ch4.json' --img 64",
+            "takes 4 input channels, but the loader reads images as RGB (3)");
+}
+
+/* control bytes from a label file are not echoed to the terminal */
+static void test_control_bytes(void) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/ctl/images/train' '%s/ctl/labels/train' && cp '" YP_TEST_DATA
+             "/dataset/images/bad/g_good.jpg' '%s/ctl/images/train/a.jpg'", dir, dir, dir);
+    REQUIRE(system(cmd) == 0);
+    write_text("ctl/labels/train/a.txt", "0 0.5 0.5 0.2 0.2\n\033[31mEVIL\007 0.5 0.5 0.1 0.1\n");
+    write_text("ctl/data.yaml", "train: images/train\nval: images/train\nnc: 1\n");
+    refused("--gpu 8GB --data ctl/data.yaml", "\"?[31mEVIL?\" is not a number");
+    CHECK(strchr(errtxt, 033) == NULL && strchr(errtxt, 007) == NULL);
 }
 
 /* what the command line took silently, or blamed on the wrong option */
@@ -174,6 +192,7 @@ int main(void) {
     }
     YP_RUN(test_not_regular);
     YP_RUN(test_graph_caps);
+    YP_RUN(test_control_bytes);
     YP_RUN(test_command_line);
     YP_RUN(test_plan_fields);
     YP_RUN(test_save_targets);
