@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "plan_args.h"
+#include "plan_card.h"
 #include "plan_table.h"
 #include "yp_executor.h"
 #include "yp_models.h"
@@ -163,12 +164,40 @@ static int run_search(plan_args *a) {
     return rc;
 }
 
-/* --load-plan FILE: re-plan from the file, verify it, show it (and draw or re-save it). */
+/* --load-plan FILE --gpu G: the verified plan planned on G; exit 0 if it fits there, 1 if not
+ * (like a what-if). --save-plan and --timeline write it as planned on G. */
+static int run_on_card(plan_args *a, const yp_plan *saved) {
+    yp_err err;
+    plan_card c;
+    if (plan_card_build(a, saved, &c, &err)) return cli_fail(&err);
+    if (a->json) print_json(plan_card_json(&c, saved));
+    else {
+        printf("%s: verified (%d tensors, %d steps, arena %lld bytes)\n", a->load_plan, saved->sched->n_tensors,
+               saved->sched->n_steps, (long long)saved->arena_bytes);
+        plan_card_print(stdout, &c, saved, a->reserve_given ? 0 : YP_DEFAULT_MARGIN_PCT);
+        yp_report_table(stdout, &c.plan, 1, 0);
+    }
+    char what[200];
+    snprintf(what, sizeof what, "%s on %s", a->load_plan, a->gpu.name);
+    int rc = outputs(a, &c.plan, what);
+    if (!rc) rc = c.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
+    yp_plan_free(&c.plan);
+    return rc;
+}
+
+/* --load-plan FILE: re-plan from the file, verify it, show it (and draw or re-save it); with
+ * --gpu, whether it fits that card. */
 static int run_loaded(plan_args *a) {
     yp_err err;
     yp_plan p;
     yp_graph *g;
     if (yp_plan_load_with(a->load_plan, yp_exec_scratch_resolver(), &p, &g, &err)) return cli_fail(&err);
+    if (a->load_on_gpu) {
+        int rc = run_on_card(a, &p);
+        yp_plan_free(&p);
+        yp_graph_free(g);
+        return rc;
+    }
     if (a->json) print_json(yp_report_plan_json(&p));
     else {
         printf("%s: verified (%d tensors, %d steps, arena %lld bytes)\n", a->load_plan, p.sched->n_tensors,
