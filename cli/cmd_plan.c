@@ -132,6 +132,8 @@ static void print_table(const plan_args *a, const plan_table *t, int chosen) {
                (long long)a->data_stats.n_labels, a->data_stats.mean_labels, (long long)a->data_stats.max_labels,
                (long long)a->data_stats.n_bad_files, a->data_stats.nc, (long long)a->data_stats.max_labels,
                a->search.mosaic_mask & 2 ? " (x4 with mosaic)" : "");
+    if (a->has_data && a->data_stats.n_bad_files > 0) /* the first reason, so that the file can be fixed */
+        printf("  the first skipped: %s\n", a->data_stats.first_bad);
     yp_table_head h = {&a->gpu, a->reserve, a->reserve_given ? 0 : YP_DEFAULT_MARGIN_PCT, t->search.n_candidates,
                        t->n_configs_fit, t->search.n_rows, t->n, a->search.max_batch, a->search.batch, t->per_model};
     yp_report_table_head(stdout, &h);

@@ -303,6 +303,12 @@ static void test_plan_with_dataset(void) {
     CHECK_EQ_I64(run("--gpu 8GB --top 1 --data '" YP_TEST_DATA "/dataset/data.yaml'"), 0);
     CHECK_STR_HAS(out, "6 images, 10 labels");
     CHECK_STR_HAS(out, "nc 3");
+    CHECK(strstr(out, "the first skipped") == NULL); /* nothing skipped, nothing to explain */
+    /* label files skipped: the count and the first reason, naming the file and its line */
+    CHECK_EQ_I64(run("--gpu 8GB --top 1 --data '" YP_TEST_DATA "/dataset/bad_labels.yaml'"), 0);
+    CHECK_STR_HAS(out, "4 label files skipped");
+    CHECK_STR_HAS(out, "\n  the first skipped: ");
+    CHECK_STR_HAS(out, "k_class.txt:3: ");
     CHECK_EQ_I64(run("--gpu 8GB --data '" YP_TEST_DATA "/dataset/malformed.yaml'"), 2);
     CHECK_STR_HAS(errtxt, "malformed.yaml:");
     CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
