@@ -54,7 +54,7 @@ static int run_whatif(plan_args *a) {
     yp_graph *smaller = smaller_model(a->search.models[0]);
     yp_whatif w;
     yp_graph *anchors = cli_fewer_anchors(a->search.models[0]);
-    yp_whatif_opts wo = {a->search.models[0], smaller, anchors, &a->gpu, a->reserve, a->remedy_prec_mask};
+    yp_whatif_opts wo = {a->search.models[0], smaller, anchors, &a->gpu, a->reserve, a->remedy_prec_mask, a->n_images};
     int rc = yp_whatif_run(&wo, &c, &w, &err);
     if (rc) {
         yp_graph_free(smaller);
@@ -138,6 +138,14 @@ static void print_table(const plan_args *a, const plan_table *t, int chosen) {
                        t->n_configs_fit, t->search.n_rows, t->n, a->search.max_batch, a->search.batch, t->per_model};
     yp_report_table_head(stdout, &h);
     yp_report_table_also(stdout, t->plans, (const char(*)[YP_REPORT_ALSO_MAX])t->also, t->n, chosen);
+    if (a->n_images > 0) { /* what --images (or --data's image count) changes: the host estimate's image cache */
+        const yp_plan *p = &t->plans[chosen];
+        char total[32], cache[32];
+        printf("host RAM of row %d's data pipeline: %s, of it %s for the image cache (%lld images at %lldx%lld)\n",
+               chosen + 1, yp_fmt_bytes(p->host.total, total, sizeof total),
+               yp_fmt_bytes(p->host.image_cache, cache, sizeof cache), (long long)a->n_images,
+               (long long)p->cand.img_w, (long long)p->cand.img_h);
+    }
     for (int i = 0; i < t->n; i++)
         if (t->largest[i])
             printf("row %d: its configuration fits up to batch %lld (accumulate %d); the table keeps to --max-batch %lld, "

@@ -148,6 +148,13 @@ static int cheaper_first(const void *a, const void *b) {
     return (x->plan.device_bytes > y->plan.device_bytes) - (x->plan.device_bytes < y->plan.device_bytes);
 }
 
+/* "825 MiB", "114.44 GiB". Returns buf. */
+static const char *host_str(int64_t h, char *buf, size_t n) {
+    int64_t mb = h >> 20;
+    snprintf(buf, n, mb >= 1024 ? "%.2f GiB" : "%.0f MiB", mb >= 1024 ? (double)h / 1073741824.0 : (double)mb);
+    return buf;
+}
+
 static int single_remedies(ctx *x, const yp_graph *smaller, const yp_candidate *c, yp_err *err) {
     const yp_graph *g = x->o->g;
     int stride = yp_graph_max_stride(g);
@@ -189,10 +196,13 @@ static int single_remedies(ctx *x, const yp_graph *smaller, const yp_candidate *
             c->optimizer == YP_OPT_SGD ? "Adam keeps two moments per weight, SGD one" : NULL, g, &k, err))
         return -1;
     note(x->w, "fewer augmentations", "they run on the host; the GPU sees the same batch");
-    char host[32], why[160];
-    int64_t h = x->w->base.host.total, mb = h >> 20;
-    snprintf(host, sizeof host, mb >= 1024 ? "%.2f GiB" : "%.0f MiB", mb >= 1024 ? (double)h / 1073741824.0 : (double)mb);
-    snprintf(why, sizeof why, "host memory (this plan's data pipeline takes %s of host RAM), not the GPU's", host);
+    char host[32], cache[32], why[160];
+    const yp_host_memory *hm = &x->w->base.host;
+    host_str(hm->total, host, sizeof host);
+    if (hm->image_cache > 0)
+        snprintf(why, sizeof why, "host memory (this plan's data pipeline takes %s of host RAM, %s of it the image "
+                 "cache), not the GPU's", host, host_str(hm->image_cache, cache, sizeof cache));
+    else snprintf(why, sizeof why, "host memory (this plan's data pipeline takes %s of host RAM), not the GPU's", host);
     note(x->w, "fewer loader workers, no pinned memory", why);
     qsort(x->w->r, (size_t)x->w->n, sizeof *x->w->r, cheaper_first);
     return 0;
@@ -200,7 +210,7 @@ static int single_remedies(ctx *x, const yp_graph *smaller, const yp_candidate *
 
 int yp_whatif_run(const yp_whatif_opts *o, const yp_candidate *c, yp_whatif *out, yp_err *err) {
     memset(out, 0, sizeof *out);
-    if (yp_plan_build(o->g, c, o->gpu, o->reserve, 0, &out->base, err)) return -1;
+    if (yp_plan_build(o->g, c, o->gpu, o->reserve, o->n_images, &out->base, err)) return -1;
     ctx x = {o, out};
     int rc = single_remedies(&x, o->smaller, c, err);
     int any = 0;

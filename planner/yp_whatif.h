@@ -60,6 +60,7 @@ typedef struct {
     const yp_gpu *gpu;
     int64_t reserve;         /* kept free on every card considered */
     unsigned prec_mask;      /* precisions a remedy may switch to (bit p), e.g. fp32 only for a CPU scratch model */
+    int64_t n_images;        /* training images: size the base plan's RAM image cache (host memory); 0 unknown */
 } yp_whatif_opts;
 
 /* Plans c and its remedies. 0, or -1 with err set. */

@@ -314,6 +314,24 @@ static void test_plan_with_dataset(void) {
     CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
 }
 
+/* --images N sizes the host estimate's RAM image cache: a line under the table and the what-if's
+ * loader note show it (N images at the plan's size, uint8 RGB), the default table has no such line. */
+static void test_images_host_line(void) {
+    CHECK_EQ_I64(run("--gpu 8GB --top 1"), 0);
+    CHECK(strstr(out, "host RAM") == NULL);
+    CHECK_EQ_I64(run("--gpu 8GB --top 1 --images 100000"), 0);
+    CHECK_STR_HAS(out, "host RAM of row 1's data pipeline: ");
+    CHECK_STR_HAS(out, ", of it 114.44 GiB for the image cache (100000 images at 640x640)\n"); /* 100000 x 640 x 640 x 3 */
+    CHECK_EQ_I64(run("--gpu 8GB --batch 32 --images 100000"), 0);
+    CHECK_STR_HAS(out, "114.44 GiB of it the image cache), not the GPU's");
+    CHECK_EQ_I64(run("--gpu 8GB --batch 32 --images 100000 --json"), 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *h = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "plan"), "host"), "image_cache");
+    CHECK_EQ_I64((long long)cJSON_GetNumberValue(h), 100000LL * 640 * 640 * 3);
+    cJSON_Delete(j);
+}
+
 static void test_save_and_load_plan(void) {
     CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 320 --save-plan %s/plan.json", dir), 0);
     char plan[128];
@@ -657,6 +675,7 @@ int main(void) {
     YP_RUN(test_nothing_fits_exit_1);
     YP_RUN(test_whatif);
     YP_RUN(test_plan_with_dataset);
+    YP_RUN(test_images_host_line);
     YP_RUN(test_save_and_load_plan);
     YP_RUN(test_load_plan_on_card);
     YP_RUN(test_scratch_option);
