@@ -32,15 +32,33 @@ static int print_json(cJSON *j) {
     return s ? 0 : -1;
 }
 
-/* Writes what --save-plan and --timeline ask for, for plan p; `what` names it ("row 1", "the
- * what-if's plan"). */
-static int outputs(const plan_args *a, const yp_plan *p, const char *what) {
+/* remedies.svg for plan p when no what-if was asked for: the what-if of p's candidate. */
+static int draw_remedies(const plan_args *a, const yp_plan *p, yp_err *err) {
+    yp_graph *smaller = smaller_model(p->g), *anchors = cli_fewer_anchors(p->g);
+    yp_whatif_opts wo = {p->g, smaller, anchors, &p->gpu, p->reserve_bytes, a->remedy_prec_mask, a->n_images};
+    yp_whatif w;
+    int rc = yp_whatif_run(&wo, &p->cand, &w, err);
+    if (!rc) {
+        rc = yp_timeline_remedies_write(&w, a->timeline, a->format, err);
+        yp_whatif_free(&w);
+    }
+    yp_graph_free(smaller);
+    yp_graph_free(anchors);
+    return rc;
+}
+
+/* Writes what --save-plan and --timeline ask for, for plan p (w: its what-if, or NULL); `what`
+ * names it ("row 1", "the what-if's plan"). */
+static int outputs(const plan_args *a, const yp_plan *p, const yp_whatif *w, const char *what) {
     yp_err err;
     if (a->save_plan && yp_plan_save(p, a->save_plan, &err)) return cli_fail(&err);
     if (a->timeline && yp_timeline_write(p, a->timeline, a->format, &err)) return cli_fail(&err);
+    if (a->timeline && (w ? yp_timeline_remedies_write(w, a->timeline, a->format, &err) : draw_remedies(a, p, &err)))
+        return cli_fail(&err);
     if (!a->json && a->save_plan) printf("%s: plan written to %s\n", what, a->save_plan);
     if (!a->json && a->timeline)
-        printf("%s: memory, arena and graph pictures (.dot + .%s) written to %s\n", what, a->format, a->timeline);
+        printf("%s: memory, arena, graph and remedies pictures (.dot + .%s) written to %s\n", what, a->format,
+               a->timeline);
     return YP_EXIT_OK;
 }
 
@@ -63,7 +81,7 @@ static int run_whatif(plan_args *a) {
     }
     if (a->json) print_json(yp_report_whatif_json(&w));
     else yp_report_whatif(stdout, &w);
-    rc = outputs(a, &w.base, "the what-if's plan");
+    rc = outputs(a, &w.base, &w, "the what-if's plan");
     if (!rc) rc = w.base.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
     yp_whatif_free(&w);
     yp_graph_free(smaller);
@@ -168,7 +186,7 @@ static int run_search(plan_args *a) {
         else print_table(a, &t, chosen);
         char what[32];
         snprintf(what, sizeof what, "row %d", chosen + 1);
-        rc = outputs(a, &t.plans[chosen], what);
+        rc = outputs(a, &t.plans[chosen], NULL, what);
     }
     plan_table_free(&t);
     return rc;
@@ -189,7 +207,7 @@ static int run_on_card(plan_args *a, const yp_plan *saved) {
     }
     char what[200];
     snprintf(what, sizeof what, "%s on %s", a->load_plan, a->gpu.name);
-    int rc = outputs(a, &c.plan, what);
+    int rc = outputs(a, &c.plan, NULL, what);
     if (!rc) rc = c.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
     yp_plan_free(&c.plan);
     return rc;
@@ -214,7 +232,7 @@ static int run_loaded(plan_args *a) {
                p.sched->n_steps, (long long)p.arena_bytes);
         yp_report_table(stdout, &p, 1, 0);
     }
-    int rc = outputs(a, &p, a->load_plan);
+    int rc = outputs(a, &p, NULL, a->load_plan);
     yp_plan_free(&p);
     yp_graph_free(g);
     return rc;

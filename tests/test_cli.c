@@ -284,6 +284,13 @@ static void test_whatif(void) {
     CHECK_EQ_I64(run("--gpu 8GB --reserve 0 --batch 128 --save-plan %s --timeline %s/tl", plan, dir), 0);
     CHECK(strncmp(out, plain, strlen(plain)) == 0); /* the same what-if, then the lines naming the files */
     CHECK_STR_HAS(out + strlen(plain), "the what-if's plan: plan written to ");
+    CHECK_STR_HAS(out + strlen(plain), "memory, arena, graph and remedies pictures (.dot + .svg) written to ");
+    static const char *const pics[] = {"memory", "arena", "graph", "remedies"};
+    for (int i = 0; i < 4; i++) {
+        char pic[160];
+        snprintf(pic, sizeof pic, "%s/tl/%s.svg", dir, pics[i]);
+        CHECK(access(pic, R_OK) == 0);
+    }
     CHECK_EQ_I64(run("--load-plan %s --json", plan), 0);
     cJSON *j = cJSON_Parse(out);
     REQUIRE(j != NULL);
