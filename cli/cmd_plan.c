@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "plan_args.h"
+#include "plan_card.h"
 #include "plan_table.h"
 #include "yp_executor.h"
 #include "yp_models.h"
@@ -31,15 +32,33 @@ static int print_json(cJSON *j) {
     return s ? 0 : -1;
 }
 
-/* Writes what --save-plan and --timeline ask for, for plan p; `what` names it ("row 1", "the
- * what-if's plan"). */
-static int outputs(const plan_args *a, const yp_plan *p, const char *what) {
+/* remedies.svg for plan p when no what-if was asked for: the what-if of p's candidate. */
+static int draw_remedies(const plan_args *a, const yp_plan *p, yp_err *err) {
+    yp_graph *smaller = smaller_model(p->g), *anchors = cli_fewer_anchors(p->g);
+    yp_whatif_opts wo = {p->g, smaller, anchors, &p->gpu, p->reserve_bytes, a->remedy_prec_mask, a->n_images};
+    yp_whatif w;
+    int rc = yp_whatif_run(&wo, &p->cand, &w, err);
+    if (!rc) {
+        rc = yp_timeline_remedies_write(&w, a->timeline, a->format, err);
+        yp_whatif_free(&w);
+    }
+    yp_graph_free(smaller);
+    yp_graph_free(anchors);
+    return rc;
+}
+
+/* Writes what --save-plan and --timeline ask for, for plan p (w: its what-if, or NULL); `what`
+ * names it ("row 1", "the what-if's plan"). */
+static int outputs(const plan_args *a, const yp_plan *p, const yp_whatif *w, const char *what) {
     yp_err err;
     if (a->save_plan && yp_plan_save(p, a->save_plan, &err)) return cli_fail(&err);
     if (a->timeline && yp_timeline_write(p, a->timeline, a->format, &err)) return cli_fail(&err);
+    if (a->timeline && (w ? yp_timeline_remedies_write(w, a->timeline, a->format, &err) : draw_remedies(a, p, &err)))
+        return cli_fail(&err);
     if (!a->json && a->save_plan) printf("%s: plan written to %s\n", what, a->save_plan);
     if (!a->json && a->timeline)
-        printf("%s: memory, arena and graph pictures (.dot + .%s) written to %s\n", what, a->format, a->timeline);
+        printf("%s: memory, arena, graph and remedies pictures (.dot + .%s) written to %s\n", what, a->format,
+               a->timeline);
     return YP_EXIT_OK;
 }
 
@@ -53,7 +72,7 @@ static int run_whatif(plan_args *a) {
     yp_graph *smaller = smaller_model(a->search.models[0]);
     yp_whatif w;
     yp_graph *anchors = cli_fewer_anchors(a->search.models[0]);
-    yp_whatif_opts wo = {a->search.models[0], smaller, anchors, &a->gpu, a->reserve, a->remedy_prec_mask};
+    yp_whatif_opts wo = {a->search.models[0], smaller, anchors, &a->gpu, a->reserve, a->remedy_prec_mask, a->n_images};
     int rc = yp_whatif_run(&wo, &c, &w, &err);
     if (rc) {
         yp_graph_free(smaller);
@@ -62,7 +81,7 @@ static int run_whatif(plan_args *a) {
     }
     if (a->json) print_json(yp_report_whatif_json(&w));
     else yp_report_whatif(stdout, &w);
-    rc = outputs(a, &w.base, "the what-if's plan");
+    rc = outputs(a, &w.base, &w, "the what-if's plan");
     if (!rc) rc = w.base.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
     yp_whatif_free(&w);
     yp_graph_free(smaller);
@@ -131,10 +150,20 @@ static void print_table(const plan_args *a, const plan_table *t, int chosen) {
                (long long)a->data_stats.n_labels, a->data_stats.mean_labels, (long long)a->data_stats.max_labels,
                (long long)a->data_stats.n_bad_files, a->data_stats.nc, (long long)a->data_stats.max_labels,
                a->search.mosaic_mask & 2 ? " (x4 with mosaic)" : "");
+    if (a->has_data && a->data_stats.n_bad_files > 0) /* the first reason, so that the file can be fixed */
+        printf("  the first skipped: %s\n", a->data_stats.first_bad);
     yp_table_head h = {&a->gpu, a->reserve, a->reserve_given ? 0 : YP_DEFAULT_MARGIN_PCT, t->search.n_candidates,
                        t->n_configs_fit, t->search.n_rows, t->n, a->search.max_batch, a->search.batch, t->per_model};
     yp_report_table_head(stdout, &h);
     yp_report_table_also(stdout, t->plans, (const char(*)[YP_REPORT_ALSO_MAX])t->also, t->n, chosen);
+    if (a->n_images > 0) { /* what --images (or --data's image count) changes: the host estimate's image cache */
+        const yp_plan *p = &t->plans[chosen];
+        char total[32], cache[32];
+        printf("host RAM of row %d's data pipeline: %s, of it %s for the image cache (%lld images at %lldx%lld)\n",
+               chosen + 1, yp_fmt_bytes(p->host.total, total, sizeof total),
+               yp_fmt_bytes(p->host.image_cache, cache, sizeof cache), (long long)a->n_images,
+               (long long)p->cand.img_w, (long long)p->cand.img_h);
+    }
     for (int i = 0; i < t->n; i++)
         if (t->largest[i])
             printf("row %d: its configuration fits up to batch %lld (accumulate %d); the table keeps to --max-batch %lld, "
@@ -157,25 +186,53 @@ static int run_search(plan_args *a) {
         else print_table(a, &t, chosen);
         char what[32];
         snprintf(what, sizeof what, "row %d", chosen + 1);
-        rc = outputs(a, &t.plans[chosen], what);
+        rc = outputs(a, &t.plans[chosen], NULL, what);
     }
     plan_table_free(&t);
     return rc;
 }
 
-/* --load-plan FILE: re-plan from the file, verify it, show it (and draw or re-save it). */
+/* --load-plan FILE --gpu G: the verified plan planned on G; exit 0 if it fits there, 1 if not
+ * (like a what-if). --save-plan and --timeline write it as planned on G. */
+static int run_on_card(plan_args *a, const yp_plan *saved) {
+    yp_err err;
+    plan_card c;
+    if (plan_card_build(a, saved, &c, &err)) return cli_fail(&err);
+    if (a->json) print_json(plan_card_json(&c, saved));
+    else {
+        printf("%s: verified (%d tensors, %d steps, arena %lld bytes)\n", a->load_plan, saved->sched->n_tensors,
+               saved->sched->n_steps, (long long)saved->arena_bytes);
+        plan_card_print(stdout, &c, saved, a->reserve_given ? 0 : YP_DEFAULT_MARGIN_PCT);
+        yp_report_table(stdout, &c.plan, 1, 0);
+    }
+    char what[200];
+    snprintf(what, sizeof what, "%s on %s", a->load_plan, a->gpu.name);
+    int rc = outputs(a, &c.plan, NULL, what);
+    if (!rc) rc = c.fits ? YP_EXIT_OK : YP_EXIT_NOFIT;
+    yp_plan_free(&c.plan);
+    return rc;
+}
+
+/* --load-plan FILE: re-plan from the file, verify it, show it (and draw or re-save it); with
+ * --gpu, whether it fits that card. */
 static int run_loaded(plan_args *a) {
     yp_err err;
     yp_plan p;
     yp_graph *g;
     if (yp_plan_load_with(a->load_plan, yp_exec_scratch_resolver(), &p, &g, &err)) return cli_fail(&err);
+    if (a->load_on_gpu) {
+        int rc = run_on_card(a, &p);
+        yp_plan_free(&p);
+        yp_graph_free(g);
+        return rc;
+    }
     if (a->json) print_json(yp_report_plan_json(&p));
     else {
         printf("%s: verified (%d tensors, %d steps, arena %lld bytes)\n", a->load_plan, p.sched->n_tensors,
                p.sched->n_steps, (long long)p.arena_bytes);
         yp_report_table(stdout, &p, 1, 0);
     }
-    int rc = outputs(a, &p, a->load_plan);
+    int rc = outputs(a, &p, NULL, a->load_plan);
     yp_plan_free(&p);
     yp_graph_free(g);
     return rc;

@@ -228,27 +228,34 @@ static int scratch_model(plan_args *pa, const raw_opts *r, yp_err *err) {
     return 0;
 }
 
-static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
-    yp_search_opts *o = &pa->search;
-    if (pa->load_plan && r->data)
-        return yp_err_set(err, "--data with --load-plan: a saved plan keeps the dataset figures it was made with; drop "
-                          "--data, or plan again with it");
-    if (pa->load_plan && (r->gpu || r->model || r->img || r->batch || r->precision || r->ckpt || r->scratch))
-        return yp_err_set(err, "--load-plan replays a saved plan as it is; drop --gpu, --model, --img, --batch, "
-                          "--precision, --ckpt and --scratch");
-    if (pa->load_plan) return 0;
-    if (r->data && scan_data(pa, r->data, err)) return -1;
-    if (!r->gpu)
-        return yp_err_set(err, "--gpu is required: the card (rtx3070, t4, a100-40gb, ...), its memory (8GB, 8192MiB) or auto");
-    if (r->gpu && (!strcmp(r->gpu, "auto") ? gpu_auto(&pa->gpu, err) : yp_gpu_parse(r->gpu, &pa->gpu, err))) return -1;
+/* --gpu G (a card, its memory or auto) and the --reserve it leaves room for. */
+static int parse_gpu(plan_args *pa, const char *v, yp_err *err) {
+    if (!strcmp(v, "auto") ? gpu_auto(&pa->gpu, err) : yp_gpu_parse(v, &pa->gpu, err)) return -1;
     if (pa->gpu.mem_bytes <= pa->gpu.fixed_bytes)
         return yp_err_set(err, "--gpu %s: %s has %.2f GiB, no more than the %.2f GiB the CUDA context and libraries "
-                          "take on any card; give a card with more memory", r->gpu, pa->gpu.desc,
+                          "take on any card; give a card with more memory", v, pa->gpu.desc,
                           (double)pa->gpu.mem_bytes / 1073741824.0, (double)pa->gpu.fixed_bytes / 1073741824.0);
     if (pa->reserve >= pa->gpu.mem_bytes - pa->gpu.fixed_bytes)
         return yp_err_set(err, "--reserve: %.2f GiB leaves nothing of %s's %.2f GiB (%.2f GiB go to the CUDA context "
                           "and libraries); reserve less", (double)pa->reserve / 1073741824.0, pa->gpu.desc,
                           (double)pa->gpu.mem_bytes / 1073741824.0, (double)pa->gpu.fixed_bytes / 1073741824.0);
+    return 0;
+}
+
+static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
+    yp_search_opts *o = &pa->search;
+    if (pa->load_plan && r->data)
+        return yp_err_set(err, "--data with --load-plan: a saved plan keeps the dataset figures it was made with; drop "
+                          "--data, or plan again with it");
+    if (pa->load_plan && (r->model || r->img || r->batch || r->precision || r->ckpt || r->scratch))
+        return yp_err_set(err, "--load-plan replays a saved plan as it is; drop --model, --img, --batch, --precision, "
+                          "--ckpt and --scratch (--gpu G asks whether it fits card G)");
+    /* --load-plan F --gpu G: does the saved plan fit card G? (cli/plan_card.c) */
+    if (pa->load_plan) return r->gpu ? (pa->load_on_gpu = 1, parse_gpu(pa, r->gpu, err)) : 0;
+    if (r->data && scan_data(pa, r->data, err)) return -1;
+    if (!r->gpu)
+        return yp_err_set(err, "--gpu is required: the card (rtx3070, t4, a100-40gb, ...), its memory (8GB, 8192MiB) or auto");
+    if (parse_gpu(pa, r->gpu, err)) return -1;
     if (parse_models(pa, r->model ? r->model : "yolov5s", err) || parse_sizes(o, r->img ? r->img : "640", err)) return -1;
     for (int m = 0; m < o->n_models; m++) {
         int s = yp_graph_max_stride(o->models[m]);
@@ -386,7 +393,7 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
         }
     }
     if (apply(pa, &r, err) || torch_target(pa, &r, err)) return -1;
-    if (!pa->torch && !pa->load_plan && !pa->reserve_given) pa->reserve = pa->gpu.mem_bytes * YP_DEFAULT_MARGIN_PCT / 100;
+    if (!pa->torch && (!pa->load_plan || pa->load_on_gpu) && !pa->reserve_given) pa->reserve = pa->gpu.mem_bytes * YP_DEFAULT_MARGIN_PCT / 100;
     return 0;
 }
 

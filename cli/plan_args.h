@@ -25,6 +25,7 @@ typedef struct {
     unsigned remedy_prec_mask; /* precisions a what-if remedy may switch to: all, fp32 for a CPU scratch model */
     const char *save_plan;   /* --save-plan FILE */
     const char *load_plan;   /* --load-plan FILE */
+    int load_on_gpu;         /* --load-plan with --gpu: does the saved plan fit that card (gpu, reserve)? */
     const char *timeline;    /* --timeline DIR */
     const char *format;      /* --format svg|png */
     int row;                 /* --row K (1-based), 0 = the chosen plan */

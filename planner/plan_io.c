@@ -467,7 +467,7 @@ int yp_plan_load_with(const char *path, const yp_scratch_resolver *r, yp_plan *o
     int rc = -1;
     yp_candidate cand;
     yp_gpu gpu;
-    double reserve;
+    double reserve = 0; /* set by num_in before use; GCC -O2 cannot see it through the || chain */
     const char *fmt = str(&c, j, "", "format");
     const cJSON *model = fmt ? need(&c, j, "", "model") : NULL;
     if (fmt && strcmp(fmt, YP_PLAN_FORMAT)) {

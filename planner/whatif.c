@@ -51,12 +51,12 @@ typedef struct {
 
 /* Plans remedy `what` (candidate k on graph g); `why` is the reason it is a note when it saves
  * under WHATIF_NOTE_FRACTION of the need (NULL: the generic one). */
-static int add(ctx *x, const char *what, const char *why, const yp_graph *g, const yp_candidate *k, yp_err *err) {
+static int add(ctx *x, yp_remedy_kind kind, const char *what, const char *why, const yp_graph *g, const yp_candidate *k, yp_err *err) {
     yp_whatif *w = x->w;
     yp_remedy r;
     memset(&r, 0, sizeof r);
     snprintf(r.what, sizeof r.what, "%s", what);
-    r.g = g, r.has_plan = 1;
+    r.kind = kind, r.g = g, r.has_plan = 1;
     if (yp_plan_build(g, k, x->o->gpu, x->o->reserve, 0, &r.plan, err)) return -1;
     r.time_cost = yp_whatif_time_cost(&w->base, r.plan.time.images_per_s);
     int64_t need = w->base.device_bytes - w->base.reserve_bytes;
@@ -73,10 +73,11 @@ static int add(ctx *x, const char *what, const char *why, const yp_graph *g, con
 }
 
 /* A note with no plan of its own. */
-static void note(yp_whatif *w, const char *what, const char *why) {
+static void note(yp_whatif *w, yp_remedy_kind kind, const char *what, const char *why) {
     if (w->n_notes == YP_WHATIF_MAX) return;
     yp_remedy *r = &w->notes[w->n_notes++];
     memset(r, 0, sizeof *r);
+    r->kind = kind;
     snprintf(r->what, sizeof r->what, "%s", what);
     snprintf(r->why, sizeof r->why, "%s", why);
 }
@@ -97,7 +98,7 @@ static int ckpt_remedies(ctx *x, const yp_graph *g, const yp_candidate *c, yp_er
         snprintf(what, sizeof what, "checkpoint %s", set);
         if (strlen(what) > 60)
             snprintf(what, sizeof what, "checkpoint all %d checkpointable layers", __builtin_popcountll(k.ckpt_layers));
-        rc = add(x, what, c->ckpt_layers ? "the plan already checkpoints layers of its own" : NULL, g, &k, err);
+        rc = add(x, YP_REMEDY_CKPT, what, c->ckpt_layers ? "the plan already checkpoints layers of its own" : NULL, g, &k, err);
     }
     yp_front_free(&f);
     return rc;
@@ -116,12 +117,12 @@ static int batch_remedies(ctx *x, const yp_graph *g, const yp_candidate *c, yp_e
     if (c->batch > 1) {
         k.batch = c->batch / 2;
         snprintf(what, sizeof what, "batch %lld (accumulate %d)", (long long)k.batch, yp_accumulate(k.batch));
-        if (add(x, what, NULL, g, &k, err)) return -1;
+        if (add(x, YP_REMEDY_BATCH, what, NULL, g, &k, err)) return -1;
     }
     if (b < 1 || b >= c->batch || b == c->batch / 2) return 0; /* nothing new beyond "batch halved" */
     k.batch = b;
     snprintf(what, sizeof what, "batch %lld, accumulate %d", (long long)b, yp_accumulate(b));
-    return add(x, what, NULL, g, &k, err);
+    return add(x, YP_REMEDY_ACCUMULATE, what, NULL, g, &k, err);
 }
 
 /* Precision remedies: AMP where the plan may use it; bf16 takes the bytes of fp16. */
@@ -130,15 +131,15 @@ static int precision_remedies(ctx *x, const yp_graph *g, const yp_candidate *c, 
     yp_candidate k = *c;
     if (c->precision != YP_PREC_AMP_FP16 && (ok >> YP_PREC_AMP_FP16 & 1)) {
         k.precision = YP_PREC_AMP_FP16;
-        if (add(x, "AMP fp16", "the bytes of amp-bf16 (both are 2-byte types)", g, &k, err)) return -1;
+        if (add(x, YP_REMEDY_AMP, "AMP fp16", "the bytes of amp-bf16 (both are 2-byte types)", g, &k, err)) return -1;
     }
     if (c->precision == YP_PREC_AMP_BF16 || !(ok >> YP_PREC_AMP_BF16 & 1)) return 0;
     if (c->precision == YP_PREC_FP32 && (ok >> YP_PREC_AMP_FP16 & 1)) {
-        note(x->w, "AMP bf16", "saves what AMP fp16 saves: both are 2-byte types");
+        note(x->w, YP_REMEDY_AMP, "AMP bf16", "saves what AMP fp16 saves: both are 2-byte types");
         return 0;
     }
     k.precision = YP_PREC_AMP_BF16;
-    return add(x, "AMP bf16", "the bytes of amp-fp16 (both are 2-byte types)", g, &k, err);
+    return add(x, YP_REMEDY_AMP, "AMP bf16", "the bytes of amp-fp16 (both are 2-byte types)", g, &k, err);
 }
 
 /* Ranked remedies: cheapest in time first, then the larger saving. */
@@ -146,6 +147,13 @@ static int cheaper_first(const void *a, const void *b) {
     const yp_remedy *x = a, *y = b;
     if (x->time_cost != y->time_cost) return x->time_cost < y->time_cost ? -1 : 1;
     return (x->plan.device_bytes > y->plan.device_bytes) - (x->plan.device_bytes < y->plan.device_bytes);
+}
+
+/* "825 MiB", "114.44 GiB". Returns buf. */
+static const char *host_str(int64_t h, char *buf, size_t n) {
+    int64_t mb = h >> 20;
+    snprintf(buf, n, mb >= 1024 ? "%.2f GiB" : "%.0f MiB", mb >= 1024 ? (double)h / 1073741824.0 : (double)mb);
+    return buf;
 }
 
 static int single_remedies(ctx *x, const yp_graph *smaller, const yp_candidate *c, yp_err *err) {
@@ -158,49 +166,52 @@ static int single_remedies(ctx *x, const yp_graph *smaller, const yp_candidate *
     if (w3 >= stride && h3 >= stride) {
         snprintf(what, sizeof what, "image %lld (-25%%)", (long long)w3);
         k.img_w = w3, k.img_h = h3;
-        if (add(x, what, NULL, g, &k, err)) return -1;
+        if (add(x, YP_REMEDY_IMAGE, what, NULL, g, &k, err)) return -1;
         k = *c;
     }
     if (precision_remedies(x, g, c, err) || ckpt_remedies(x, g, c, err)) return -1;
     if (smaller) {
         snprintf(what, sizeof what, "smaller model %s", smaller->name);
         k.ckpt_layers = 0;
-        if (add(x, what, NULL, smaller, &k, err)) return -1;
+        if (add(x, YP_REMEDY_SMALLER, what, NULL, smaller, &k, err)) return -1;
         k = *c;
     }
     if (c->freeze < 10 && g->n_layers > 10) {
         k.freeze = 10;
-        if (add(x, "freeze backbone (10 layers)", NULL, g, &k, err)) return -1;
+        if (add(x, YP_REMEDY_FREEZE, "freeze backbone (10 layers)", NULL, g, &k, err)) return -1;
         k = *c;
     }
     if (x->o->fewer_anchors) {
         snprintf(what, sizeof what, "%d anchors per level (of %d)", x->o->fewer_anchors->na, g->na);
-        if (add(x, what, "the Detect head and the loss's per-anchor buffers are a small part of the need",
+        if (add(x, YP_REMEDY_ANCHORS, what, "the Detect head and the loss's per-anchor buffers are a small part of the need",
                 x->o->fewer_anchors, c, err))
             return -1;
     }
     if (c->mosaic) {
         k.mosaic = 0;
-        if (add(x, "mosaic off", "the input keeps its size; only the label buffers shrink", g, &k, err)) return -1;
+        if (add(x, YP_REMEDY_MOSAIC, "mosaic off", "the input keeps its size; only the label buffers shrink", g, &k, err)) return -1;
         k = *c;
     }
     k.optimizer = c->optimizer == YP_OPT_SGD ? YP_OPT_ADAM : YP_OPT_SGD;
-    if (add(x, c->optimizer == YP_OPT_SGD ? "Adam instead of SGD" : "SGD instead of Adam",
+    if (add(x, YP_REMEDY_OPTIMIZER, c->optimizer == YP_OPT_SGD ? "Adam instead of SGD" : "SGD instead of Adam",
             c->optimizer == YP_OPT_SGD ? "Adam keeps two moments per weight, SGD one" : NULL, g, &k, err))
         return -1;
-    note(x->w, "fewer augmentations", "they run on the host; the GPU sees the same batch");
-    char host[32], why[160];
-    int64_t h = x->w->base.host.total, mb = h >> 20;
-    snprintf(host, sizeof host, mb >= 1024 ? "%.2f GiB" : "%.0f MiB", mb >= 1024 ? (double)h / 1073741824.0 : (double)mb);
-    snprintf(why, sizeof why, "host memory (this plan's data pipeline takes %s of host RAM), not the GPU's", host);
-    note(x->w, "fewer loader workers, no pinned memory", why);
+    note(x->w, YP_REMEDY_OTHER, "fewer augmentations", "they run on the host; the GPU sees the same batch");
+    char host[32], cache[32], why[160];
+    const yp_host_memory *hm = &x->w->base.host;
+    host_str(hm->total, host, sizeof host);
+    if (hm->image_cache > 0)
+        snprintf(why, sizeof why, "host memory (this plan's data pipeline takes %s of host RAM, %s of it the image "
+                 "cache), not the GPU's", host, host_str(hm->image_cache, cache, sizeof cache));
+    else snprintf(why, sizeof why, "host memory (this plan's data pipeline takes %s of host RAM), not the GPU's", host);
+    note(x->w, YP_REMEDY_OTHER, "fewer loader workers, no pinned memory", why);
     qsort(x->w->r, (size_t)x->w->n, sizeof *x->w->r, cheaper_first);
     return 0;
 }
 
 int yp_whatif_run(const yp_whatif_opts *o, const yp_candidate *c, yp_whatif *out, yp_err *err) {
     memset(out, 0, sizeof *out);
-    if (yp_plan_build(o->g, c, o->gpu, o->reserve, 0, &out->base, err)) return -1;
+    if (yp_plan_build(o->g, c, o->gpu, o->reserve, o->n_images, &out->base, err)) return -1;
     ctx x = {o, out};
     int rc = single_remedies(&x, o->smaller, c, err);
     int any = 0;

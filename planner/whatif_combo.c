@@ -90,7 +90,12 @@ int yp_whatif_combo(const yp_whatif_opts *o, const yp_candidate *c, yp_whatif *w
     int64_t b = yp_whatif_fit_batch(r->g, &m, o->gpu, o->reserve, c->batch, &r->plan, err);
     if (b < 0) return -1;
     if (b == 0) return 0; /* the bound fitted, the aligned arena does not: no combination to offer */
-    r->has_plan = 1, w->has_combo = 1;
+    r->has_plan = 1, w->has_combo = 1, r->kind = YP_REMEDY_COMBO;
+    static const yp_remedy_kind kinds[KNOB_COUNT] = {YP_REMEDY_AMP, YP_REMEDY_CKPT, YP_REMEDY_FREEZE, YP_REMEDY_IMAGE,
+                                                     YP_REMEDY_SMALLER};
+    for (int i = 0; i < KNOB_COUNT; i++)
+        if (best >> i & 1) w->combo_kinds |= 1u << kinds[i];
+    if (b < c->batch) w->combo_kinds |= 1u << YP_REMEDY_ACCUMULATE;
     r->time_cost = yp_whatif_time_cost(&w->base, r->plan.time.images_per_s);
     if (b < c->batch) snprintf(r->what, sizeof r->what, "%s + batch %lld (accumulate %d)", what, (long long)b,
                                yp_accumulate(b));

@@ -49,7 +49,7 @@ int yp_whatif_hardware(const yp_whatif_opts *o, yp_whatif *w, yp_err *err) {
         yp_candidate k = *c;
         k.batch = c->batch / n;
         if (yp_plan_build(o->g, &k, o->gpu, o->reserve, 0, &r->plan, err)) return -1;
-        r->g = o->g, r->has_plan = 1;
+        r->g = o->g, r->has_plan = 1, r->kind = YP_REMEDY_GPUS;
         r->extra_bytes = grad_bytes(&r->plan);
         snprintf(r->what, sizeof r->what, "%d GPUs, batch %lld each", n, (long long)k.batch);
         /* n GPUs train n micro-batches at once (the all-reduce not counted) */

@@ -22,7 +22,26 @@
 #define YP_WHATIF_CARDS 3
 #define YP_WHATIF_GPUS 3 /* 2, 4 and 8 GPUs */
 
+/* What a remedy changes (the steps of the usual out-of-memory flow, and the rest). */
+typedef enum {
+    YP_REMEDY_OTHER,      /* fewer augmentations, loader workers: notes without a plan */
+    YP_REMEDY_BATCH,      /* the batch halved, accumulation keeping the nominal batch */
+    YP_REMEDY_ACCUMULATE, /* the largest batch that fits, accumulation keeping the nominal batch */
+    YP_REMEDY_IMAGE,      /* image -25 % */
+    YP_REMEDY_SMALLER,    /* the next smaller model */
+    YP_REMEDY_CKPT,       /* a checkpoint set of the front */
+    YP_REMEDY_AMP,        /* AMP fp16 or bf16 */
+    YP_REMEDY_FREEZE,     /* the backbone frozen */
+    YP_REMEDY_ANCHORS,    /* one anchor fewer per level */
+    YP_REMEDY_MOSAIC,     /* mosaic off */
+    YP_REMEDY_OPTIMIZER,  /* SGD <-> Adam */
+    YP_REMEDY_GPUS,       /* the batch over several GPUs */
+    YP_REMEDY_COMBO,      /* the cheapest combination */
+    YP_REMEDY_KIND_COUNT
+} yp_remedy_kind;
+
 typedef struct {
+    yp_remedy_kind kind;
     char what[200];      /* "batch 32 (accumulate 2)", "AMP fp16", ... */
     char why[160];       /* a note's reason (it saves almost nothing on the GPU); "" for a remedy */
     const yp_graph *g;
@@ -46,6 +65,7 @@ typedef struct {
     yp_remedy notes[YP_WHATIF_MAX];        /* save (almost) nothing on the GPU, with the reason */
     int has_combo;
     yp_remedy combo;                       /* when no single remedy fits: the cheapest combination that does */
+    unsigned combo_kinds;                  /* the remedies combo combines: bit k for yp_remedy_kind k */
     int64_t largest_batch;                 /* of base's configuration (up to YP_MAX_BATCH), 0: not even 1 */
     int n_gpus;
     yp_remedy gpus[YP_WHATIF_GPUS];        /* base's batch split over 2, 4, 8 GPUs (when it does not fit) */
@@ -60,6 +80,7 @@ typedef struct {
     const yp_gpu *gpu;
     int64_t reserve;         /* kept free on every card considered */
     unsigned prec_mask;      /* precisions a remedy may switch to (bit p), e.g. fp32 only for a CPU scratch model */
+    int64_t n_images;        /* training images: size the base plan's RAM image cache (host memory); 0 unknown */
 } yp_whatif_opts;
 
 /* Plans c and its remedies. 0, or -1 with err set. */

@@ -1,5 +1,6 @@
 /* timeline.c - yp_timeline_write: creates the output directory and draws the three pictures
- * (timeline_memory.c, timeline_arena.c, timeline_graph.c) with the process's Graphviz context. */
+ * (timeline_memory.c, timeline_arena.c, timeline_graph.c) with the process's Graphviz context;
+ * yp_timeline_remedies_write the same for a what-if's remedies (timeline_remedies.c). */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,10 +28,25 @@ static int make_dirs(const char *dir, yp_err *err) {
     return 0;
 }
 
-int yp_timeline_write(const yp_plan *p, const char *dir, const char *format, yp_err *err) {
-    if (!format) format = "svg";
+static int check_format(const char *format, yp_err *err) {
     if (strcmp(format, "svg") && strcmp(format, "png"))
         return yp_err_set(err, "timeline format \"%s\": expected svg or png", format);
+    return 0;
+}
+
+int yp_timeline_remedies_write(const yp_whatif *w, const char *dir, const char *format, yp_err *err) {
+    if (!format) format = "svg";
+    if (check_format(format, err)) return -1;
+    if (!w || !w->base.sched) return yp_err_set(err, "%s: no what-if to draw", dir);
+    if (make_dirs(dir, err)) return -1;
+    GVC_t *gvc = tl_context();
+    if (!gvc) return yp_err_set(err, "%s: cannot start Graphviz", dir);
+    return tl_remedies_write(gvc, w, dir, format, err);
+}
+
+int yp_timeline_write(const yp_plan *p, const char *dir, const char *format, yp_err *err) {
+    if (!format) format = "svg";
+    if (check_format(format, err)) return -1;
     if (!p || !p->sched || !p->live.live || !p->arena.offsets)
         return yp_err_set(err, "%s: no plan to draw", dir);
     if (make_dirs(dir, err)) return -1;

@@ -12,6 +12,7 @@
 #include <graphviz/gvc.h>
 
 #include "yp_plan.h"
+#include "yp_whatif.h"
 
 /* The stacked categories of the memory timeline (docs/architecture.md §6), bottom to top. */
 typedef enum {
@@ -100,9 +101,11 @@ void tl_legend_row(tl_canvas *c, double x, double y, const char *id, const char 
 /* The name of the graph node a step works on, or its label ("loss", "optimizer", "ema"). */
 const char *tl_step_name(const yp_plan *p, int step);
 
-/* The three pictures (timeline_memory.c, timeline_arena.c, timeline_graph.c). */
+/* The plan's three pictures (timeline_memory.c, timeline_arena.c, timeline_graph.c). */
 int tl_memory_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *format, yp_err *err);
 int tl_arena_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *format, yp_err *err);
 int tl_graph_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *format, yp_err *err);
+/* The remedies' decision flow of a what-if (timeline_remedies.c). */
+int tl_remedies_write(GVC_t *gvc, const yp_whatif *w, const char *dir, const char *format, yp_err *err);
 
 #endif

@@ -284,6 +284,13 @@ static void test_whatif(void) {
     CHECK_EQ_I64(run("--gpu 8GB --reserve 0 --batch 128 --save-plan %s --timeline %s/tl", plan, dir), 0);
     CHECK(strncmp(out, plain, strlen(plain)) == 0); /* the same what-if, then the lines naming the files */
     CHECK_STR_HAS(out + strlen(plain), "the what-if's plan: plan written to ");
+    CHECK_STR_HAS(out + strlen(plain), "memory, arena, graph and remedies pictures (.dot + .svg) written to ");
+    static const char *const pics[] = {"memory", "arena", "graph", "remedies"};
+    for (int i = 0; i < 4; i++) {
+        char pic[160];
+        snprintf(pic, sizeof pic, "%s/tl/%s.svg", dir, pics[i]);
+        CHECK(access(pic, R_OK) == 0);
+    }
     CHECK_EQ_I64(run("--load-plan %s --json", plan), 0);
     cJSON *j = cJSON_Parse(out);
     REQUIRE(j != NULL);
@@ -303,9 +310,33 @@ static void test_plan_with_dataset(void) {
     CHECK_EQ_I64(run("--gpu 8GB --top 1 --data '" YP_TEST_DATA "/dataset/data.yaml'"), 0);
     CHECK_STR_HAS(out, "6 images, 10 labels");
     CHECK_STR_HAS(out, "nc 3");
+    CHECK(strstr(out, "the first skipped") == NULL); /* nothing skipped, nothing to explain */
+    /* label files skipped: the count and the first reason, naming the file and its line */
+    CHECK_EQ_I64(run("--gpu 8GB --top 1 --data '" YP_TEST_DATA "/dataset/bad_labels.yaml'"), 0);
+    CHECK_STR_HAS(out, "4 label files skipped");
+    CHECK_STR_HAS(out, "\n  the first skipped: ");
+    CHECK_STR_HAS(out, "k_class.txt:3: ");
     CHECK_EQ_I64(run("--gpu 8GB --data '" YP_TEST_DATA "/dataset/malformed.yaml'"), 2);
     CHECK_STR_HAS(errtxt, "malformed.yaml:");
     CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
+}
+
+/* --images N sizes the host estimate's RAM image cache: a line under the table and the what-if's
+ * loader note show it (N images at the plan's size, uint8 RGB), the default table has no such line. */
+static void test_images_host_line(void) {
+    CHECK_EQ_I64(run("--gpu 8GB --top 1"), 0);
+    CHECK(strstr(out, "host RAM") == NULL);
+    CHECK_EQ_I64(run("--gpu 8GB --top 1 --images 100000"), 0);
+    CHECK_STR_HAS(out, "host RAM of row 1's data pipeline: ");
+    CHECK_STR_HAS(out, ", of it 114.44 GiB for the image cache (100000 images at 640x640)\n"); /* 100000 x 640 x 640 x 3 */
+    CHECK_EQ_I64(run("--gpu 8GB --batch 32 --images 100000"), 0);
+    CHECK_STR_HAS(out, "114.44 GiB of it the image cache), not the GPU's");
+    CHECK_EQ_I64(run("--gpu 8GB --batch 32 --images 100000 --json"), 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *h = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "plan"), "host"), "image_cache");
+    CHECK_EQ_I64((long long)cJSON_GetNumberValue(h), 100000LL * 640 * 640 * 3);
+    cJSON_Delete(j);
 }
 
 static void test_save_and_load_plan(void) {
@@ -321,7 +352,61 @@ static void test_save_and_load_plan(void) {
     CHECK(strstr(text, "\"fused\"") == NULL);
     CHECK_EQ_I64(run("--load-plan %s/plan.json", dir), 0);
     CHECK_STR_HAS(out, "verified");
-    CHECK_EQ_I64(run("--load-plan %s/plan.json --gpu 8GB", dir), 2);
+    CHECK_EQ_I64(run("--load-plan %s/plan.json --model yolov5s", dir), 2);
+    CHECK_STR_HAS(errtxt, "--gpu G asks whether it fits card G");
+    unlink(plan);
+}
+
+/* --load-plan F --gpu G: the saved plan verified, then answered for card G with the table's margin
+ * rules (5 % of G unless --reserve): exit 0 if it fits, 1 if not, a JSON object with --json. */
+static void test_load_plan_on_card(void) {
+    char plan[128];
+    snprintf(plan, sizeof plan, "%s/card.json", dir);
+    CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 320 --batch 16 --save-plan %s", plan), 0);
+    CHECK_EQ_I64(run("--load-plan %s --gpu 4GB", plan), 0);
+    CHECK_STR_HAS(out, "verified");
+    CHECK_STR_HAS(out, "saved for generic GPU with 8 GiB; on generic GPU with 4 GiB (4.00 GiB), keeping 204.8 MiB (5 %) "
+                       "free by default");
+    CHECK_STR_HAS(out, "  FITS: needs ");
+    CHECK_STR_HAS(out, "room left ");
+    CHECK_EQ_I64(run("--load-plan %s --gpu 4GB --json", plan), 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(j, "fits")));
+    const cJSON *gpu = cJSON_GetObjectItem(j, "gpu");
+    double mem = cJSON_GetObjectItem(gpu, "mem_bytes")->valuedouble, fixed = cJSON_GetObjectItem(gpu, "fixed_bytes")->valuedouble;
+    double reserve = cJSON_GetObjectItem(gpu, "reserve_bytes")->valuedouble;
+    double arena = cJSON_GetObjectItem(j, "arena_bytes")->valuedouble;
+    CHECK_EQ_I64((long long)mem, 4LL << 30);
+    CHECK_EQ_I64((long long)reserve, (4LL << 30) * 5 / 100);
+    CHECK_EQ_I64((long long)cJSON_GetObjectItem(j, "room_bytes")->valuedouble, (long long)(mem - arena - fixed - reserve));
+    CHECK(fabs(cJSON_GetObjectItem(j, "used_fraction")->valuedouble - (arena + fixed) / mem) < 1e-9);
+    CHECK_EQ_I64((long long)cJSON_GetObjectItem(cJSON_GetObjectItem(j, "saved_gpu"), "mem_bytes")->valuedouble, 8LL << 30);
+    cJSON_Delete(j);
+    /* a card it does not fit: exit 1, the shortfall named; --reserve counts like the default margin */
+    CHECK_EQ_I64(run("--load-plan %s --gpu 600MiB", plan), 1);
+    CHECK_STR_HAS(out, "  DOES NOT FIT: needs ");
+    CHECK_STR_HAS(out, "short by ");
+    CHECK_EQ_I64(run("--load-plan %s --gpu 600MiB --json", plan), 1);
+    j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItem(j, "fits")));
+    CHECK_STR_HAS(cJSON_GetStringValue(cJSON_GetObjectItem(j, "reason")), "short by ");
+    cJSON_Delete(j);
+    CHECK_EQ_I64(run("--load-plan %s --gpu 1GB --json", plan), 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    double room = cJSON_GetObjectItem(j, "room_bytes")->valuedouble;
+    reserve = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "gpu"), "reserve_bytes")->valuedouble;
+    cJSON_Delete(j);
+    long long mib = (long long)((room + reserve) / 1048576.0);
+    CHECK_EQ_I64(run("--load-plan %s --gpu 1GB --reserve %lldMiB", plan, mib - 1), 0);
+    CHECK_EQ_I64(run("--load-plan %s --gpu 1GB --reserve %lldMiB", plan, mib + 1), 1);
+    /* a bf16 plan on a card without bf16 does not run there, whatever its bytes */
+    CHECK_EQ_I64(run("--gpu a100-40gb --model yolov5n --img 320 --batch 16 --precision amp-bf16 --save-plan %s", plan), 0);
+    CHECK_EQ_I64(run("--load-plan %s --gpu t4", plan), 1);
+    CHECK_STR_HAS(out, "has no bf16 support");
+    CHECK_EQ_I64(run("--load-plan %s --gpu bogus", plan), 2);
     unlink(plan);
 }
 
@@ -597,7 +682,9 @@ int main(void) {
     YP_RUN(test_nothing_fits_exit_1);
     YP_RUN(test_whatif);
     YP_RUN(test_plan_with_dataset);
+    YP_RUN(test_images_host_line);
     YP_RUN(test_save_and_load_plan);
+    YP_RUN(test_load_plan_on_card);
     YP_RUN(test_scratch_option);
     YP_RUN(test_bench_step_load_plan);
     YP_RUN(test_torch_target);

@@ -455,7 +455,7 @@ static void test_whatif(void) {
     yp_candidate c = yp_candidate_default();
     c.batch = 128;
     yp_whatif w;
-    yp_whatif_opts wo = {g, n, NULL, &gpu, 0, (1u << YP_PREC_COUNT) - 1};
+    yp_whatif_opts wo = {g, n, NULL, &gpu, 0, (1u << YP_PREC_COUNT) - 1, 0};
     CHECK(yp_whatif_run(&wo, &c, &w, &err) == 0);
     CHECK(!w.base.fits);
     CHECK(w.n >= 6);
