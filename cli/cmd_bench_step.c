@@ -20,14 +20,15 @@ typedef struct {
     long batch, steps, threads, warmup;
     int json, no_ema, profile;
     int64_t fixed_bytes; /* the backend's fixed device cost, for the report */
+    int64_t mem;         /* --mem: the host memory the run may use (0: what the host has available) */
     yp_save_policy policy;
     /* given on the command line: options a loaded plan decides itself */
     int model_given, batch_given, img_given, policy_given, threads_given;
 } bench_opts;
 
 #define USAGE "usage: yoloplan bench-step [--model M] [--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] " \
-              "[--no-ema] | --load-plan FILE, then [--device cpu|cuda] [--steps N] [--warmup N] [--threads T] [--profile] " \
-              "[--json]"
+              "[--no-ema] | --load-plan FILE, then [--device cpu|cuda] [--steps N] [--warmup N] [--threads T] [--mem SIZE] " \
+              "[--profile] [--json]"
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     memset(o, 0, sizeof *o);
@@ -53,6 +54,7 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
         else if (!strcmp(a, "--steps")) rc = cli_parse_int(a, v, 1, 100000, &o->steps, err);
         else if (!strcmp(a, "--warmup")) rc = cli_parse_int(a, v, 0, 1000, &o->warmup, err);
         else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err), o->threads_given = 1;
+        else if (!strcmp(a, "--mem")) rc = cli_parse_size(a, v, &o->mem, err);
         else if (!strcmp(a, "--policy") && yp_save_policy_parse(v) >= 0)
             o->policy = (yp_save_policy)yp_save_policy_parse(v), o->policy_given = 1;
         else
@@ -102,20 +104,48 @@ static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f)
 /* The plan of the options for the device: YOLOv5's defaults with mosaic off and room for 8 labels
  * per image, and the conv scratch of instance be (on the CPU its thread count decides it). The
  * graph is the caller's to free, with the plan. */
+/* The benchmark's candidate at batch b for instance be. */
+static yp_candidate bench_candidate(const bench_opts *o, yp_backend *be, int64_t b) {
+    yp_candidate c = yp_candidate_default();
+    c.batch = b, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
+    c.ema = !o->no_ema; /* YOLOv5 updates its EMA every optimizer step; --no-ema measures the step without */
+    yp_exec_candidate_for(&c, be);
+    return c;
+}
+
+/* The largest batch below o->batch whose plan fits host (0: not even 1), by bisection: the arena
+ * grows with the batch. */
+static int64_t largest_fitting(const bench_opts *o, yp_backend *be, const yp_graph *g, const yp_gpu *host) {
+    int64_t lo = 0, hi = o->batch - 1; /* lo fits (0: none known), the answer is in [lo, hi] */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        yp_candidate c = bench_candidate(o, be, mid);
+        yp_plan q;
+        yp_err why;
+        int fits = yp_plan_build(g, &c, host, 0, 0, &q, &why) == 0 && q.fits;
+        yp_plan_free(&q);
+        if (fits) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
 static int build_plan(const bench_opts *o, yp_backend *be, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
     *g = cli_load_model(o->model, 0, err);
     if (!*g) return -1;
     yp_gpu host; /* the CPU backend's arena lives in host memory: plan for what is available */
     if (!o->cuda) yp_gpu_host(avail, &host);
     else if (cli_gpu_of_backend(be, &host, err)) return -1; /* the card, its free memory the budget */
-    yp_candidate c = yp_candidate_default();
-    c.batch = o->batch, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
-    c.ema = !o->no_ema; /* YOLOv5 updates its EMA every optimizer step; --no-ema measures the step without */
-    yp_exec_candidate_for(&c, be);
+    yp_candidate c = bench_candidate(o, be, o->batch);
     if (yp_plan_build(*g, &c, &host, 0, 0, p, err)) return -1;
-    if (!p->fits && !o->cuda) /* refused before anything is allocated */
-        return yp_err_set(err, "bench-step: the plan needs %.2f GiB of arena, the host has %.2f GiB available; lower "
-                          "--batch or --img", (double)p->device_bytes / 1073741824.0, (double)avail / 1073741824.0);
+    if (!p->fits && !o->cuda) { /* refused before anything is allocated */
+        int64_t b = largest_fitting(o, be, *g, &host);
+        char best[96] = "not even --batch 1 fits: lower --img";
+        if (b > 0) snprintf(best, sizeof best, "the largest batch that fits is --batch %lld", (long long)b);
+        return yp_err_set(err, "bench-step: --batch %ld at %lldx%lld needs %.2f GiB of arena, the host has %.2f GiB %s; %s",
+                          o->batch, (long long)o->w, (long long)o->h, (double)p->device_bytes / 1073741824.0,
+                          (double)avail / 1073741824.0, o->mem ? "(--mem)" : "available", best);
+    }
     return 0; /* on a GPU the preflight refuses, naming the batch that fits */
 }
 
@@ -182,8 +212,8 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
 }
 
 static int run(bench_opts *o, yp_err *err) {
-    int64_t avail = cli_host_available_bytes();
-    if (avail <= 0) return yp_err_set(err, "bench-step: cannot read the host's available memory (/proc/meminfo)");
+    int64_t avail = o->mem ? o->mem : cli_host_available_bytes();
+    if (avail <= 0) return yp_err_set(err, "bench-step: cannot read the host's available memory (/proc/meminfo); give --mem");
     yp_plan p;
     yp_graph *g = NULL;
     yp_backend *be = NULL;

@@ -123,6 +123,50 @@ int cli_fail(const yp_err *err) {
     return YP_EXIT_USAGE;
 }
 
+/* One number from a file of the cgroup filesystem (-1: absent, or "max"). */
+static int64_t read_number(const char *path) {
+    FILE *f = fopen(path, "r");
+    long long v = -1;
+    if (f && fscanf(f, "%lld", &v) != 1) v = -1;
+    if (f) fclose(f);
+    return (int64_t)v;
+}
+
+/* What this process's memory cgroup still allows (its limit less its usage), or -1 when no limit
+ * is set: cgroup v2 (memory.max, memory.current) or v1 (memory.limit_in_bytes,
+ * memory.usage_in_bytes), at the process's own cgroup path and at the mount's root (a
+ * container sees its own cgroup there). A container's limit is what the kernel OOM-kills at,
+ * whatever /proc/meminfo says about the machine. */
+static int64_t cgroup_room(void) {
+    char line[512], path[1200], v2[512] = "", v1[512] = "";
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
+        const char *m = strstr(line, ":memory:");
+        if (m) snprintf(v1, sizeof v1, "%s", m + 8);
+    }
+    if (f) fclose(f);
+    static const struct {
+        const char *root, *limit, *usage;
+        int v2;
+    } kinds[] = {{"/sys/fs/cgroup", "memory.max", "memory.current", 1},
+                 {"/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", 0}};
+    int64_t best = -1;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int at_root = 0; at_root < 2; at_root++) {
+            const char *sub = at_root ? "" : kinds[k].v2 ? v2 : v1;
+            snprintf(path, sizeof path, "%s%s/%s", kinds[k].root, sub, kinds[k].limit);
+            int64_t lim = read_number(path);
+            snprintf(path, sizeof path, "%s%s/%s", kinds[k].root, sub, kinds[k].usage);
+            int64_t use = read_number(path);
+            if (lim <= 0 || lim >= ((int64_t)1 << 60) || use < 0) continue; /* no limit there */
+            int64_t room = lim > use ? lim - use : 0;
+            if (best < 0 || room < best) best = room;
+        }
+    return best;
+}
+
 int64_t cli_host_available_bytes(void) {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[128];
@@ -130,7 +174,12 @@ int64_t cli_host_available_bytes(void) {
     while (f && kib < 0 && fgets(line, sizeof line, f))
         if (sscanf(line, "MemAvailable: %lld kB", &kib) != 1) kib = -1;
     if (f) fclose(f);
-    if (kib > 0) return (int64_t)kib * 1024;
-    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (int64_t)pages * size : 0;
+    int64_t avail = 0;
+    if (kib > 0) avail = (int64_t)kib * 1024;
+    else {
+        long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+        avail = pages > 0 && size > 0 ? (int64_t)pages * size : 0;
+    }
+    int64_t room = cgroup_room();
+    return room >= 0 && (avail == 0 || room < avail) ? room : avail;
 }

@@ -173,6 +173,15 @@ static void test_plan_fields(void) {
     }
 }
 
+/* the host-memory preflight: a benchmark whose arena the host cannot hold (--mem simulates a small
+ * machine or cgroup) is refused before the arena is allocated, naming the batch that fits */
+static void test_host_preflight(void) {
+    refused("bench-step --model yolov5s --batch 64 --img 640 --mem 4GiB",
+            "--batch 64 at 640x640 needs 7.29 GiB of arena, the host has 4.00 GiB (--mem); the largest batch that fits "
+            "is --batch 34");
+    refused("bench-step --model yolov5s --batch 8 --img 640 --mem 1MiB", "not even --batch 1 fits: lower --img");
+}
+
 /* --save-plan replaces a regular file, nothing else */
 static void test_save_targets(void) {
     char p[256];
@@ -196,6 +205,7 @@ int main(void) {
     YP_RUN(test_command_line);
     YP_RUN(test_plan_fields);
     YP_RUN(test_save_targets);
+    YP_RUN(test_host_preflight);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
