@@ -1,6 +1,7 @@
 /* train.c - the epoch loop of train.py on the executor (yp_train.h): per batch the warm-up knobs,
  * a micro-step and, when the accumulation is due, the optimizer step and EMA; per epoch
  * validation, fitness, early stopping, checkpoints and the caller's callback; train.py's console. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -169,6 +170,13 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
             if (side != L->imgsz) yp_resize_bilinear_nhwc(L->images, b.n, L->imgsz, L->scaled, side), in = L->scaled;
         }
         if (yp_exec_micro_step_at(x, side, in, b.labels, b.n_labels, loss, err)) return -1;
+        /* fp32 has no loss scaler to skip a step: a loss that is not finite would turn every
+         * weight into NaN at the update, and the next checkpoint with them; stop before it */
+        if (!isfinite(loss[0]) || !isfinite(loss[1]) || !isfinite(loss[2]))
+            return yp_err_set(err, "training: the loss is not finite (box %g, obj %g, cls %g) at epoch %lld, batch %lld, "
+                              "lr %.3g; stopped before the update, so the run's weights/last.safetensors keeps the last "
+                              "epoch that finished: lower lr0 (--hyp) or check the labels", loss[0], loss[1], loss[2],
+                              (long long)epoch, (long long)i, k.lr[0]);
         const int stepped = ni - L->st->last_opt_step >= k.accumulate;
         if (stepped) {
             if (yp_exec_update(x, err)) return -1;

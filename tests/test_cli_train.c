@@ -188,6 +188,17 @@ static void test_bad_input(void) {
     CHECK_EQ_I64(run("train --data '%s' --model yolov5n --img 64 --batch 16 --workers 2 --threads 2 --project "
                      "'%s/runs' --epochs 1 --mem 30MiB", data, dir), 1);
     one_line_exit(1, "the best that fits is --batch");
+    /* a diverging run (lr0 1e30) stops at the first loss that is not finite, before the update,
+     * with the last finished epoch's checkpoint in place */
+    write_file("diverge.yaml", "lr0: 1.0e+30\nwarmup_epochs: 0\n");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 3 --name nan --hyp diverge.yaml", data, dir), 2);
+    one_line_exit(2, "the loss is not finite");
+    char last[300];
+    snprintf(last, sizeof last, "%s/runs/nan/weights/last.safetensors", dir);
+    const char *at = strstr(errtxt, " at epoch ");
+    long e = at ? strtol(at + 10, NULL, 10) : -1;
+    CHECK(e >= 0);
+    CHECK_EQ_I64(access(last, R_OK) == 0, e > 0); /* a finished epoch left its checkpoint; none before */
     CHECK_EQ_I64(run(TRAIN_ARGS " --cache disk", data, dir), 2);
     one_line_exit(2, "--cache disk: expected ram");
     CHECK_EQ_I64(run("train --resume nowhere/last.safetensors"), 2);
