@@ -218,6 +218,19 @@ void tl_axes(tl_canvas *c, const tl_frame *f, const char *xtitle, const char *yt
     tl_text(c, "_ytitle", f->x0 - 6, f->y0 + f->h + 14, 200, ytitle, 'l', 11);
 }
 
+void tl_flow_style(Agraph_t *g, const char *title, const char *nodesep, const char *ranksep) {
+    const char *const attrs[][2] = {{"label", title},    {"labelloc", "t"},     {"fontname", "Helvetica"},
+                                    {"fontsize", "16"},  {"rankdir", "TB"},     {"nodesep", nodesep},
+                                    {"ranksep", ranksep}, {"bgcolor", "white"}};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) tl_set(g, attrs[i][0], attrs[i][1]);
+    agattr(g, AGNODE, "shape", "box");
+    agattr(g, AGNODE, "style", "rounded,filled");
+    agattr(g, AGNODE, "fillcolor", "#dbe9f6");
+    agattr(g, AGNODE, "fontname", "Helvetica");
+    agattr(g, AGNODE, "fontsize", "10");
+    agattr(g, AGEDGE, "arrowsize", "0.7");
+}
+
 void tl_legend_row(tl_canvas *c, double x, double y, const char *id, const char *color, const char *label) {
     char name[64];
     snprintf(name, sizeof name, "_key_%s", id);

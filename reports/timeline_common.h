@@ -60,6 +60,10 @@ Agnode_t *tl_outline(tl_canvas *c, const char *name, double x0, double y0, doubl
 Agnode_t *tl_text(tl_canvas *c, const char *name, double x, double y, double w, const char *text, char just,
                   double size);
 
+/* The look of the two pictures laid out by dot (graph.svg, remedies.svg): the title on top,
+ * ranks top to bottom nodesep/ranksep inches apart, rounded filled boxes, small arrows. */
+void tl_flow_style(Agraph_t *g, const char *title, const char *nodesep, const char *ranksep);
+
 /* Sets an attribute by name (declaring it with an empty default when new). */
 void tl_set(void *obj, const char *key, const char *val);
 

@@ -150,17 +150,7 @@ int tl_graph_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *fo
         yp_err_set(err, "%s/graph.dot: out of memory", dir);
         goto fail;
     }
-    static const char *const attrs[][2] = {{"label", NULL}, {"labelloc", "t"}, {"fontname", "Helvetica"},
-                                           {"fontsize", "16"}, {"rankdir", "TB"}, {"nodesep", "0.3"},
-                                           {"ranksep", "0.3"}, {"bgcolor", "white"}};
-    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
-        tl_set(g, attrs[i][0], attrs[i][1] ? attrs[i][1] : title);
-    agattr(g, AGNODE, "shape", "box");
-    agattr(g, AGNODE, "style", "rounded,filled");
-    agattr(g, AGNODE, "fillcolor", "#dbe9f6");
-    agattr(g, AGNODE, "fontname", "Helvetica");
-    agattr(g, AGNODE, "fontsize", "10");
-    agattr(g, AGEDGE, "arrowsize", "0.7");
+    tl_flow_style(g, title, "0.3", "0.3");
     if (build(g, p, info, lc, nodes)) {
         yp_err_set(err, "%s/graph.dot: out of memory", dir);
         goto fail;

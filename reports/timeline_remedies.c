@@ -283,16 +283,7 @@ int tl_remedies_write(GVC_t *gvc, const yp_whatif *w, const char *dir, const cha
              p->gpu.desc);
     Agraph_t *g = agopen("remedies", Agdirected, NULL);
     if (!g) return yp_err_set(err, "%s/remedies.dot: out of memory", dir);
-    static const char *const attrs[][2] = {{"label", NULL},         {"labelloc", "t"}, {"fontname", "Helvetica"},
-                                           {"fontsize", "16"},      {"rankdir", "TB"}, {"nodesep", "0.4"},
-                                           {"ranksep", "0.35"},     {"bgcolor", "white"}};
-    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) tl_set(g, attrs[i][0], attrs[i][1] ? attrs[i][1] : title);
-    agattr(g, AGNODE, "shape", "box");
-    agattr(g, AGNODE, "style", "rounded,filled");
-    agattr(g, AGNODE, "fillcolor", "#dbe9f6");
-    agattr(g, AGNODE, "fontname", "Helvetica");
-    agattr(g, AGNODE, "fontsize", "10");
-    agattr(g, AGEDGE, "arrowsize", "0.7");
+    tl_flow_style(g, title, "0.4", "0.35");
     agattr(g, AGEDGE, "fontname", "Helvetica");
     agattr(g, AGEDGE, "fontsize", "10");
     int rc = build(g, w) ? yp_err_set(err, "%s/remedies.dot: out of memory", dir)
