@@ -21,8 +21,8 @@ static const char *opt_name(yp_optimizer o) {
 static void head(FILE *f, const yp_torch_report *r, int64_t batch) {
     char mem[32], bs[48] = "";
     if (batch > 0) snprintf(bs, sizeof bs, " --batch-size %lld", (long long)batch);
-    fprintf(f, "%s at %lld%s, %s, %s%s%s: train.py on %s (%s; PyTorch can use %.3gG)\n", r->model,
-            (long long)r->opts.img, bs, r->opts.amp ? "AMP" : "fp32", opt_name(r->opts.optimizer),
+    fprintf(f, "for Ultralytics train.py (PyTorch eager): %s at %lld%s, %s, %s%s%s on %s (%s; PyTorch can use %.3gG)\n",
+            r->model, (long long)r->opts.img, bs, r->opts.amp ? "AMP" : "fp32", opt_name(r->opts.optimizer),
             r->opts.freeze ? ", --freeze" : "", r->opts.multi_scale ? ", --multi-scale" : "", r->gpu->desc,
             yp_fmt_bytes(r->gpu->mem_bytes, mem, sizeof mem), (double)r->capacity / 1e9);
 }
