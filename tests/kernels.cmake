@@ -1,4 +1,4 @@
-# tests/kernels.cmake - kernel tests (included by tests/CMakeLists.txt) and the fuzz targets.
+# tests/kernels.cmake - kernel tests (included by tests/CMakeLists.txt).
 
 yp_add_test(test_kernels_silu LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # The CPU op table against PyTorch fixtures (tests/data/ops, from tests/ref/make_op_fixtures.py).
@@ -15,6 +15,3 @@ if(YP_HAVE_CUDA)
   yp_add_test(test_cuda_ops LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 
-if(YP_FUZZ)
-  add_subdirectory(${CMAKE_CURRENT_LIST_DIR}/fuzz ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
-endif()
