@@ -42,6 +42,8 @@ const char *fz_temp_write(const char *name, const uint8_t *data, size_t size) {
         fz_fail("fuzz_temp", "path too long", name);
     FILE *f = fopen(path, "wb");
     if (!f) fz_fail("fuzz_temp", "cannot create", path);
-    if ((size && fwrite(data, 1, size, f) != size) | (fclose(f) != 0)) fz_fail("fuzz_temp", "cannot write", path);
+    int bad = size && fwrite(data, 1, size, f) != size;
+    if (fclose(f) != 0) bad = 1;
+    if (bad) fz_fail("fuzz_temp", "cannot write", path);
     return path;
 }
