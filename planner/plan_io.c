@@ -352,7 +352,7 @@ static int verify(ctx *c, const cJSON *j, const yp_plan *p) {
         return yp_err_set(c->err, "%s: %d tensors and %d steps, but re-planning gives %d and %d; the file comes "
                           "from another yoloplan version: save the plan again", c->file, cJSON_GetArraySize(ts),
                           cJSON_GetArraySize(ss), p->sched->n_tensors, p->sched->n_steps);
-    if ((int64_t)arena != p->arena_bytes)
+    if (arena != (double)p->arena_bytes) /* compared as doubles: casting a file's huge value is undefined */
         return yp_err_set(c->err, "%s: arena_bytes %.0f, but re-planning gives %lld; save the plan again", c->file, arena,
                           (long long)p->arena_bytes);
     int t = 0;
@@ -365,8 +365,8 @@ static int verify(ctx *c, const cJSON *j, const yp_plan *p) {
             num(c, x, path, "first", &first) || num(c, x, path, "last", &last))
             return -1;
         const yp_tensor *y = &p->sched->tensors[t];
-        if (strcmp(name, y->name) || (int64_t)off != p->arena.offsets[t] || (int64_t)bytes != y->bytes ||
-            (int)first != y->first || (int)last != y->last)
+        if (strcmp(name, y->name) || off != (double)p->arena.offsets[t] || bytes != (double)y->bytes ||
+            first != y->first || last != y->last)
             return yp_err_set(c->err, "%s: %s (%s): differs from the re-planned tensor (%s at offset %lld, %lld bytes, "
                               "steps %d..%d); save the plan again", c->file, path, name, y->name,
                               (long long)p->arena.offsets[t], (long long)y->bytes, y->first, y->last);
@@ -378,7 +378,7 @@ static int verify(ctx *c, const cJSON *j, const yp_plan *p) {
 static int val_num_is(ctx *c, const cJSON *o, const char *path, const char *key, int64_t want) {
     double v = 0;
     if (num(c, o, path, key, &v)) return -1;
-    if ((int64_t)v != want)
+    if (v != (double)want)
         return yp_err_set(c->err, "%s: %s.%s: %.0f, but re-planning gives %lld; save the plan again", c->file, path, key,
                           v, (long long)want);
     return 0;
