@@ -17,7 +17,7 @@
 #define MAX_BASE_CH 65536
 #define MAX_CH (1 << 20)
 #define MAX_K 64
-#define MAX_STRIDE 4096
+#define MAX_STRIDE 1024 /* the IR loader's strides cap (ir_load.c): an IR it refuses is never written */
 #define MAX_REPEATS 1000
 #define MAX_LAYERS 100000
 #define ARG_REQUIRED (-999999)
