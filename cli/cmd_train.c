@@ -84,14 +84,6 @@ static int host_estimate(const train_run *r, int64_t batch, int64_t arena, int64
 
 /* ---------------------------------------------------------------- planning */
 
-static const char *ckpt_name(uint64_t layers, char *buf, size_t n) {
-    buf[0] = 0;
-    for (int l = 0; l < 64; l++)
-        if (layers >> l & 1) snprintf(buf + strlen(buf), n - strlen(buf), "%s%d", buf[0] ? "," : "", l);
-    if (!buf[0]) snprintf(buf, n, "none");
-    return buf;
-}
-
 /* train.py's check_img_size: a multiple of the largest stride (32), at least 2 strides. */
 static void check_img(train_run *r) {
     long gs = 32, s = (r->o.img + gs - 1) / gs * gs;
@@ -163,7 +155,7 @@ static int plan_new(train_run *r, yp_err *err) {
             yp_err_set(err, "train: --batch %ld of %s at --img %ld does not fit %s; the best that fits is --batch %lld "
                        "(checkpoints %s): drop --batch or pass that", r->o.batch, r->g->name, r->o.img, dev.desc,
                        (long long)b->batch,
-                       ckpt_name(b->ckpt_layers, ck, sizeof ck));
+                       yp_front_layers_str(b->ckpt_layers, ck, sizeof ck));
             yp_search_free(&best), yp_search_free(&res);
             return EXIT_NOFIT_RC;
         }
@@ -174,7 +166,7 @@ static int plan_new(train_run *r, yp_err *err) {
         yp_err_set(err, "train: no plan of %s at --img %ld%s fits %s: the smallest, batch %lld with checkpoints %s, "
                    "needs %.2f GiB; %s", r->g->name, r->o.img, r->o.batch ? " and the given --batch" : "", dev.desc,
                    (long long)res.smallest.cand.batch,
-                   ckpt_name(res.smallest.cand.ckpt_layers, ck, sizeof ck), res.smallest_bytes / 1073741824.0,
+                   yp_front_layers_str(res.smallest.cand.ckpt_layers, ck, sizeof ck), res.smallest_bytes / 1073741824.0,
                    strcmp(r->o.device, "cpu") ? "lower --img or --batch" : "raise --mem, or lower --img or --batch");
         yp_search_free(&res);
         return EXIT_NOFIT_RC;
@@ -197,7 +189,7 @@ static void print_plan(const train_run *r, FILE *f) {
     double process = (double)(r->host.baseline + r->host.runtime) / gib;
     fprintf(f, "plan: %s, batch %lld, accumulate %d, img %lld, %s, checkpoints %s, arena %.2f GiB, device %s", r->g->name,
             (long long)c->batch, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
-            ckpt_name(c->ckpt_layers, ck, sizeof ck), arena, r->o.device);
+            yp_front_layers_str(c->ckpt_layers, ck, sizeof ck), arena, r->o.device);
     if (!strcmp(r->o.device, "cpu")) fprintf(f, " (%d threads)", yp_backend_cpu_threads(r->be));
     else fprintf(f, " (fixed cost %.2f GiB)", (double)r->be->fixed_bytes / gib);
     fprintf(f, ", host memory %.2f GiB (%s%.2f GiB data pipeline + %.2f GiB process)\n", (double)r->host.total / gib,

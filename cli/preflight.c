@@ -29,15 +29,6 @@ void cli_search_of_plan(const yp_plan *p, int64_t max_batch, yp_search_opts *so)
     so->base = p->cand;
 }
 
-/* "0,3,7" or "none": the checkpointed layers. */
-static const char *layers(uint64_t set, char *buf, size_t n) {
-    buf[0] = 0;
-    for (int l = 0; l < 64; l++)
-        if (set >> l & 1) snprintf(buf + strlen(buf), n - strlen(buf), "%s%d", buf[0] ? "," : "", l);
-    if (!buf[0]) snprintf(buf, n, "none");
-    return buf;
-}
-
 /* The best plan so finds on gpu, as the suggestion of a refusal, into buf. 0, or -1 with err. */
 static int suggest(const yp_search_opts *so, const yp_gpu *gpu, char *buf, size_t n, yp_err *err) {
     yp_search_result res;
@@ -55,7 +46,7 @@ static int suggest(const yp_search_opts *so, const yp_gpu *gpu, char *buf, size_
     char ck[128];
     if (best.fits)
         snprintf(buf, n, "the best plan that fits it is --batch %lld (checkpoints %s, arena %.2f GiB)",
-                 (long long)best.cand.batch, layers(best.cand.ckpt_layers, ck, sizeof ck),
+                 (long long)best.cand.batch, yp_front_layers_str(best.cand.ckpt_layers, ck, sizeof ck),
                  (double)best.arena_bytes / GIB);
     else
         snprintf(buf, n, "no plan of %s at --img %lld fits that memory; free memory on the device or lower --img",

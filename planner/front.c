@@ -101,10 +101,10 @@ int yp_front_brute(const yp_graph *g, int64_t h, int64_t w, int max_layers, yp_f
     return 0;
 }
 
-void yp_front_layers_str(uint64_t layers, char *buf, size_t n) {
+const char *yp_front_layers_str(uint64_t layers, char *buf, size_t n) {
     if (!layers) {
         snprintf(buf, n, "none");
-        return;
+        return buf;
     }
     buf[0] = 0;
     for (int l = 0; l < 64; l++) {
@@ -113,6 +113,7 @@ void yp_front_layers_str(uint64_t layers, char *buf, size_t n) {
         snprintf(one, sizeof one, "%s%d", buf[0] ? "," : "", l);
         strncat(buf, one, n - strlen(buf) - 1);
     }
+    return buf;
 }
 
 int yp_front_parse_layers(const yp_graph *g, const char *s, uint64_t *out, yp_err *err) {

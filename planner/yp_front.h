@@ -35,7 +35,7 @@ int yp_front_compute(const yp_graph *g, int64_t h, int64_t w, yp_front *out, yp_
 int yp_front_brute(const yp_graph *g, int64_t h, int64_t w, int max_layers, yp_front *out, yp_err *err);
 
 /* Renders a checkpoint set as "none" or "2,4,6". */
-void yp_front_layers_str(uint64_t layers, char *buf, size_t n);
+const char *yp_front_layers_str(uint64_t layers, char *buf, size_t n); /* returns buf */
 
 /* Parses "none", "" or a comma list of layer indices into a set; every index must be a layer of
  * g. 0, or -1 with err set. */
