@@ -12,6 +12,7 @@
 #include "yp_ir.h"
 #include "yp_report.h"
 #include "yp_test.h"
+#include "yp_test_models.h"
 #include "yp_timeline.h"
 
 /* Graphviz 2.42 leaks inside its layouts and font handling (tests/lsan.supp says which). */
@@ -134,14 +135,7 @@ static void check_common(const yp_whatif *w, path_seen *out) {
     *out = ps;
 }
 
-static yp_graph *load(const char *name) {
-    char path[256];
-    yp_err err;
-    snprintf(path, sizeof path, "%s/%s.json", YP_MODELS_DIR, name);
-    yp_graph *g = yp_ir_load_file(path, &err);
-    if (!g) fprintf(stderr, "%s: %s\n", path, err.msg);
-    return g;
-}
+static yp_graph *load(const char *name) { return yp_test_model(name); }
 
 /* Runs the what-if of model@img batch b precision p on a card of `card` with the default 5 %
  * margin and draws it. */

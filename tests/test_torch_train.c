@@ -7,17 +7,11 @@
 
 #include "yp_ir.h"
 #include "yp_test.h"
+#include "yp_test_models.h"
 #include "yp_torch_saved.h"
 #include "yp_torch_train.h"
 
-static yp_graph *load(const char *name) {
-    char path[256];
-    yp_err err;
-    snprintf(path, sizeof path, "%s/%s.json", YP_MODELS_DIR, name);
-    yp_graph *g = yp_ir_load_file(path, &err);
-    if (!g) fprintf(stderr, "%s: %s\n", path, err.msg);
-    return g;
-}
+static yp_graph *load(const char *name) { return yp_test_model(name); }
 
 static yp_torch_train_result replay(const yp_graph *g, yp_torch_train_opts o) {
     yp_torch_train_result r;
