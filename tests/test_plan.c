@@ -2,8 +2,7 @@
  * returns plans whose real arena fits and is valid, plan.json round-trips and refuses tampering,
  * the conv scratch model travels in it by name, so does the arena alignment, which the liveness
  * and the arena honour, validation's plan maps its parameters onto training's EMA copies (the
- * checker refuses a corrupted mapping, plan.json carries it and a disagreeing file is refused),
- * and what-if remedies save memory. */
+ * checker refuses a corrupted mapping, plan.json carries it and a disagreeing file is refused). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +14,6 @@
 #include "yp_search.h"
 #include "yp_test.h"
 #include "yp_test_models.h"
-#include "yp_whatif.h"
 
 /* Unaligned peak of live bytes; whole-step tensors skipped if skip_whole. */
 static double peak_unaligned(const yp_schedule *s, int skip_whole, double *whole) {
@@ -441,64 +439,6 @@ static void test_val_plan_json(void) {
     yp_graph_free(g);
 }
 
-/* The what-if of an fp32 candidate: AMP and halving the batch save memory and are ranked,
- * cheapest in time first; bf16 (the bytes of fp16), mosaic off and Adam are notes with a reason;
- * the largest batch that fits is found; a candidate that does not fit gets other hardware, and
- * one that nothing single helps gets the cheapest combination. */
-static void test_whatif(void) {
-    yp_graph *g = yp_test_model("yolov5s"), *n = yp_test_model("yolov5n"), *x = yp_test_model("yolov5x");
-    yp_graph *l = yp_test_model("yolov5l");
-    REQUIRE(g != NULL && n != NULL && x != NULL && l != NULL);
-    yp_gpu gpu;
-    yp_err err;
-    yp_gpu_parse("8GB", &gpu, &err);
-    yp_candidate c = yp_candidate_default();
-    c.batch = 128;
-    yp_whatif w;
-    yp_whatif_opts wo = {g, n, NULL, &gpu, 0, (1u << YP_PREC_COUNT) - 1, 0};
-    CHECK(yp_whatif_run(&wo, &c, &w, &err) == 0);
-    CHECK(!w.base.fits);
-    CHECK(w.n >= 6);
-    int amp = 0, half = 0;
-    for (int i = 0; i < w.n; i++) {
-        CHECK(w.r[i].plan.device_bytes < w.base.device_bytes); /* every ranked remedy saves memory */
-        if (i) CHECK(w.r[i].time_cost >= w.r[i - 1].time_cost);
-        if (!strcmp(w.r[i].what, "AMP fp16")) amp = 1;
-        if (w.r[i].plan.cand.batch == 64) half = 1;
-        CHECK(strcmp(w.r[i].what, "AMP bf16") && strcmp(w.r[i].what, "mosaic off") && !strstr(w.r[i].what, "Adam"));
-    }
-    CHECK(amp && half);
-    int notes = 0;
-    for (int i = 0; i < w.n_notes; i++) {
-        CHECK(w.notes[i].why[0] != 0);
-        notes += !strcmp(w.notes[i].what, "mosaic off") || !strcmp(w.notes[i].what, "Adam instead of SGD") ||
-                 !strcmp(w.notes[i].what, "AMP bf16");
-    }
-    CHECK_EQ_I64(notes, 3); /* a bare size has an RTX 3070's rates: bf16 too, a note beside fp16 */
-    CHECK(w.largest_batch >= 32 && w.largest_batch < 128);
-    CHECK(w.n_cards >= 1 && w.cards[0].mem_bytes > gpu.mem_bytes && w.cards[0].need_bytes <= w.cards[0].mem_bytes);
-    CHECK(w.n_gpus >= 1);
-    CHECK_EQ_I64(w.gpus[0].plan.cand.batch, 64);
-    CHECK(!w.has_combo); /* a single remedy fits */
-    yp_whatif_free(&w);
-    /* yolov5x at 1280 on 2 GB: not even batch 1 fits, nor any single remedy */
-    yp_gpu_parse("2GB", &gpu, &err);
-    c = yp_candidate_default();
-    c.batch = 16, c.img_w = c.img_h = 1280, c.precision = YP_PREC_AMP_FP16;
-    wo.g = x, wo.smaller = l;
-    CHECK(yp_whatif_run(&wo, &c, &w, &err) == 0);
-    CHECK(!w.base.fits);
-    CHECK_EQ_I64(w.largest_batch, 0);
-    for (int i = 0; i < w.n; i++) CHECK(!w.r[i].plan.fits);
-    CHECK(w.has_combo && w.combo.plan.fits);
-    CHECK(w.combo.plan.cand.batch >= 1 && w.combo.plan.cand.batch <= 16);
-    yp_whatif_free(&w);
-    yp_graph_free(g);
-    yp_graph_free(n);
-    yp_graph_free(x);
-    yp_graph_free(l);
-}
-
 /* A backend model the planner does not know, as a caller's resolver supplies it: "twice:K" plans
  * K times the im2col scratch. */
 static int twice_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
@@ -697,6 +637,5 @@ int main(void) {
     YP_RUN(test_val_plan_mapping);
     YP_RUN(test_val_plan_check_refuses);
     YP_RUN(test_val_plan_json);
-    YP_RUN(test_whatif);
     return yp_test_summary();
 }
