@@ -50,58 +50,45 @@ static double split_image_bytes(const char *data, const char *split, int64_t img
     return sum / n;
 }
 
-/* train.py's host memory at batch b: its loaders' workers and queued batches, the --cache it
- * ends with (check_cache_ram refuses a split whose images, x 1.1, need what is free when it is
- * cached: here the machine's available memory less the training process, and less the training
- * images for the validation split), and the host-side remedies in a what-if. */
-static int host(const yp_graph *g, const plan_args *a, yp_torch_report *r, int64_t b, yp_err *err) {
-    yp_torch_host_opts *o = &r->host_opts;
-    memset(o, 0, sizeof *o);
-    o->batch = b, o->img = r->opts.img, o->workers_opt = a->torch_workers, o->cpus = a->torch_cpus;
-    o->train_images = r->speed.train_images, o->val_images = r->speed.val_images;
-    o->train_labels = a->has_data ? a->data_stats.mean_labels : 7.3; /* COCO's mean */
-    o->val_labels = o->train_labels;
-    double coco = yp_torch_resized_bytes(0, 0, o->img);
-    o->train_image_bytes = o->val_image_bytes = coco;
+/* The run's images: --data's (or --images N), else COCO's, and their mean size at --img. */
+static void run_images(const plan_args *a, yp_torch_report *r, yp_torch_host_opts *o) {
+    r->speed_coco = !a->has_data && !a->n_images;
+    o->train_images = a->has_data || a->n_images ? a->n_images : YP_TORCH_COCO_TRAIN_IMAGES;
+    o->val_images = a->has_data ? a->n_val_images : a->n_images ? 0 : YP_TORCH_COCO_VAL_IMAGES;
+    o->train_labels = o->val_labels = a->has_data ? a->data_stats.mean_labels : 7.3; /* COCO's mean */
+    o->train_image_bytes = o->val_image_bytes = yp_torch_resized_bytes(0, 0, o->img);
     r->host_coco = 1;
     if (a->has_data) {
         double t = split_image_bytes(a->data_path, "train", o->img), v = split_image_bytes(a->data_path, "val", o->img);
         if (t > 0) o->train_image_bytes = t, r->host_coco = 0;
         if (v > 0) o->val_image_bytes = v;
     }
-    r->host_mem = a->host_mem, r->host_mem_here = !a->host_mem_given;
-    r->cache_asked = r->cache = a->torch_cache;
-    if (r->cache == YP_TORCH_CACHE_RAM && r->host_mem > 0) {
-        double free = (double)r->host_mem - (double)YP_TORCH_HOST_MAIN_BYTES;
-        double t = (double)o->train_images * o->train_image_bytes, v = (double)o->val_images * o->val_image_bytes;
-        r->cache_refused_train = t * (1 + YP_TORCH_CHECK_CACHE_MARGIN) >= free;
-        r->cache_refused_val = v * (1 + YP_TORCH_CHECK_CACHE_MARGIN) >= free - (r->cache_refused_train ? 0 : t);
-        if (r->cache_refused_train) r->cache = YP_TORCH_CACHE_NONE;
-    }
-    o->cache = r->cache == YP_TORCH_CACHE_RAM;
-    if (yp_torch_host_predict(o, &r->host, err)) return -1;
-    if (r->cache == YP_TORCH_CACHE_RAM && r->cache_refused_val) /* only the training images stay */
-        r->host.cache_bytes = (int64_t)((double)o->train_images * o->train_image_bytes),
-        r->host.total_bytes = r->host.main_bytes + r->host.worker_bytes + r->host.in_flight_bytes + r->host.cache_bytes;
-    r->has_host = 1;
-    if (r->whatif &&
-        yp_torch_host_remedies(g, o, r->cache, r->has_speed ? &r->speed : NULL, r->host_remedies, &r->n_host_remedies, err))
-        return -1;
-    return 0;
 }
 
-/* train.py's speed at batch b on the card, for --data's images or COCO's. */
-static int speed(const yp_graph *g, const plan_args *a, yp_torch_report *r, int64_t b, yp_err *err) {
+/* train.py at batch b: the --cache it ends with (check_cache_ram's decision on this machine's
+ * memory), then its speed and its host memory with that cache, and in a what-if the host-side
+ * remedies. */
+static int speed_and_host(const yp_graph *g, const plan_args *a, yp_torch_report *r, int64_t b, yp_err *err) {
+    yp_torch_host_opts *o = &r->host_opts;
+    memset(o, 0, sizeof *o);
+    o->batch = b, o->img = r->opts.img, o->workers_opt = a->torch_workers, o->cpus = a->torch_cpus;
+    run_images(a, r, o);
+    r->host_mem = a->host_mem, r->host_mem_here = !a->host_mem_given;
+    r->cache_asked = r->cache = a->torch_cache;
+    if (r->cache == YP_TORCH_CACHE_RAM) {
+        yp_torch_check_cache_ram(o, r->host_mem);
+        r->cache_refused_train = !o->cache_train, r->cache_refused_val = o->val_images > 0 && !o->cache_val;
+        if (!o->cache_train) r->cache = YP_TORCH_CACHE_NONE; /* the loader decodes every image */
+    }
     yp_torch_speed *s = &r->speed;
     memset(s, 0, sizeof *s);
     s->gpu = &a->gpu, s->batch = b, s->img = r->opts.img, s->amp = r->opts.amp, s->freeze = r->opts.freeze;
     s->cpus = a->torch_cpus, s->epochs = a->torch_epochs, s->labels_per_image = r->opts.labels_per_image;
-    s->workers_opt = a->torch_workers, s->cache = a->torch_cache != YP_TORCH_CACHE_NONE;
-    r->speed_coco = !a->has_data && !a->n_images;
-    s->train_images = a->has_data || a->n_images ? a->n_images : YP_TORCH_COCO_TRAIN_IMAGES;
-    s->val_images = a->has_data ? a->n_val_images : a->n_images ? 0 : YP_TORCH_COCO_VAL_IMAGES;
-    if (yp_torch_speed_predict(g, s, err)) return -1;
-    r->has_speed = 1;
+    s->workers_opt = a->torch_workers, s->cache = r->cache != YP_TORCH_CACHE_NONE;
+    s->train_images = o->train_images, s->val_images = o->val_images;
+    if (yp_torch_speed_predict(g, s, err) || yp_torch_host_predict(o, &r->host, err)) return -1;
+    r->has_speed = r->has_host = 1;
+    if (r->whatif && yp_torch_host_remedies(g, o, r->cache, s, r->host_remedies, &r->n_host_remedies, err)) return -1;
     return 0;
 }
 
@@ -140,12 +127,7 @@ int cmd_plan_torch(plan_args *a) {
             rc = yp_torch_remedies(g, &r->opts, r->capacity, r->margin, r->rec_batch, r->remedies, &r->n_remedies, &err);
     }
     int64_t sb = r->whatif ? r->opts.batch : r->rec_batch;
-    if (!rc && sb > 0) rc = speed(g, a, r, sb, &err);
-    if (!rc && sb > 0) rc = host(g, a, r, sb, &err);
-    if (!rc && r->has_speed && r->cache != r->cache_asked) { /* check_cache_ram refused: the loader decodes */
-        r->speed.cache = 0;
-        rc = yp_torch_speed_predict(g, &r->speed, &err);
-    }
+    if (!rc && sb > 0) rc = speed_and_host(g, a, r, sb, &err);
     if (rc) {
         free(r);
         return cli_fail(&err);

@@ -21,6 +21,15 @@ double yp_torch_resized_bytes(int64_t w0, int64_t h0, int64_t img) {
     return ceil((double)w0 * r) * ceil((double)h0 * r) * 3.0;
 }
 
+void yp_torch_check_cache_ram(yp_torch_host_opts *o, int64_t available) {
+    o->cache_train = o->cache_val = 1;
+    if (available <= 0) return;
+    const double margin = 1 + YP_TORCH_CHECK_CACHE_MARGIN, free = (double)available - (double)YP_TORCH_HOST_MAIN_BYTES;
+    const double t = (double)o->train_images * o->train_image_bytes, v = (double)o->val_images * o->val_image_bytes;
+    o->cache_train = t * margin < free;
+    o->cache_val = v * margin < free - (o->cache_train ? t : 0);
+}
+
 int yp_torch_host_predict(const yp_torch_host_opts *o, yp_torch_host *out, yp_err *err) {
     const int64_t lim = (int64_t)1 << 20;
     if (o->batch < 1 || o->batch > lim || o->img < 32 || o->img > 16384 || o->workers_opt < 0 ||
@@ -45,12 +54,13 @@ int yp_torch_host_predict(const yp_torch_host_opts *o, yp_torch_host *out, yp_er
     double flight = (w > 0 ? w * YP_TORCH_PREFETCH_FACTOR + 1 : 1) * train_batch;
     if (o->val_images > 0) flight += (vw > 0 ? vw * YP_TORCH_PREFETCH_FACTOR + 1 : 1) * val_batch;
     if (w == 0) main += train_work;
-    double cache = (double)o->train_images * o->train_image_bytes + (double)o->val_images * o->val_image_bytes;
-    double total = main + workers + flight + (o->cache ? cache : 0);
+    double cache_t = (double)o->train_images * o->train_image_bytes, cache_v = (double)o->val_images * o->val_image_bytes;
+    double cache = (o->cache_train ? cache_t : 0) + (o->cache_val ? cache_v : 0);
+    double total = main + workers + flight + cache;
     if (!(total < 9e18)) return yp_err_set(err, "train.py host memory: the estimate overflows");
     out->workers = w, out->val_workers = vw;
     out->main_bytes = (int64_t)main, out->worker_bytes = (int64_t)workers, out->in_flight_bytes = (int64_t)flight;
-    out->cache_would_bytes = (int64_t)cache, out->cache_bytes = o->cache ? (int64_t)cache : 0;
+    out->cache_would_bytes = (int64_t)(cache_t + cache_v), out->cache_bytes = (int64_t)cache;
     out->total_bytes = out->main_bytes + out->worker_bytes + out->in_flight_bytes + out->cache_bytes;
     return 0;
 }
@@ -65,7 +75,9 @@ static int add_host(const yp_graph *g, const yp_torch_host_opts *base, int64_t b
     snprintf(m->flag, sizeof m->flag, "%s", flag);
     m->cache = cache, m->workers_opt = workers_opt;
     yp_torch_host_opts o = *base;
-    o.cache = cache == YP_TORCH_CACHE_RAM, o.workers_opt = workers_opt;
+    if (cache != YP_TORCH_CACHE_RAM) o.cache_train = o.cache_val = 0;
+    else if (!base->cache_train && !base->cache_val) o.cache_train = o.cache_val = 1; /* as the flag asks */
+    o.workers_opt = workers_opt;
     if (yp_torch_host_predict(&o, &m->host, err)) return -1;
     m->saves = base_total - m->host.total_bytes;
     if (sp) {

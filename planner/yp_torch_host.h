@@ -59,7 +59,8 @@ typedef struct {
     int64_t batch, img;     /* --batch-size, --img */
     int workers_opt;        /* --workers (train.py's default YP_TORCH_DEFAULT_WORKERS) */
     int cpus;               /* the training machine's CPUs */
-    int cache;              /* --cache ram (--cache disk holds nothing in RAM: 0) */
+    int cache_train, cache_val; /* the splits --cache ram holds in RAM (--cache disk: none; a split
+                                 * check_cache_ram refused: not that one) */
     int64_t train_images, val_images; /* val 0: no validation split (train.py makes the
                                        * validation loader whenever there is one) */
     double train_image_bytes, val_image_bytes; /* mean bytes of one image resized to img on its
@@ -86,6 +87,13 @@ int yp_torch_val_workers(int cpus, int64_t batch, int workers_opt);
  * load_image (ceil of each side times img / max(w0, h0)), 3 channels; COCO's 640 x 480 for
  * w0 = h0 = 0. */
 double yp_torch_resized_bytes(int64_t w0, int64_t h0, int64_t img);
+
+/* What train.py's check_cache_ram decides under --cache ram on a machine with `available` bytes
+ * free: each split is cached only if its images x (1 + YP_TORCH_CHECK_CACHE_MARGIN) are less than
+ * what is free when it is cached (the available memory less the training process, and less the
+ * training images for the validation split, which is cached second). Sets o->cache_train and
+ * o->cache_val; available <= 0 (unknown): both cached. */
+void yp_torch_check_cache_ram(yp_torch_host_opts *o, int64_t available);
 
 /* Fills *out from o. 0, or -1 with err set (a size out of range or an overflow). */
 int yp_torch_host_predict(const yp_torch_host_opts *o, yp_torch_host *out, yp_err *err);

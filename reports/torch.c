@@ -76,18 +76,27 @@ static void host_line(FILE *f, const yp_torch_report *r) {
             yp_fmt_gpu_mem(h->total_bytes, t, sizeof t), yp_fmt_gpu_mem(h->main_bytes, m, sizeof m), h->workers,
             h->val_workers, yp_fmt_gpu_mem(h->worker_bytes, w, sizeof w), yp_fmt_gpu_mem(h->in_flight_bytes, q, sizeof q));
     if (h->cache_bytes > 0) fprintf(f, ", cached images %s", yp_fmt_gpu_mem(h->cache_bytes, c, sizeof c));
-    fprintf(f, "; %s)", cache_name(r->cache));
+    const yp_torch_host_opts *ho = &r->host_opts;
+    fprintf(f, "; %s%s)", cache_name(r->cache_asked),
+            r->cache_asked != YP_TORCH_CACHE_RAM || (ho->cache_train && (ho->cache_val || !ho->val_images)) ? ""
+            : ho->cache_train ? ", the training images only"
+            : ho->cache_val   ? ", the validation images only"
+                              : ", refused");
     if (r->host_mem > 0)
         fprintf(f, " of %s available %s: %s\n", yp_fmt_gpu_mem(r->host_mem, av, sizeof av),
                 r->host_mem_here ? "on this machine (--mem for another)" : "(--mem)",
                 h->total_bytes < r->host_mem ? "fits" : "DOES NOT FIT");
     else fprintf(f, "\n");
-    if (r->cache_asked == YP_TORCH_CACHE_RAM && (r->cache_refused_train || r->cache_refused_val))
+    if (r->cache_asked == YP_TORCH_CACHE_RAM && (r->cache_refused_train || r->cache_refused_val)) {
+        const yp_torch_host_opts *o = &r->host_opts;
+        int64_t refused = (int64_t)(r->cache_refused_train ? (double)o->train_images * o->train_image_bytes
+                                                           : (double)o->val_images * o->val_image_bytes);
         fprintf(f, "    --cache ram: check_cache_ram refuses to cache the %s images (%s x 1.1 would not fit), so "
                 "train.py %s\n", r->cache_refused_train ? "training" : "validation",
-                yp_fmt_gpu_mem(r->host.cache_would_bytes, c, sizeof c),
-                r->cache_refused_train ? "loads from disk (the speed above is without the cache)"
+                yp_fmt_gpu_mem(refused, c, sizeof c),
+                r->cache_refused_train ? "loads its training images from disk (the speed above is without the cache)"
                                        : "caches the training images only");
+    }
     else if (r->cache_asked == YP_TORCH_CACHE_NONE)
         fprintf(f, "    --cache ram would hold %s more%s\n", yp_fmt_gpu_mem(h->cache_would_bytes, c, sizeof c),
                 r->host_coco ? " (images assumed COCO's 640x480)" : "");

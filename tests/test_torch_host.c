@@ -56,7 +56,7 @@ static void test_predict(void) {
     CHECK_EQ_I64(h.cache_bytes, 0);
     CHECK_EQ_I64(h.cache_would_bytes, 150LL * 921600);
     CHECK_EQ_I64(h.total_bytes, h.main_bytes + h.worker_bytes + h.in_flight_bytes);
-    o.cache = 1;
+    o.cache_train = o.cache_val = 1;
     yp_torch_host c;
     REQUIRE(yp_torch_host_predict(&o, &c, &err) == 0);
     CHECK_EQ_I64(c.cache_bytes, 150LL * 921600);
@@ -82,6 +82,29 @@ static void test_predict(void) {
     CHECK(yp_torch_host_predict(&o, &c, &err) == -1);
 }
 
+/* check_cache_ram: 100 training and 50 validation images of 921600 bytes (92.16 MB and 46.08 MB,
+ * x 1.1 each) against what is free beside the training process */
+static void test_check_cache_ram(void) {
+    yp_torch_host_opts o = base();
+    const int64_t main = YP_TORCH_HOST_MAIN_BYTES;
+    yp_torch_check_cache_ram(&o, 0); /* unknown: both cached */
+    CHECK(o.cache_train && o.cache_val);
+    yp_torch_check_cache_ram(&o, main + 200000000); /* 101.4 + 50.7 MB fit in 200 MB */
+    CHECK(o.cache_train && o.cache_val);
+    yp_torch_check_cache_ram(&o, main + 140000000); /* 101.4 fits; 50.7 does not in the 38.6 left */
+    CHECK(o.cache_train && !o.cache_val);
+    yp_torch_check_cache_ram(&o, main + 100000000); /* 101.4 does not; 50.7 fits in all 100 */
+    CHECK(!o.cache_train && o.cache_val);
+    yp_torch_check_cache_ram(&o, main + 40000000);
+    CHECK(!o.cache_train && !o.cache_val);
+    yp_torch_host h;
+    yp_err err;
+    o.cache_train = 1, o.cache_val = 0;
+    REQUIRE(yp_torch_host_predict(&o, &h, &err) == 0);
+    CHECK_EQ_I64(h.cache_bytes, 100LL * 921600); /* only the training images */
+    CHECK_EQ_I64(h.cache_would_bytes, 150LL * 921600);
+}
+
 /* the remedies: half the workers and none, and the other two --cache choices, each against the
  * base's own total */
 static void test_remedies(void) {
@@ -104,7 +127,7 @@ static void test_remedies(void) {
     CHECK_EQ_I64(m[3].saves, 0);
     CHECK(m[0].images_per_s == 0); /* no speed asked */
     /* with --cache ram the base holds the images: "no --cache" saves them */
-    o.cache = 1;
+    o.cache_train = o.cache_val = 1;
     REQUIRE(yp_torch_host_remedies(NULL, &o, YP_TORCH_CACHE_RAM, NULL, m, &n, &err) == 0);
     REQUIRE(n == 4);
     CHECK_STR_HAS(m[2].flag, "no --cache");
@@ -115,6 +138,7 @@ int main(void) {
     YP_RUN(test_workers);
     YP_RUN(test_resized);
     YP_RUN(test_predict);
+    YP_RUN(test_check_cache_ram);
     YP_RUN(test_remedies);
     return yp_test_summary();
 }
