@@ -88,7 +88,7 @@ static int speed_and_host(const yp_graph *g, const plan_args *a, yp_torch_report
     s->train_images = o->train_images, s->val_images = o->val_images;
     if (yp_torch_speed_predict(g, s, err) || yp_torch_host_predict(o, &r->host, err)) return -1;
     r->has_speed = r->has_host = 1;
-    if (r->whatif && yp_torch_host_remedies(g, o, r->cache, s, r->host_remedies, &r->n_host_remedies, err)) return -1;
+    if (r->whatif && yp_torch_host_remedies(g, o, r->cache_asked, s, r->host_remedies, &r->n_host_remedies, err)) return -1;
     return 0;
 }
 

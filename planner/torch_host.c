@@ -67,22 +67,25 @@ int yp_torch_host_predict(const yp_torch_host_opts *o, yp_torch_host *out, yp_er
 
 /* ---------------------------------------------------------------- the host's remedies */
 
-static int add_host(const yp_graph *g, const yp_torch_host_opts *base, int64_t base_total, const yp_torch_speed *sp,
-                    yp_torch_cache cache, int workers_opt, const char *flag, yp_torch_host_remedy *out, int *n,
-                    yp_err *err) {
+/* The base with one flag changed: the workers (cache == base_cache: the cache stays as the base has
+ * it, check_cache_ram's refusals included), or the --cache choice (then its images as it asks). */
+static int add_host(const yp_graph *g, const yp_torch_host_opts *base, yp_torch_cache base_cache, int64_t base_total,
+                    const yp_torch_speed *sp, yp_torch_cache cache, int workers_opt, const char *flag,
+                    yp_torch_host_remedy *out, int *n, yp_err *err) {
     yp_torch_host_remedy *m = &out[*n];
     memset(m, 0, sizeof *m);
     snprintf(m->flag, sizeof m->flag, "%s", flag);
     m->cache = cache, m->workers_opt = workers_opt;
+    const int same = cache == base_cache;
     yp_torch_host_opts o = *base;
-    if (cache != YP_TORCH_CACHE_RAM) o.cache_train = o.cache_val = 0;
-    else if (!base->cache_train && !base->cache_val) o.cache_train = o.cache_val = 1; /* as the flag asks */
+    if (!same) o.cache_train = o.cache_val = cache == YP_TORCH_CACHE_RAM;
     o.workers_opt = workers_opt;
     if (yp_torch_host_predict(&o, &m->host, err)) return -1;
     m->saves = base_total - m->host.total_bytes;
     if (sp) {
         yp_torch_speed s = *sp;
-        s.cache = cache != YP_TORCH_CACHE_NONE, s.workers_opt = workers_opt;
+        if (!same) s.cache = cache != YP_TORCH_CACHE_NONE;
+        s.workers_opt = workers_opt;
         if (yp_torch_speed_predict(g, &s, err)) return -1;
         m->images_per_s = s.train_images_per_s;
     }
@@ -99,13 +102,13 @@ int yp_torch_host_remedies(const yp_graph *g, const yp_torch_host_opts *base, yp
     int half = b.workers / 2;
     if (half > 0) {
         snprintf(flag, sizeof flag, "--workers %d", half);
-        if (add_host(g, base, b.total_bytes, sp, cache, half, flag, out, n, err)) return -1;
+        if (add_host(g, base, cache, b.total_bytes, sp, cache, half, flag, out, n, err)) return -1;
     }
-    if (b.workers > 0 && add_host(g, base, b.total_bytes, sp, cache, 0, "--workers 0", out, n, err)) return -1;
+    if (b.workers > 0 && add_host(g, base, cache, b.total_bytes, sp, cache, 0, "--workers 0", out, n, err)) return -1;
     static const char *const names[] = {"no --cache", "--cache ram", "--cache disk"};
     for (int c = YP_TORCH_CACHE_NONE; c <= YP_TORCH_CACHE_DISK; c++)
         if (c != (int)cache &&
-            add_host(g, base, b.total_bytes, sp, (yp_torch_cache)c, base->workers_opt, names[c], out, n, err))
+            add_host(g, base, cache, b.total_bytes, sp, (yp_torch_cache)c, base->workers_opt, names[c], out, n, err))
             return -1;
     return 0;
 }

@@ -114,10 +114,10 @@ typedef struct {
 #define YP_TORCH_MAX_HOST_REMEDIES 5
 
 /* The host-side flags for base (each alone): --workers at half the workers base starts and 0
- * (when it starts any), and the two --cache choices other than base's (ram: the images in RAM; disk: none
- * in RAM, the loader still skips the decode). When sp is given (the base's speed inputs for g,
- * yp_torch_speed_predict's), each gets its training images/s. *n gets their count. 0, or -1
- * with err set. */
+ * (when it starts any; the cache as base has it), and the two --cache choices other than `cache`,
+ * the flag the run was given (ram: the images in RAM; disk: none in RAM, the loader still skips
+ * the decode). When sp is given (the base's speed inputs for g, yp_torch_speed_predict's), each
+ * gets its training images/s. *n gets their count. 0, or -1 with err set. */
 int yp_torch_host_remedies(const yp_graph *g, const yp_torch_host_opts *base, yp_torch_cache cache,
                            const yp_torch_speed *sp, yp_torch_host_remedy *out, int *n, yp_err *err);
 

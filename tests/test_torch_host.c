@@ -132,6 +132,15 @@ static void test_remedies(void) {
     REQUIRE(n == 4);
     CHECK_STR_HAS(m[2].flag, "no --cache");
     CHECK_EQ_I64(m[2].saves, 150LL * 921600);
+    /* --cache ram with the training split refused (check_cache_ram): the workers' rows keep only
+     * the validation images cached, as the run does, and "no --cache" saves those */
+    o.cache_train = 0, o.cache_val = 1;
+    REQUIRE(yp_torch_host_remedies(NULL, &o, YP_TORCH_CACHE_RAM, NULL, m, &n, &err) == 0);
+    REQUIRE(n == 4);
+    CHECK_EQ_I64(m[0].host.cache_bytes, 50LL * 921600);
+    CHECK_EQ_I64(m[1].host.cache_bytes, 50LL * 921600);
+    CHECK_STR_HAS(m[2].flag, "no --cache");
+    CHECK_EQ_I64(m[2].saves, 50LL * 921600);
 }
 
 int main(void) {
