@@ -149,3 +149,13 @@ int yp_layer_inner_convs(const yp_graph *g, int l) {
     for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].layer == l && g->nodes[i].op == YP_OP_CONV2D && i != b;
     return n;
 }
+
+void yp_graph_standin_anchors(yp_graph *g) {
+    static const float p3[3][2] = {{1.25f, 1.625f}, {2.0f, 3.75f}, {4.125f, 2.875f}};
+    for (int l = 0; l < g->nl; l++)
+        for (int a = 0; a < g->na; a++) {
+            float scale = (float)g->strides[l] * (float)(1 << (a / 3));
+            g->anchors[l][a][0] = p3[a % 3][0] * scale;
+            g->anchors[l][a][1] = p3[a % 3][1] * scale;
+        }
+}

@@ -135,7 +135,7 @@ static int load_anchors(yp_jctx *c, const cJSON *root, yp_graph *g) {
 
 static int load_header(yp_jctx *c, const cJSON *root, yp_graph *g) {
     static const char *const keys[] = {"format", "version", "name", "nc", "depth_multiple", "width_multiple",
-                                       "input", "strides", "anchors", "layers", "nodes", NULL};
+                                       "input", "strides", "anchors", "anchors_auto", "layers", "nodes", NULL};
     static const char *const in_keys[] = {"channels", NULL};
     char fmt[32];
     int version = 0;
@@ -156,6 +156,8 @@ static int load_header(yp_jctx *c, const cJSON *root, yp_graph *g) {
         yp_jnum(c, root, "", "depth_multiple", 0.0, 100.0, &g->depth_multiple) ||
         yp_jnum(c, root, "", "width_multiple", 0.0, 100.0, &g->width_multiple) ||
         yp_jkeys(c, in, "input", in_keys) || yp_jint(c, in, "input", "channels", 1, YP_GRAPH_MAX_IN_CHANNELS, &g->in_channels))
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(root, "anchors_auto") && yp_jbool(c, root, "", "anchors_auto", &g->anchors_auto))
         return -1;
     return load_anchors(c, root, g);
 }

@@ -92,7 +92,7 @@ static void put_header(sbuf *b, const yp_graph *g) {
         sb_put(b, "    ");
         sb_json(b, row, l + 1 < g->nl ? ",\n" : "\n");
     }
-    sb_put(b, "  ],\n");
+    sb_put(b, g->anchors_auto ? "  ],\n  \"anchors_auto\": true,\n" : "  ],\n");
 }
 
 char *yp_ir_write_string(const yp_graph *g) {

@@ -86,6 +86,8 @@ typedef struct {
     int nl, na;                            /* detection levels, anchors per level */
     int strides[YP_MAX_LEVELS];
     float anchors[YP_MAX_LEVELS][YP_MAX_ANCHORS][2]; /* pixels (w, h) */
+    int anchors_auto; /* the yaml gave `anchors: N`: stand-ins (yp_graph_standin_anchors) until
+                       * training fits N per level to the labels, as YOLOv5's AutoAnchor does */
     int n_layers;
     yp_layer *layers;
     int n_nodes;
@@ -107,6 +109,11 @@ int yp_layer_boundary_conv(const yp_graph *g, int l);
 
 /* Number of convs of layer l other than its boundary conv: what checkpointing l recomputes. */
 int yp_layer_inner_convs(const yp_graph *g, int l);
+
+/* Stand-in anchors for `anchors: N`, level l of stride `stride`, anchor a: YOLOv5's P3 anchors in
+ * units of the stride ((1.25, 1.625), (2, 3.75), (4.125, 2.875)) times the stride, doubled for
+ * each further three anchors. Planning needs only their count; training replaces them. */
+void yp_graph_standin_anchors(yp_graph *g);
 
 /* ---- shapes ---- */
 typedef struct { int64_t n, c, h, w; } yp_shape; /* logical NCHW; detect outputs: c = na*(nc+5) */
