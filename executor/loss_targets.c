@@ -19,7 +19,7 @@ void yp_loss_cfg_scale_gains(yp_loss_cfg *c, double box, double obj, double cls,
 void yp_loss_cfg_default(yp_loss_cfg *c, int nc, int nl, int na, const float anchors[][YP_LOSS_MAX_ANCHORS][2],
                          const int *strides, int64_t img_w, int64_t img_h) {
     static const float balance3[3] = {4.0f, 1.0f, 0.4f};
-    static const float balance_other[YP_LOSS_MAX_LEVELS] = {4.0f, 1.0f, 0.25f, 0.06f};
+    static const float balance_other[YP_LOSS_MAX_LEVELS] = {4.0f, 1.0f, 0.25f, 0.06f, 0.02f};
     memset(c, 0, sizeof *c);
     c->nc = nc;
     c->nl = nl;

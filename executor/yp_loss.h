@@ -31,7 +31,7 @@
 /* Fills c for a model with nc classes, nl levels of na anchors (anchors in pixels, one
  * [YP_LOSS_MAX_ANCHORS][2] row per level, strides per level) trained at img_w x img_h:
  * hyp.scratch-low (box 0.05, obj 1.0, cls 0.5, anchor_t 4.0, no label smoothing) scaled as
- * yp_loss_cfg_scale_gains does, balance {4.0, 1.0, 0.4} for 3 levels and {4.0, 1.0, 0.25, 0.06}[:nl]
+ * yp_loss_cfg_scale_gains does, balance {4.0, 1.0, 0.4} for 3 levels and {4.0, 1.0, 0.25, 0.06, 0.02}[:nl]
  * otherwise (ComputeLoss's table). Arguments out of range are reported by yp_loss_compute. */
 void yp_loss_cfg_default(yp_loss_cfg *c, int nc, int nl, int na, const float anchors[][YP_LOSS_MAX_ANCHORS][2],
                          const int *strides, int64_t img_w, int64_t img_h);

@@ -76,7 +76,8 @@ typedef struct {
 static bwd_needs backward_needs(bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
     unsigned reads = yp_op_get(n->op)->bwd_reads;
-    bwd_needs nd = {{-1, -1, -1, -1}, -1, -1};
+    bwd_needs nd = {.stats = -1, .indices = -1};
+    for (int k = 0; k < YP_MAX_INPUTS; k++) nd.x[k] = -1;
     if (reads & YP_BWD_INPUT || (reads & YP_BWD_INPUT_IF_TRAINS && b->trainable[i]))
         for (int k = 0; k < n->n_inputs; k++) nd.x[k] = need_value(b, n->inputs[k]);
     if (reads & YP_BWD_STATS) nd.stats = b->stats_t[i];

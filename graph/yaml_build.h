@@ -137,6 +137,17 @@ int yb_parse_act(const builder *b, const yp_ynode *n, yb_act *out);
  * of anchors per level (AutoAnchor's). Returns 0, or -1 with err set. */
 int yb_parse_anchors(builder *b, const yp_ynode *n);
 
+/* ---- module bodies several modules share (yaml_mod_yolov5.c) ---- */
+/* C3's frame around its inner modules m: yb_c3_begin adds cv1 (c1 -> c_ = c2 / 2) and returns its
+ * output (NO_NODE on error); the caller adds m on it; yb_c3_end adds cv2 (c1 -> c_), cat(m, cv2)
+ * and cv3 (2 c_ -> c2) and finishes the layer. PyTorch's order: cv1, m, cv2, cat, cv3. */
+int yb_c3_begin(builder *b, const row *r, int c2, int *c_);
+int yb_c3_end(builder *b, const row *r, int m, int c2, const int *args, int n_args);
+/* SPP's kernels (args[1], default [5, 9, 13]): the count (1..3), or -1. */
+int yb_spp_kernels(const builder *b, const row *r, int k[3]);
+/* SPP(c1 -> c2, kernels k[0..nk)) named PRE.cv1, PRE.m.j, PRE.cat, PRE.cv2. */
+int yb_add_spp(builder *b, const char *pre, int in, int c1, int c2, const int *k, int nk);
+
 /* ---- module expanders ---- */
 /* yaml_mod_yolov5.c: the modules of YOLOv5's own models */
 int ym_conv(builder *b, const row *r);
@@ -149,5 +160,16 @@ int ym_upsample(builder *b, const row *r);
 int ym_concat(builder *b, const row *r);
 int ym_detect(builder *b, const row *r);
 int ym_segment(builder *b, const row *r);
+/* yaml_mod_csp.c: BottleneckCSP (YOLOv5 <= v3.1), C3SPP */
+int ym_bottleneck_csp(builder *b, const row *r);
+int ym_c3spp(builder *b, const row *r);
+/* yaml_mod_ghost.c: GhostNet's modules (depthwise convolutions) */
+int ym_ghost_conv(builder *b, const row *r);
+int ym_dw_conv(builder *b, const row *r);
+int ym_ghost_bottleneck(builder *b, const row *r);
+int ym_c3ghost(builder *b, const row *r);
+/* yaml_mod_torch.c: plain torch.nn modules */
+int ym_maxpool(builder *b, const row *r);
+int ym_batchnorm(builder *b, const row *r);
 
 #endif

@@ -23,18 +23,29 @@ int ym_conv(builder *b, const row *r) {
 
 /* C3(c2, shortcut=True): cv1, n bottlenecks, cv2, cat(bottlenecks, cv2), cv3 (PyTorch's order). */
 int ym_c3(builder *b, const row *r) {
-    int c2, shortcut, n = r->L->repeats;
+    int c2, shortcut, n = r->L->repeats, c_;
     if (yb_arg_channels(b, r, 0, &c2) || yb_arg_bool(b, r, 1, 1, &shortcut)) return -1;
-    int c_ = c2 / 2; /* int(c2 * e), e = 0.5 */
-    if (c_ < 1) return yb_fail(b, r->line, "C3 needs at least 2 output channels");
     char t[YP_NAME_LEN];
-    int x = yb_add_conv(b, yb_pfx(t, "%s.cv1", b->prefix), r->in, yb_conv_attrs(r->c1, c_, 1, 1));
+    int x = yb_c3_begin(b, r, c2, &c_);
     for (int j = 0; j < n; j++)
         x = yb_add_bottleneck(b, yb_pfx(t, "%s.m.%d", b->prefix, j), x, c_, c_, c_, shortcut);
+    return yb_c3_end(b, r, x, c2, (int[]){r->c1, c2, n, shortcut}, 4);
+}
+
+int yb_c3_begin(builder *b, const row *r, int c2, int *c_) {
+    char t[YP_NAME_LEN];
+    *c_ = c2 / 2; /* int(c2 * e), e = 0.5 */
+    if (*c_ < 1) return yb_fail(b, r->line, "%s needs at least 2 output channels", r->mi->name), NO_NODE;
+    return yb_add_conv(b, yb_pfx(t, "%s.cv1", b->prefix), r->in, yb_conv_attrs(r->c1, *c_, 1, 1));
+}
+
+int yb_c3_end(builder *b, const row *r, int m, int c2, const int *args, int n_args) {
+    char t[YP_NAME_LEN];
+    int c_ = c2 / 2;
     int y = yb_add_conv(b, yb_pfx(t, "%s.cv2", b->prefix), r->in, yb_conv_attrs(r->c1, c_, 1, 1));
-    int cat = yb_add_concat(b, (int[]){x, y}, 2, yb_pfx(t, "%s.cat", b->prefix));
+    int cat = yb_add_concat(b, (int[]){m, y}, 2, yb_pfx(t, "%s.cat", b->prefix));
     int out = yb_add_conv(b, yb_pfx(t, "%s.cv3", b->prefix), cat, yb_conv_attrs(2 * c_, c2, 1, 1));
-    return yb_layer_done(b, r, out, c2, r->in_stride, (int[]){r->c1, c2, n, shortcut}, 4);
+    return yb_layer_done(b, r, out, c2, r->in_stride, args, n_args);
 }
 
 /* Bottleneck(c2, shortcut=True), standalone: c_ = c2 / 2. */
@@ -63,7 +74,7 @@ int ym_sppf(builder *b, const row *r) {
 }
 
 /* Kernel list of SPP (args[1], default [5, 9, 13]). Returns the count (1..3), or -1. */
-static int spp_kernels(const builder *b, const row *r, int k[3]) {
+int yb_spp_kernels(const builder *b, const row *r, int k[3]) {
     const yp_ynode *n = yb_arg_node(r, 1);
     if (!n) {
         k[0] = 5, k[1] = 9, k[2] = 13;
@@ -79,20 +90,24 @@ static int spp_kernels(const builder *b, const row *r, int k[3]) {
 
 /* SPP(c2, [5, 9, 13]): cv1 (c1/2), parallel maxpools, cat(x, pools...), cv2. */
 int ym_spp(builder *b, const row *r) {
-    int c2, k[3] = {0}, c_ = r->c1 / 2;
-    int nk = yb_arg_channels(b, r, 0, &c2) ? -1 : spp_kernels(b, r, k);
+    int c2, k[3] = {0};
+    int nk = yb_arg_channels(b, r, 0, &c2) ? -1 : yb_spp_kernels(b, r, k);
     if (nk < 0) return -1;
-    if (c_ < 1) return yb_fail(b, r->line, "SPP needs at least 2 input channels");
+    if (r->c1 < 2) return yb_fail(b, r->line, "SPP needs at least 2 input channels");
+    int out = yb_add_spp(b, b->prefix, r->in, r->c1, c2, k, nk);
+    return yb_layer_done(b, r, out, c2, r->in_stride, (int[]){r->c1, c2, k[0], k[1], k[2]}, 2 + nk);
+}
+
+int yb_add_spp(builder *b, const char *pre, int in, int c1, int c2, const int *k, int nk) {
     char t[YP_NAME_LEN];
-    int cat_in[4];
-    int x = cat_in[0] = yb_add_conv(b, yb_pfx(t, "%s.cv1", b->prefix), r->in, yb_conv_attrs(r->c1, c_, 1, 1));
+    int cat_in[YP_MAX_INPUTS], c_ = c1 / 2;
+    int x = cat_in[0] = yb_add_conv(b, yb_pfx(t, "%s.cv1", pre), in, yb_conv_attrs(c1, c_, 1, 1));
     for (int j = 0; j < nk; j++) {
         yp_attrs pool = {.pool = {.k = k[j], .s = 1, .p = k[j] / 2}};
-        cat_in[j + 1] = yb_add_node(b, YP_OP_MAXPOOL2D, &x, 1, pool, "%s.m.%d", b->prefix, j);
+        cat_in[j + 1] = yb_add_node(b, YP_OP_MAXPOOL2D, &x, 1, pool, "%s.m.%d", pre, j);
     }
-    int cat = yb_add_concat(b, cat_in, nk + 1, yb_pfx(t, "%s.cat", b->prefix));
-    int out = yb_add_conv(b, yb_pfx(t, "%s.cv2", b->prefix), cat, yb_conv_attrs((nk + 1) * c_, c2, 1, 1));
-    return yb_layer_done(b, r, out, c2, r->in_stride, (int[]){r->c1, c2, k[0], k[1], k[2]}, 2 + nk);
+    int cat = yb_add_concat(b, cat_in, nk + 1, yb_pfx(t, "%s.cat", pre));
+    return yb_add_conv(b, yb_pfx(t, "%s.cv2", pre), cat, yb_conv_attrs((nk + 1) * c_, c2, 1, 1));
 }
 
 /* Focus(c2, k=1, s=1, p=None, g=1): space_to_depth (c -> 4c, stride 2), then Conv. */

@@ -17,6 +17,14 @@ static const module_info modules[] = {
     {"Concat", ym_concat, 1, 1, 0, "[1]"},
     {"Detect", ym_detect, 2, 1, 0, "[nc, anchors]"},
     {"Segment", ym_segment, 6, 1, 0, "[nc, anchors, nm=32, npr=256]"},
+    {"BottleneckCSP", ym_bottleneck_csp, 2, 0, 1, "[c2, shortcut=True]"},
+    {"C3SPP", ym_c3spp, 2, 0, 0, "[c2, [5, 9, 13]]"},
+    {"GhostConv", ym_ghost_conv, 5, 0, 0, "[c2, k=1, s=1, g=1, act=True]"},
+    {"DWConv", ym_dw_conv, 5, 0, 0, "[c2, k=1, s=1, d=1, act=True]"},
+    {"GhostBottleneck", ym_ghost_bottleneck, 3, 0, 0, "[c2, k=3, s=1]"},
+    {"C3Ghost", ym_c3ghost, 2, 0, 1, "[c2, shortcut=True]"},
+    {"nn.MaxPool2d", ym_maxpool, 3, 0, 0, "[kernel_size, stride=kernel_size, padding=0]"},
+    {"nn.BatchNorm2d", ym_batchnorm, 1, 0, 0, "[c1]"},
 };
 
 const module_info *yb_module_find(const char *name) {

@@ -14,8 +14,8 @@
 
 #define YP_IR_FORMAT "yoloplan-ir"
 #define YP_IR_VERSION 1
-#define YP_MAX_INPUTS 4     /* concat of SPPF takes 4 */
-#define YP_MAX_LEVELS 4     /* detection levels (P3..P6) */
+#define YP_MAX_INPUTS 5     /* concat of SPPF takes 4, Detect of P3..P7 5 */
+#define YP_MAX_LEVELS 5     /* detection levels (P3..P7) */
 #define YP_MAX_ANCHORS 8    /* anchors per level */
 #define YP_MAX_ARGS 8       /* display arguments of a layer */
 #define YP_NAME_LEN 64

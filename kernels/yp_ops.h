@@ -90,7 +90,7 @@ typedef struct {
  * Target assignment (build_targets) reads only the labels, anchors and grid sizes, so it runs on
  * the host (executor/yp_loss.h) and hands each level's positives to loss_level; everything that
  * reads the predictions is the backend's. */
-#define YP_LOSS_MAX_LEVELS 4  /* = YP_MAX_LEVELS of yp_graph.h (asserted in executor/loss_targets.c) */
+#define YP_LOSS_MAX_LEVELS 5  /* = YP_MAX_LEVELS of yp_graph.h (asserted in executor/loss_targets.c) */
 #define YP_LOSS_MAX_ANCHORS 8 /* = YP_MAX_ANCHORS of yp_graph.h (asserted there too) */
 
 /* The loss's hyperparameters (executor/yp_loss.h fills them as train.py does). */
