@@ -97,6 +97,9 @@ static void print_text(const yp_graph *g, const yp_node_info *info, const layer_
            "(batch 1)\n",
            g->name, g->n_layers, g->n_nodes, (long long)params, (long long)params, (long long)buffers, flops / 1e9,
            (long long)o->w, (long long)o->h);
+    if (g->anchors_auto)
+        printf("anchors: %d per level, given as a count; training fits them to the labels (AutoAnchor's k-means), "
+               "until then stand-ins scaled by each level's stride\n", g->na);
 }
 
 static cJSON *shape_json(const yp_shape *s) {

@@ -106,3 +106,5 @@ void yp_detect_write(const yp_node *n, yp_attrs_out *out) {
     cJSON_AddNumberToObject(out->obj, "nl", d->nl);
     cJSON_AddItemToObject(out->obj, "c_in", cJSON_CreateIntArray(d->c_in, d->nl));
 }
+
+void yp_conv2d_resample(const yp_node *n, int *down, int *up) { *down = n->a.conv.s, *up = 1; }

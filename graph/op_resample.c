@@ -67,3 +67,7 @@ int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
     o->out[0].c *= 4, o->out[0].h /= 2, o->out[0].w /= 2;
     return 0;
 }
+
+void yp_upsample_resample(const yp_node *n, int *down, int *up) { *down = 1, *up = n->a.up.scale; }
+void yp_maxpool_resample(const yp_node *n, int *down, int *up) { *down = n->a.pool.s, *up = 1; }
+void yp_s2d_resample(const yp_node *n, int *down, int *up) { (void)n, *down = 2, *up = 1; }

@@ -9,7 +9,7 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
     [YP_OP_CONV2D] = {.op = YP_OP_CONV2D, .name = "conv2d",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 1, .fwd_launches = 1, .bwd_launches = 2, .bwd_reads = YP_BWD_INPUT_IF_TRAINS,
         .check = yp_conv2d_check, .infer = yp_conv2d_infer, .eltwise_flops = yp_op_numel_flops,
-        .load_attrs = yp_conv2d_load, .write_attrs = yp_conv2d_write},
+        .load_attrs = yp_conv2d_load, .write_attrs = yp_conv2d_write, .resample = yp_conv2d_resample},
     [YP_OP_BATCHNORM2D] = {.op = YP_OP_BATCHNORM2D, .name = "batchnorm2d",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = YP_BWD_INPUT | YP_BWD_STATS,
         .check = yp_bn_check, .infer = yp_bn_infer, .eltwise_flops = yp_bn_flops,
@@ -29,11 +29,11 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
     [YP_OP_UPSAMPLE_NEAREST] = {.op = YP_OP_UPSAMPLE_NEAREST, .name = "upsample_nearest",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = 0,
         .check = yp_op_same_channels, .infer = yp_upsample_infer, .eltwise_flops = yp_op_numel_flops,
-        .load_attrs = yp_upsample_load, .write_attrs = yp_upsample_write},
+        .load_attrs = yp_upsample_load, .write_attrs = yp_upsample_write, .resample = yp_upsample_resample},
     [YP_OP_MAXPOOL2D] = {.op = YP_OP_MAXPOOL2D, .name = "maxpool2d",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = YP_BWD_INPUT | YP_BWD_INDICES,
         .check = yp_op_same_channels, .infer = yp_maxpool_infer, .eltwise_flops = yp_maxpool_flops,
-        .load_attrs = yp_maxpool_load, .write_attrs = yp_maxpool_write},
+        .load_attrs = yp_maxpool_load, .write_attrs = yp_maxpool_write, .resample = yp_maxpool_resample},
     [YP_OP_DETECT] = {.op = YP_OP_DETECT, .name = "detect",
         .min_inputs = 1, .max_inputs = YP_MAX_LEVELS, .matrix_math = 1, .fwd_launches = 1, .bwd_launches = 2, .bwd_reads = YP_BWD_INPUT_IF_TRAINS,
         .check = yp_detect_check, .infer = yp_detect_infer, .eltwise_flops = yp_op_numel_flops,
@@ -41,7 +41,7 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
     [YP_OP_SPACE_TO_DEPTH] = {.op = YP_OP_SPACE_TO_DEPTH, .name = "space_to_depth",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = 0,
         .check = yp_s2d_check, .infer = yp_s2d_infer, .eltwise_flops = yp_op_numel_flops,
-        .load_attrs = yp_op_no_attrs, .write_attrs = yp_op_write_no_attrs},
+        .load_attrs = yp_op_no_attrs, .write_attrs = yp_op_write_no_attrs, .resample = yp_s2d_resample},
 };
 
 const yp_op_info *yp_op_get(yp_op op) {

@@ -91,6 +91,7 @@ int yp_conv2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_conv2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_conv2d_load(const yp_attrs_in *in, yp_node *n);
 void yp_conv2d_write(const yp_node *n, yp_attrs_out *out);
+void yp_conv2d_resample(const yp_node *n, int *down, int *up);
 int yp_detect_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_detect_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_detect_load(const yp_attrs_in *in, yp_node *n);
@@ -116,11 +117,14 @@ void yp_concat_write(const yp_node *n, yp_attrs_out *out);
 int yp_upsample_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_upsample_load(const yp_attrs_in *in, yp_node *n);
 void yp_upsample_write(const yp_node *n, yp_attrs_out *out);
+void yp_upsample_resample(const yp_node *n, int *down, int *up);
 int yp_maxpool_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int64_t yp_maxpool_flops(const yp_node *n, yp_shape out);
 int yp_maxpool_load(const yp_attrs_in *in, yp_node *n);
 void yp_maxpool_write(const yp_node *n, yp_attrs_out *out);
+void yp_maxpool_resample(const yp_node *n, int *down, int *up);
 int yp_s2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
+void yp_s2d_resample(const yp_node *n, int *down, int *up);
 
 #endif

@@ -5,10 +5,33 @@
 #include "ops_internal.h"
 
 int yp_graph_max_stride(const yp_graph *g) {
-    int m = 1;
+    int64_t m = 1;
     for (int l = 0; l < g->nl; l++)
         if (g->strides[l] > m) m = g->strides[l];
-    return m;
+    /* each node's downsampling, as a fraction num/den of the image (exact: the strides are whole
+     * numbers wherever the graph checks; capped so that a hostile graph cannot overflow) */
+    int64_t *num = malloc((size_t)g->n_nodes * sizeof *num), *den = malloc((size_t)g->n_nodes * sizeof *den);
+    for (int i = 0; num && den && i < g->n_nodes; i++) {
+        const yp_node *n = &g->nodes[i];
+        int64_t a = 1, b = 1;
+        for (int k = 0; k < n->n_inputs; k++) { /* the largest input stride */
+            int v = n->inputs[k];
+            int64_t va = v < 0 || v >= i ? 1 : num[v], vb = v < 0 || v >= i ? 1 : den[v];
+            if (va * b > a * vb) a = va, b = vb;
+        }
+        const yp_op_info *op = (unsigned)n->op < YP_OP_COUNT ? yp_op_get(n->op) : NULL;
+        int down = 1, up = 1;
+        if (op && op->resample && n->op != YP_OP_DETECT) op->resample(n, &down, &up);
+        a *= down > 0 ? down : 1, b *= up > 0 ? up : 1;
+        while (a % 2 == 0 && b % 2 == 0) a /= 2, b /= 2;
+        if (a > (1 << 20)) a = 1 << 20;
+        if (b > (1 << 20)) b = 1 << 20;
+        num[i] = a, den[i] = b;
+        if (b == 1 && a > m) m = a;
+    }
+    free(num);
+    free(den);
+    return (int)(m < (1 << 20) ? m : (1 << 20));
 }
 
 /* The checks every op's outputs get: non-empty, and element counts and FLOPs within 64 bits. */
@@ -57,8 +80,12 @@ int yp_graph_infer(const yp_graph *g, int64_t batch, int64_t h, int64_t w, yp_no
 int64_t yp_graph_params(const yp_graph *g) {
     yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
     int64_t total = 0;
-    int s = yp_graph_max_stride(g);
-    if (info && yp_graph_infer(g, 1, s, s, info, NULL) == 0)
+    /* the parameters do not depend on the size: the smallest the network takes, which may be more
+     * than its largest Detect stride (yolov5-p34's backbone downsamples 32 times, its heads 16) */
+    int rc = -1;
+    for (int64_t s = yp_graph_max_stride(g); info && rc != 0 && s <= 4096; s *= 2)
+        rc = yp_graph_infer(g, 1, s, s, info, NULL);
+    if (rc == 0)
         for (int i = 0; i < g->n_nodes; i++) total += info[i].params;
     else
         total = -1;

@@ -128,7 +128,9 @@ typedef struct {
 
 static inline int64_t yp_shape_numel(yp_shape s) { return s.n * s.c * s.h * s.w; }
 
-/* Largest stride of the network (the input size must be a multiple of it). */
+/* Largest stride of the network: of its Detect levels and of every node's real downsampling of
+ * the image (yolov5-p34's backbone reaches 32 while its heads stop at 16); the input size must
+ * be a multiple of it. */
 int yp_graph_max_stride(const yp_graph *g);
 
 /* Infers every node's output shapes, params and FLOPs for a batch of `batch` images of h x w.
@@ -180,6 +182,10 @@ typedef struct {
     int (*load_attrs)(const yp_attrs_in *in, yp_node *n);
     /* Writes node n's attrs in a stable key order (nothing for ops without attrs). */
     void (*write_attrs)(const yp_node *n, yp_attrs_out *out);
+    /* How node n rescales its input's grid: its output's stride is the input's times down / up
+     * (conv s/1, maxpool s/1, space_to_depth 2/1, upsample 1/scale). NULL: it keeps the stride of
+     * its inputs (the largest, for concat and add). */
+    void (*resample)(const yp_node *n, int *down, int *up);
 } yp_op_info;
 
 const yp_op_info *yp_op_get(yp_op op);

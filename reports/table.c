@@ -56,6 +56,14 @@ void yp_report_table_also(FILE *f, const yp_plan *plans, const char (*also)[YP_R
     fprintf(f, "(peak = arena + fixed device cost, %%GPU = peak / the card; weights include the EMA copy and AMP copies; "
                "memory columns in GiB at the peak step; img/s at nominal batch 64)\n");
     if (same) fprintf(f, "(every row is also the same plan, byte for byte and as fast, with %s)\n", also[0]);
+    for (int i = 0; i < n; i++) { /* once per model whose yaml left its anchors to AutoAnchor */
+        int first = plans[i].g->anchors_auto;
+        for (int j = 0; j < i && first; j++) first = plans[j].g != plans[i].g;
+        if (first)
+            fprintf(f, "(%s: its yaml gives `anchors: %d`, a count; training fits %d anchors per level to the labels "
+                       "(AutoAnchor's k-means), and the plan needs only their count)\n", plans[i].g->name,
+                    plans[i].g->na, plans[i].g->na);
+    }
 }
 
 void yp_report_table(FILE *f, const yp_plan *plans, int n, int chosen) { yp_report_table_also(f, plans, NULL, n, chosen); }

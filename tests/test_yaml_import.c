@@ -295,6 +295,29 @@ static void test_bad_inputs(void) {
     check_bad("detect_levels.yaml", 11, "Detect takes 1 layer(s) in from, but anchors has 2 row(s)");
     check_bad("bad_upsample.yaml", 10, "only mode 'nearest'");
     check_bad("not_utf8.yaml", 3, "syntax error: incomplete UTF-8");
+    check_bad("repeat_channels.yaml", 10, "2 repeats of Conv, but it turns 64 channels into 128");
+    check_bad("bad_activation.yaml", 6, "activation: \"nn.GELU()\" is not supported; use one of nn.SiLU()");
+    check_bad("bad_anchor_count.yaml", 5, "anchors: 12 anchors per level; use 1 to 8");
+    check_bad("repeat_concat.yaml", 10, "number: 2 repeats; Concat cannot repeat");
+}
+
+/* `number` repeats any module as nn.Sequential (model.i.j), activation: nn.Identity() drops the
+ * activations, channel_multiple rounds the widths, anchors: N leaves the anchors to AutoAnchor. */
+static void test_repeats_identity(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/yaml/good/repeats_identity.yaml", YP_TEST_DATA);
+    yp_graph *g = import_path(path, 0);
+    CHECK(g != NULL);
+    if (!g) return;
+    CHECK(find_node(g, "model.1.0.cv1.conv") && find_node(g, "model.1.1.cv2.conv") && find_node(g, "model.2.1.conv"));
+    CHECK(find_node(g, "model.1.cv1.conv") == NULL);
+    CHECK(count_op(g, YP_OP_SILU) == 0);
+    CHECK(find_node(g, "model.0.conv")->a.conv.c_out == 32); /* ceil(64 * 0.3 / 16) * 16 */
+    CHECK(g->anchors_auto && g->na == 2 && g->nl == 1 && g->strides[0] == 8); /* 2, then two stride-2 Convs */
+    CHECK(g->anchors[0][0][0] == 1.25f * 8 && g->anchors[0][1][1] == 3.75f * 8); /* the stand-ins */
+    /* 928 (layer 0) + 2 x 5216 (Bottleneck 32 -> 16 -> 32) + 2 x 9280 (Conv 3x3 s2) + 528 (Detect 32 -> 2 x 8) */
+    CHECK_EQ_I64(params_of(g, -1), 30448);
+    yp_graph_free(g);
 }
 
 static void test_file_not_found(void) {
@@ -324,6 +347,7 @@ int main(void) {
     YP_RUN(test_nc_override);
     YP_RUN(test_focus_spp);
     YP_RUN(test_bad_inputs);
+    YP_RUN(test_repeats_identity);
     YP_RUN(test_file_not_found);
     YP_RUN(test_not_a_regular_file);
     return yp_test_summary();
