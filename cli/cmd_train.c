@@ -13,6 +13,7 @@
 #include "preflight.h"
 #include "run_dir.h"
 #include "train_opts.h"
+#include "yp_autoanchor.h"
 #include "yp_checkpoint.h"
 #include "yp_image_cache.h"
 #include "yp_plan_io.h"
@@ -302,6 +303,29 @@ static int fill_caches(train_run *r, yp_err *err) {
     return 0;
 }
 
+/* A yaml's `anchors: N`: AutoAnchor fits them to the training labels before the plan is made, so
+ * plan.json (and a resumed run) carries the fitted anchors. */
+static int fit_anchors(train_run *r, yp_err *err) {
+    if (!r->g->anchors_auto) return 0;
+    yp_anchor_fit f;
+    if (yp_autoanchor_graph(r->g, &r->train, (int)r->o.img, (uint64_t)r->o.seed, &f, err)) return -1;
+    if (f.n_small)
+        printf("AutoAnchor: WARNING: extremely small objects found: %lld of %lld labels are < 3 pixels in size\n",
+               (long long)f.n_small, (long long)f.n_boxes);
+    printf("AutoAnchor: %s gives `anchors: %d`; %s %d anchors to %lld labels, then 1000 generations: "
+           "%.2f anchors/target, %.3f Best Possible Recall (BPR), fitness %.4f (from %.4f)\n",
+           r->o.model, r->g->na, f.kmeans ? "k-means fitted" : "too few labels for k-means: random start for",
+           r->g->nl * r->g->na, (long long)f.n_used, f.after.aat, f.after.bpr, f.after.fitness, f.before.fitness);
+    for (int l = 0; l < r->g->nl; l++) {
+        int p = 0;
+        while ((1 << p) < r->g->strides[l]) p++;
+        printf("AutoAnchor: P%d/%d:", p, r->g->strides[l]);
+        for (int a = 0; a < r->g->na; a++) printf(" %.0f,%.0f", r->g->anchors[l][a][0], r->g->anchors[l][a][1]);
+        printf("\n");
+    }
+    return 0;
+}
+
 /* A new run: data, hyp, model, plan, run folder and its files, executor, --weights. */
 static int start_new(train_run *r, yp_err *err) {
     if (load_data(r, err)) return -1;
@@ -310,7 +334,7 @@ static int start_new(train_run *r, yp_err *err) {
     if (!r->o.mosaic) r->hyp.aug.mosaic = 0.0;
     check_img(r);
     if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || cli_check_rgb(r->g, r->o.model, err) ||
-        make_backend(r, err))
+        fit_anchors(r, err) || make_backend(r, err))
         return -1;
     check_cache_ram(r);
     int rc = plan_new(r, err);

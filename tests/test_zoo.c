@@ -11,6 +11,7 @@
 
 #include "yp_ir.h"
 #include "yp_test.h"
+#include "yp_test_zoo.h"
 #include "yp_yaml.h"
 
 static char *slurp(const char *path) {
@@ -48,33 +49,18 @@ static void test_json_matches_yaml(void) {
     }
 }
 
-/* The yamls whose modules yoloplan does not build yet, refused with this text in the message. */
-static const struct { const char *path, *refusal; } not_yet[] = {
-    {"tests/data/zoo/hub/yolov3-tiny.yaml", "nn.ZeroPad2d"},
-    {"tests/data/zoo/hub/yolov5s-LeakyReLU.yaml", "nn.LeakyReLU(0.1)"},
-    {"tests/data/zoo/hub/yolov5s-transformer.yaml", "C3TR"},
-};
-
-static const char *not_yet_reason(const char *path) {
-    for (size_t i = 0; i < sizeof not_yet / sizeof not_yet[0]; i++)
-        if (strcmp(not_yet[i].path, path) == 0) return not_yet[i].refusal;
-    return NULL;
-}
-
 static void test_official_params(void) {
-    char line[512];
     FILE *f = fopen(YP_TEST_DATA "/zoo/params.tsv", "r");
     CHECK(f != NULL);
     int rows = 0, imported = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        char rel[256], path[600];
-        long long official = 0;
-        if (line[0] == '#' || sscanf(line, "%255s %lld", rel, &official) != 2) continue;
+    yp_zoo_row z;
+    while (f && yp_zoo_next(f, &z)) {
+        const char *rel = z.rel;
+        long long official = z.official;
         rows++;
-        snprintf(path, sizeof path, "%s/../../%s", YP_TEST_DATA, rel);
         yp_err err;
-        yp_graph *g = yp_yaml_import(path, 0, &err);
-        const char *reason = not_yet_reason(rel);
+        yp_graph *g = yp_yaml_import(z.path, 0, &err);
+        const char *reason = yp_zoo_not_yet(rel);
         if (reason) { /* refused clearly, until its modules land (then this entry must go) */
             if (g || !strstr(err.msg, reason)) fprintf(stderr, "%s: expected a refusal naming %s\n", rel, reason);
             CHECK(g == NULL && strstr(err.msg, reason) != NULL);
