@@ -85,9 +85,9 @@ static int host_estimate(const train_run *r, int64_t batch, int64_t arena, int64
 
 /* ---------------------------------------------------------------- planning */
 
-/* train.py's check_img_size: a multiple of the largest stride (32), at least 2 strides. */
+/* train.py's check_img_size: a multiple of gs = max(the largest stride, 32), at least 2 gs. */
 static void check_img(train_run *r) {
-    long gs = 32, s = (r->o.img + gs - 1) / gs * gs;
+    long gs = yp_graph_max_stride(r->g) > 32 ? yp_graph_max_stride(r->g) : 32, s = (r->o.img + gs - 1) / gs * gs;
     if (s < 2 * gs) s = 2 * gs;
     if (s != r->o.img)
         fprintf(stderr, "WARNING: --img %ld must be a multiple of max stride %ld, updating to %ld\n", r->o.img, gs, s);
@@ -332,10 +332,10 @@ static int start_new(train_run *r, yp_err *err) {
     yp_hyp_file_default(&r->hyp);
     if (r->o.hyp[0] && yp_hyp_file_read(r->o.hyp, &r->hyp, err)) return -1;
     if (!r->o.mosaic) r->hyp.aug.mosaic = 0.0;
-    check_img(r);
-    if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || cli_check_rgb(r->g, r->o.model, err) ||
-        fit_anchors(r, err) || make_backend(r, err))
+    if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || cli_check_rgb(r->g, r->o.model, err))
         return -1;
+    check_img(r);
+    if (fit_anchors(r, err) || make_backend(r, err)) return -1;
     check_cache_ram(r);
     int rc = plan_new(r, err);
     if (rc) return rc;
