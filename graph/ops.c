@@ -42,6 +42,11 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = 0,
         .check = yp_s2d_check, .infer = yp_s2d_infer, .eltwise_flops = yp_op_numel_flops,
         .load_attrs = yp_op_no_attrs, .write_attrs = yp_op_write_no_attrs, .resample = yp_s2d_resample},
+    /* forward: scores, softmax, P v; backward: dP and dv, softmax backward, dq and dk */
+    [YP_OP_ATTENTION] = {.op = YP_OP_ATTENTION, .name = "attention",
+        .min_inputs = 3, .max_inputs = 3, .matrix_math = 1, .fwd_launches = 3, .bwd_launches = 5, .bwd_reads = YP_BWD_INPUT | YP_BWD_ATTN_PROBS,
+        .check = yp_attn_check, .infer = yp_attn_infer, .eltwise_flops = yp_attn_flops,
+        .load_attrs = yp_attn_load, .write_attrs = yp_attn_write},
 };
 
 const yp_op_info *yp_op_get(yp_op op) {

@@ -2,7 +2,8 @@
  * functions take, small helpers over them, and the per-op functions the table names. Graph-
  * internal: yp_graph.h is the interface and declares the contexts only by name.
  * Per-op files: op_conv.c (conv2d, detect), op_pointwise.c (batchnorm2d, silu), op_join.c (add,
- * concat), op_resample.c (upsample_nearest, maxpool2d, space_to_depth); ops.c holds the table and
+ * concat), op_resample.c (upsample_nearest, maxpool2d, space_to_depth), op_attention.c (attention);
+ * ops.c holds the table and
  * the defaults several rows share.
  * Defines: yp_check_ctx, yp_infer_ctx, yp_attrs_in, yp_attrs_out and their helpers. */
 #ifndef YP_OPS_INTERNAL_H
@@ -126,5 +127,12 @@ void yp_maxpool_resample(const yp_node *n, int *down, int *up);
 int yp_s2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 void yp_s2d_resample(const yp_node *n, int *down, int *up);
+
+/* ---- op_attention.c ---- */
+int yp_attn_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
+int yp_attn_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
+int64_t yp_attn_flops(const yp_node *n, yp_shape out);
+int yp_attn_load(const yp_attrs_in *in, yp_node *n);
+void yp_attn_write(const yp_node *n, yp_attrs_out *out);
 
 #endif

@@ -37,6 +37,7 @@ typedef enum {
     YP_OP_MAXPOOL2D,
     YP_OP_DETECT,
     YP_OP_SPACE_TO_DEPTH, /* Focus (YOLOv5 <= v5.0): 2x2 pixel blocks to channels, c -> 4c */
+    YP_OP_ATTENTION,      /* C3TR: multi-head scaled dot-product attention over each image's pixels */
     YP_OP_COUNT
 } yp_op;
 
@@ -47,6 +48,8 @@ typedef struct { int scale; } yp_upsample_attrs;
 typedef struct { int k, s, p; } yp_pool_attrs;
 /* Detect: per level a 1x1 conv with bias c_in[l] -> na*(nc+5); anchors live in yp_graph. */
 typedef struct { int nc, na, nl; int c_in[YP_MAX_LEVELS]; } yp_detect_attrs;
+/* Attention: q, k, v (n, c, h, w) -> per image and head softmax(q_h k_h^T / sqrt(c/heads)) v_h. */
+typedef struct { int heads; } yp_attn_attrs;
 
 typedef union {
     yp_conv_attrs conv;
@@ -55,6 +58,7 @@ typedef union {
     yp_upsample_attrs up;
     yp_pool_attrs pool;
     yp_detect_attrs detect;
+    yp_attn_attrs attn;
 } yp_attrs;
 
 typedef struct {
@@ -158,6 +162,7 @@ enum {
     YP_BWD_INPUT_IF_TRAINS = 2,  /* its inputs' values when its weights get gradients (conv, Detect) */
     YP_BWD_STATS = 4,            /* its batch statistics (BN) */
     YP_BWD_INDICES = 8,          /* its argmax, where the saving policy keeps one (maxpool) */
+    YP_BWD_ATTN_PROBS = 16,      /* its softmax output, where the saving policy keeps it (attention) */
 };
 
 typedef struct {
