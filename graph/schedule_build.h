@@ -16,6 +16,7 @@ typedef struct {
     int *grad_t;    /* activation gradient per node and level, -1 until created */
     int *stats_t;   /* BN batch statistics (mean, inverse std) */
     int *idx_t;     /* maxpool indices (a retention row with pool_indices) */
+    int *probs_t;   /* attention's kept softmax output (a retention row with attn_probs) */
     const yp_retention *rules; /* what the forward pass keeps */
     int *pending;   /* values waiting for their inputs' recomputation (need_value's stack) */
     int *param_t;   /* first parameter tensor of the node, -1 if none */
@@ -70,12 +71,17 @@ int *sb_param_slot(yp_operands *a, const yp_tensor *p, int grad);
 void sb_params_in(bld *b, int i, int trainable_only);
 
 /* ---- forward and loss (schedule_forward.c) */
-void sb_conv_workspace(bld *b, int i, const char *what);
+void sb_conv_workspace(bld *b, int i, const char *what); /* also attention's (sb_attn_workspace) */
 int sb_value_fwd(bld *b, int id, int level);
 int64_t sb_node_flops(const bld *b, int i);
 void sb_forward_node(bld *b, int i);
 void sb_loss_step(bld *b);
 void sb_decode_step(bld *b); /* evaluation only */
+
+/* ---- attention (schedule_attention.c) */
+/* Forward or recompute ("fwd", "re"): the softmax output (kept for backward, or workspace);
+ * backward ("bwd"): its scratch. */
+void sb_attn_workspace(bld *b, int i, const char *what);
 
 /* ---- retention and backward (schedule_backward.c) */
 void sb_mark_boundaries(bld *b);

@@ -65,6 +65,7 @@ static void conv_scratch(bld *b, const yp_conv_query *q, int64_t *per_image, int
  * fixed (fp32); Detect's levels run one after another and share the largest. */
 void sb_conv_workspace(bld *b, int i, const char *what) {
     const yp_node *n = &b->g->nodes[i];
+    if (n->op == YP_OP_ATTENTION) sb_attn_workspace(b, i, what);
     if (n->op != YP_OP_CONV2D && n->op != YP_OP_DETECT) return;
     int64_t cols = 0, wt = 0;
     for (int l = 0; l < (n->op == YP_OP_DETECT ? n->n_inputs : 1); l++) {

@@ -59,6 +59,8 @@ typedef struct {
     int keep_all;      /* every value backward reads is kept (PyTorch eager autograd) */
     unsigned keep_ops; /* bit (1u << op): outputs of these ops are kept outside checkpointed layers */
     int pool_indices;  /* maxpool writes its argmax for backward (else backward finds it again from x) */
+    int attn_probs;    /* attention keeps its softmax output for backward (else backward recomputes it
+                        * from q and k into its workspace) */
 } yp_retention;
 
 /* The row of policy p (yp_retention_table[p]). */
@@ -209,6 +211,11 @@ typedef enum {
     YP_ROLE_LOSS_VALUE,    /* lbox, lobj, lcls, total */
     YP_ROLE_DECODED,       /* evaluation: Detect's outputs decoded to boxes (batch, na*sum(H*W), nc+5) */
     YP_ROLE_BN_SUMS,       /* fused BN+SiLU backward: {sum(dy), sum(dy*(x - mean))} per channel, f64 */
+    /* attention's softmax output, (n, heads, L, L) for L = h*w pixels: saved for backward where
+     * the retention row has attn_probs, else the forward's workspace. Its bytes grow with the
+     * square of the pixels; the tensor is exact at the size the schedule is built for. */
+    YP_ROLE_ATTN_PROBS,
+    YP_ROLE_ATTN_SCRATCH,  /* attention backward: dP/dS, and P itself where it was not kept */
     YP_ROLE_COUNT
 } yp_role;
 
@@ -251,6 +258,8 @@ typedef struct {
  *              also an input when the step adds to it, yp_tensor.producer says which); dw, dbias,
  *              dgamma, dbeta (read and accumulated; absent when the node is frozen)
  *   all conv and Detect steps: scratch_image, scratch_fixed (written, when the rule asks for them)
+ *   attention: forward and recompute write probs; backward reads probs where the retention row
+ *              keeps it and writes scratch_image (yp_attn_scratch_floats)
  *   fused steps (yp_step.fused, yp_fused): a SiLU step that applies the BN before it reads that
  *              BN's input, parameters and statistics as bn_x, bn_gamma, bn_beta, bn_stats (its
  *              own x[0], the BN output, is absent); bn_sums is written by such a backward SiLU
@@ -267,6 +276,8 @@ typedef struct {
     int decoded;         /* the decode step (evaluation): x[l] Detect's outputs in, the boxes out */
     int bn_x, bn_gamma, bn_beta, bn_stats; /* fused steps: the BN applied inside this one */
     int bn_sums;         /* fused backward: the sums a SiLU backward hands the BN backward */
+    int probs;           /* attention: its softmax output (forward and recompute: written; backward:
+                          * read where kept) */
 } yp_operands;
 
 typedef struct {
@@ -320,6 +331,11 @@ static inline const int *yp_tensor_consumers(const yp_schedule *s, const yp_tens
 #define YP_LOSS_POSITIVE_FLOATS 9
 int64_t yp_loss_assign_floats(int64_t na, int64_t labels);
 int64_t yp_loss_objmap_floats(int64_t batch, int64_t na, int nl, const int64_t *grid_h, const int64_t *grid_w);
+
+/* Attention's softmax output, heads*L*L floats per image for L = h*w pixels, and its backward's
+ * scratch: that much again for dP/dS, twice when the forward's P was not kept. -1 on overflow.
+ * One rule for the schedule and the backends' attention entries (kernels/yp_ops.h). */
+int64_t yp_attn_probs_floats(int64_t n, int64_t heads, int64_t h, int64_t w);
 
 /* Does this parameter get a low-precision copy under AMP (trainable conv and detect weights)? */
 int yp_tensor_amp_copied(const yp_schedule *s, const yp_tensor *t);
