@@ -138,6 +138,16 @@ typedef struct {
     yp_elem dtype;               /* of x; y is fp32 whatever it is (box coordinates in pixels) */
 } yp_decode_desc;
 
+/* Attention (the core of YOLOv5's TransformerLayer, C3TR): q, k, v and y are NHWC `dims`; per
+ * image and head h (channels h*dh .. h*dh+dh-1, dh = c/heads) the L = h*w pixels, row-major, are
+ * the tokens: P_h = softmax(q_h k_h^T / sqrt(dh)) (L x L), y_h = P_h v_h. P of every image and
+ * head is (n, heads, L, L), n*heads*L*L floats (yp_attn_probs_floats, graph/yp_schedule.h). */
+typedef struct {
+    yp_dims dims;
+    int heads; /* divides dims.c */
+    yp_elem dtype;
+} yp_attn_desc;
+
 /* The stages a conv's scratch is asked for: forward (also recompute and evaluation) and backward
  * (backward-data and backward-weights, run one after the other in one step). */
 typedef enum { YP_CONV_FORWARD, YP_CONV_BACKWARD } yp_conv_stage;
@@ -223,6 +233,18 @@ typedef struct yp_ops {
     int (*maxpool_forward)(yp_backend *be, const yp_pool_desc *d, const float *x, float *y);
     int (*maxpool_backward)(yp_backend *be, const yp_pool_desc *d, const float *x, const float *dy, float *dx,
                             float beta);
+
+    /* Attention (yp_attn_desc): writes y and probs (P, n*heads*L*L floats: the tensor the
+     * backward reads, or the caller's workspace when it will not). */
+    int (*attention_forward)(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
+                             float *y, float *probs);
+    /* dq, dk, dv = betas[0..2] * (old) + their gradients (each may be NULL: not wanted; two may be
+     * one buffer when the same value is two inputs, the later beta 1). probs: the forward's P, or
+     * NULL: computed again from q and k into ws. ws: n*heads*L*L floats for dP, twice that when
+     * probs is NULL. */
+    int (*attention_backward)(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
+                              const float *probs, const float *dy, float *dq, float *dk, float *dv,
+                              const float *betas, float *ws);
 
     /* Focus: PyTorch's cat(x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2])
      * along channels: output (oy, ox) channel block b (of in.c) is input pixel

@@ -1,5 +1,5 @@
 /* ops_cpu.c - the CPU backend's op table (yp_ops.h) and the small argument checks its op files
- * share. The kernels themselves live in conv.c, bn.c, eltwise.c, pool.c, optim.c, loss.c (with
+ * share. The kernels themselves live in conv.c, bn.c, eltwise.c, pool.c, attention.c, optim.c, loss.c (with
  * ciou.c) and decode.c. */
 #include <string.h>
 
@@ -63,6 +63,8 @@ const yp_ops yp_cpu_ops = {
     .maxpool_backward = yp_cpu_maxpool_backward,
     .space_to_depth_forward = yp_cpu_space_to_depth_forward,
     .space_to_depth_backward = yp_cpu_space_to_depth_backward,
+    .attention_forward = yp_cpu_attention_forward,
+    .attention_backward = yp_cpu_attention_backward,
     .sgd_step = yp_cpu_sgd_step,
     .adam_step = yp_cpu_adam_step,
     .ema_update = yp_cpu_ema_update,

@@ -102,6 +102,13 @@ int yp_cpu_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale, 
 int yp_cpu_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
 int yp_cpu_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx, float beta);
 
+/* attention.c */
+int yp_cpu_attention_forward(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
+                             float *y, float *probs);
+int yp_cpu_attention_backward(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
+                              const float *probs, const float *dy, float *dq, float *dk, float *dv,
+                              const float *betas, float *ws);
+
 /* pool.c */
 int yp_cpu_maxpool_forward(yp_backend *be, const yp_pool_desc *d, const float *x, float *y);
 int yp_cpu_maxpool_backward(yp_backend *be, const yp_pool_desc *d, const float *x, const float *dy, float *dx,

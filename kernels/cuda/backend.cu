@@ -153,6 +153,7 @@ static yp_ops make_cuda_ops() {
     yp_cuda_register_eltwise(&o);
     yp_cuda_register_bn(&o);
     yp_cuda_register_optim(&o);
+    yp_cuda_register_attention(&o);
     return o;
 }
 static const yp_ops cuda_ops = make_cuda_ops();

@@ -79,6 +79,15 @@ int yp_cuda_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const
 int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx,
                                     float beta);
 
+/* attention.cu: multi-head attention forward and backward (fp32); yp_cuda_register_attention
+ * sets those entries. */
+void yp_cuda_register_attention(yp_ops *o);
+int yp_cuda_attention_forward(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
+                              float *y, float *probs);
+int yp_cuda_attention_backward(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
+                               const float *probs, const float *dy, float *dq, float *dk, float *dv,
+                               const float *betas, float *ws);
+
 /* bn.cu: the BatchNorm entries and the fused BN+SiLU (x, y, dx, dy fp32; F16/BF16 refused).
  * yp_cuda_register_bn sets them. */
 void yp_cuda_register_bn(yp_ops *o);
