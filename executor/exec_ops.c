@@ -25,6 +25,8 @@ static const yp_exec_op_row rows[YP_OP_COUNT] = {
         .backward = yp_exec_detect_backward, .prepare = yp_exec_detect_prepare, .init_param = yp_exec_detect_init},
     [YP_OP_SPACE_TO_DEPTH] = {.op = YP_OP_SPACE_TO_DEPTH, .forward = yp_exec_s2d_forward,
         .recompute = yp_exec_s2d_forward, .backward = yp_exec_s2d_backward},
+    [YP_OP_ATTENTION] = {.op = YP_OP_ATTENTION, .forward = yp_exec_attn_forward, .recompute = yp_exec_attn_forward,
+        .backward = yp_exec_attn_backward, .prepare = yp_exec_attn_prepare},
 };
 
 const yp_exec_op_row *yp_exec_op_row_get(yp_op op) {

@@ -6,7 +6,7 @@
  * Nothing else in the executor switches on an op. The adapters live by family, one idea a file:
  * exec_conv.c (conv2d, detect), exec_bn.c (batchnorm2d, and the BN applied inside SiLU steps),
  * exec_pointwise.c (silu), exec_join.c (add, concat), exec_resample.c (upsample_nearest,
- * maxpool2d, space_to_depth); exec_ops.c holds the table. The helpers below read a step's
+ * maxpool2d, space_to_depth), exec_attention.c (attention); exec_ops.c holds the table. The helpers below read a step's
  * operands (yp_operands, graph/yp_schedule.h) out of the arena. Executor-internal. */
 #ifndef YP_EXEC_OPS_H
 #define YP_EXEC_OPS_H
@@ -125,5 +125,9 @@ int yp_exec_maxpool_forward(const yp_exec_call *c);
 int yp_exec_maxpool_backward(const yp_exec_call *c);
 int yp_exec_s2d_forward(const yp_exec_call *c);
 int yp_exec_s2d_backward(const yp_exec_call *c);
+/* exec_attention.c */
+int yp_exec_attn_forward(const yp_exec_call *c); /* forward and recompute */
+int yp_exec_attn_backward(const yp_exec_call *c);
+int yp_exec_attn_prepare(const yp_exec_call *c);
 
 #endif

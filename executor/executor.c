@@ -115,7 +115,7 @@ static const char *missing_op(const yp_ops *o) {
     NEED_OP(concat_forward); NEED_OP(concat_backward); NEED_OP(upsample_forward); NEED_OP(upsample_backward);
     NEED_OP(maxpool_forward); NEED_OP(maxpool_backward); NEED_OP(space_to_depth_forward);
     NEED_OP(space_to_depth_backward); NEED_OP(sgd_step); NEED_OP(adam_step); NEED_OP(ema_update);
-    NEED_OP(sum_squares); NEED_OP(loss_level);
+    NEED_OP(sum_squares); NEED_OP(loss_level); NEED_OP(attention_forward); NEED_OP(attention_backward);
     return NULL;
 }
 #undef NEED_OP
