@@ -2,6 +2,8 @@
  * recompute) and backward steps through the backend's attention entries, and the init-time check
  * that the plan gave each step the softmax output and scratch the entries read and write
  * (yp_attn_probs_floats). Attention has no parameters: its projections are conv2d nodes. */
+#include <math.h>
+
 #include "exec_ops.h"
 
 /* Attention node n on tensors of y's shape (its output, or its gradient). */
@@ -16,6 +18,14 @@ int yp_exec_attn_forward(const yp_exec_call *c) {
     YP_EXEC_OK(c->b->ops->attention_forward(c->b->be, &d, F(c, a->x[0]), F(c, a->x[1]), F(c, a->x[2]), F(c, a->y[0]),
                                             F(c, a->probs)),
                "attention");
+    if (a->attn_scalars[0] < 0) return 0;
+    /* what PyTorch keeps beside P (YP_ROLE_ATTN_SCALARS): q's divisor and the head count */
+    const double scale = sqrt((double)(d.dims.c / d.heads));
+    const int64_t heads = d.heads;
+    yp_backend *be = c->b->be;
+    YP_EXEC_OK(be->mem_copy(be, F(c, a->attn_scalars[0]), &scale, sizeof scale, YP_COPY_HOST_TO_DEVICE) ||
+                   be->mem_copy(be, F(c, a->attn_scalars[1]), &heads, sizeof heads, YP_COPY_HOST_TO_DEVICE),
+               "attention scalars");
     return 0;
 }
 

@@ -29,7 +29,7 @@ const char *yp_role_name(yp_role r) {
         "conv_weight", "conv_bias", "bn_gamma", "bn_beta", "running_mean", "running_var", "grad", "momentum",
         "adam_m", "adam_v", "ema", "lowp", "images", "targets", "value", "bn_stats", "pool_indices",
         "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value", "decoded",
-        "bn_sums", "attn_probs", "attn_scratch"};
+        "bn_sums", "attn_probs", "attn_scratch", "attn_scalars"};
     return (unsigned)r < YP_ROLE_COUNT ? n[r] : "?";
 }
 

@@ -2,7 +2,9 @@
  * output P, (n, heads, L, L) for the L = h*w pixels of an image, and its backward's scratch.
  * Where the retention row keeps P (attn_probs: PyTorch's autograd saves the softmax result) the
  * forward writes it into a tensor the backward reads, and so it is saved; elsewhere P is the
- * forward's (and a recompute's) workspace and the backward computes it again from q and k. */
+ * forward's (and a recompute's) workspace and the backward computes it again from q and k.
+ * Beside a kept P the forward keeps the two 0-dim tensors torch's multi_head_attention_forward
+ * saves (YP_ROLE_ATTN_SCALARS), 16 bytes, so the pytorch row counts what autograd counts. */
 #include <string.h>
 
 #include "ops_internal.h"
@@ -33,6 +35,22 @@ void sb_attn_workspace(bld *b, int i, const char *what) {
     tspec sp = {YP_ROLE_ATTN_PROBS, keep ? YP_KIND_ACT : YP_KIND_WORKSPACE, YP_SCALE_BATCH_PIXELS, o->act_dtype, ps,
                 i, 0};
     int t = keep ? sb_new_tensor(b, sp, "probs:%s%s", n->name, "") : sb_new_tensor(b, sp, "ws:%s:%s", n->name, what);
-    if (keep) b->probs_t[i] = t;
     sb_out_as(b, &b->cur.probs, t);
+    if (!keep) return;
+    b->probs_t[i] = t;
+    static const char *const fmt[2] = {"scale:%s%s", "heads:%s%s"};
+    for (int l = 0; l < 2; l++) { /* created right after P: sb_attn_kept_in finds them there */
+        tspec sc = {YP_ROLE_ATTN_SCALARS, YP_KIND_ACT, YP_SCALE_CONST, l ? YP_DTYPE_I64 : YP_DTYPE_F64, sb_flat(1), i, l};
+        sb_out_as(b, &b->cur.attn_scalars[l], sb_new_tensor(b, sc, fmt[l], n->name, ""));
+    }
+}
+
+void sb_attn_kept_in(bld *b, int i) {
+    int t = b->probs_t[i];
+    if (t < 0) return; /* not kept: the backward computes P again */
+    sb_in_as(b, &b->cur.probs, t);
+    for (int l = 0; l < 2; l++) {
+        YP_ASSERT(b->s->tensors[t + 1 + l].role == YP_ROLE_ATTN_SCALARS && b->s->tensors[t + 1 + l].node == i);
+        sb_in_as(b, &b->cur.attn_scalars[l], t + 1 + l);
+    }
 }

@@ -82,6 +82,8 @@ void sb_decode_step(bld *b); /* evaluation only */
 /* Forward or recompute ("fwd", "re"): the softmax output (kept for backward, or workspace);
  * backward ("bwd"): its scratch. */
 void sb_attn_workspace(bld *b, int i, const char *what);
+/* Backward of attention node i: what its forward kept for it (P and the scalars), as inputs. */
+void sb_attn_kept_in(bld *b, int i);
 
 /* ---- retention and backward (schedule_backward.c) */
 void sb_mark_boundaries(bld *b);

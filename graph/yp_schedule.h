@@ -216,6 +216,10 @@ typedef enum {
      * square of the pixels; the tensor is exact at the size the schedule is built for. */
     YP_ROLE_ATTN_PROBS,
     YP_ROLE_ATTN_SCRATCH,  /* attention backward: dP/dS, and P itself where it was not kept */
+    /* beside a kept P, the two 0-dim tensors torch's multi_head_attention_forward saves with it:
+     * level 0 the f64 sqrt(c/heads) that divides q, level 1 the i64 head count that divides the
+     * summed weights (written by the forward; the kernels take both from the shape) */
+    YP_ROLE_ATTN_SCALARS,
     YP_ROLE_COUNT
 } yp_role;
 
@@ -258,8 +262,9 @@ typedef struct {
  *              also an input when the step adds to it, yp_tensor.producer says which); dw, dbias,
  *              dgamma, dbeta (read and accumulated; absent when the node is frozen)
  *   all conv and Detect steps: scratch_image, scratch_fixed (written, when the rule asks for them)
- *   attention: forward and recompute write probs; backward reads probs where the retention row
- *              keeps it and writes scratch_image (yp_attn_scratch_floats)
+ *   attention: forward and recompute write probs (the forward where the retention row keeps it
+ *              also attn_scalars); backward reads probs and attn_scalars where kept and writes
+ *              scratch_image (yp_attn_probs_floats)
  *   fused steps (yp_step.fused, yp_fused): a SiLU step that applies the BN before it reads that
  *              BN's input, parameters and statistics as bn_x, bn_gamma, bn_beta, bn_stats (its
  *              own x[0], the BN output, is absent); bn_sums is written by such a backward SiLU
@@ -278,6 +283,7 @@ typedef struct {
     int bn_sums;         /* fused backward: the sums a SiLU backward hands the BN backward */
     int probs;           /* attention: its softmax output (forward and recompute: written; backward:
                           * read where kept) */
+    int attn_scalars[2]; /* attention where P is kept: YP_ROLE_ATTN_SCALARS (forward: written; backward: read) */
 } yp_operands;
 
 typedef struct {
