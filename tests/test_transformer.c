@@ -1,0 +1,200 @@
+/* test_transformer.c - YOLOv5's TransformerBlock (C3TR's m) end to end on the tiny IR
+ * tests/data/ir/transformer.json (Conv, TransformerBlock(8, 8, 2 heads, 1 layer), Detect), against
+ * PyTorch 1.13 on the same module stack (tests/ref/make_transformer_fixture.py):
+ *   - under the `pytorch` policy the bytes saved for backward equal saved_tensors_hooks' count
+ *     (tests/data/transformer_saved.json) exactly at batch 1; at batch > 1 PyTorch also saves the
+ *     copies its q, k and v Linears make of the block's permuted (L, B, C) input (see below);
+ *   - attention's softmax output is saved under `pytorch` only, elsewhere it is workspace and the
+ *     backward's scratch holds it again;
+ *   - one CPU training step (batch 2, 12x12) gives PyTorch's loss and every parameter gradient
+ *     (tests/data/step/transformer.bin), and every saving policy the same gradients. */
+#include <math.h>
+
+#include "step_fixture.h"
+#include "yp_executor.h"
+#include "yp_executor_internal.h"
+#include "yp_ir.h"
+#include "yp_test.h"
+
+#include <cjson/cJSON.h>
+
+static yp_graph *graph;
+
+static yp_schedule *schedule(int64_t batch, int64_t side, yp_save_policy pol) {
+    yp_err err;
+    yp_sched_opts o = yp_sched_opts_default(batch, side, side);
+    o.policy = pol;
+    yp_schedule *s = yp_schedule_build(graph, &o, &err);
+    if (!s) fprintf(stderr, "schedule: %s\n", err.msg);
+    return s;
+}
+
+/* At batch > 1 the block's tokens p = x.flatten(2).permute(2, 0, 1) and p + linear(p) are
+ * (L, B, C) views that a Linear cannot multiply in place: each of the first layer's q, k and v
+ * saves its own contiguous copy of p + linear(p) where batch 1 shares one (linear's own copy of
+ * p replaces the view of x it saves at batch 1: the same bytes). The IR does not say which value
+ * PyTorch holds in which layout, so the schedule counts the value once; these are the two extra
+ * copies, the bytes of the q conv's input. */
+static int64_t layout_copies(const yp_schedule *s) {
+    if (s->opts.batch == 1) return 0;
+    int q = yp_schedule_find(s, "act:model.1.add");
+    CHECK(q >= 0);
+    return q < 0 ? 0 : 2 * s->tensors[q].bytes;
+}
+
+static void test_saved_bytes_equal_pytorch(void) {
+    FILE *f = fopen(YP_TEST_DATA "/transformer_saved.json", "rb");
+    REQUIRE(f != NULL);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *fx = cJSON_Parse(buf);
+    const cJSON *rows = cJSON_GetObjectItem(fx, "saved_bytes");
+    REQUIRE(rows != NULL);
+    int compared = 0, batch1 = 0;
+    for (const cJSON *r = rows->child; r; r = r->next) {
+        long long batch, side;
+        REQUIRE(sscanf(r->string, "%lldx%lld", &batch, &side) == 2);
+        yp_schedule *s = schedule(batch, side, YP_SAVE_PYTORCH);
+        REQUIRE(s != NULL);
+        int64_t ours = yp_schedule_saved_bytes(s) + layout_copies(s), theirs = (int64_t)r->valuedouble;
+        printf("  batch %lld at %lld: %lld bytes (torch %lld)\n", batch, side, (long long)ours, (long long)theirs);
+        CHECK_EQ_I64(ours, theirs);
+        compared++, batch1 += batch == 1;
+        yp_schedule_free(s);
+    }
+    CHECK(compared == 4 && batch1 == 2);
+    cJSON_Delete(fx);
+}
+
+/* Kind of the tensors of one role of the attention node, and the backward scratch's floats. */
+static void probs_of(const yp_schedule *s, int *saved, int *workspace, int64_t *scratch, int *scalars) {
+    *saved = *workspace = *scalars = 0, *scratch = 0;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *x = &s->tensors[t];
+        if (x->role == YP_ROLE_ATTN_PROBS) *saved += x->kind == YP_KIND_SAVED, *workspace += x->kind == YP_KIND_WORKSPACE;
+        if (x->role == YP_ROLE_ATTN_SCRATCH) *scratch += yp_shape_numel(x->shape);
+        if (x->role == YP_ROLE_ATTN_SCALARS) *scalars += x->kind == YP_KIND_SAVED;
+    }
+}
+
+static void test_probs_kept_under_pytorch_only(void) {
+    const int64_t P = yp_attn_probs_floats(2, 2, 5, 5); /* batch 2 at 10 px: 5x5 map, 2 heads */
+    CHECK_EQ_I64(P, 2 * 2 * 25 * 25);
+    for (int pol = 0; pol < YP_SAVE_COUNT; pol++) {
+        yp_schedule *s = schedule(2, 10, (yp_save_policy)pol);
+        REQUIRE(s != NULL);
+        int saved, ws, scalars;
+        int64_t scratch;
+        probs_of(s, &saved, &ws, &scratch, &scalars);
+        int keep = pol == YP_SAVE_PYTORCH;
+        CHECK_EQ_I64(saved, keep);
+        CHECK_EQ_I64(scalars, keep ? 2 : 0);
+        CHECK_EQ_I64(ws, keep ? 0 : 2); /* the forward's, and the recompute's for out_proj's backward */
+        CHECK_EQ_I64(scratch, keep ? P : 2 * P);
+        yp_schedule_free(s);
+    }
+    CHECK(yp_attn_probs_floats(1, 1, INT64_C(1) << 31, INT64_C(1) << 31) == -1);
+}
+
+/* ---------------------------------------------------------------- one training step */
+
+static fx_file fx;
+static yp_backend *cpu;
+static yp_gpu gpu;
+
+static int make_exec(yp_plan *p, yp_exec *x, yp_save_policy pol) {
+    yp_err err;
+    yp_candidate c = yp_candidate_default();
+    c.batch = 2, c.img_w = c.img_h = 12, c.mosaic = 0, c.labels_per_image = 2, c.policy = pol;
+    yp_exec_candidate_for(&c, cpu);
+    if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) return fprintf(stderr, "plan: %s\n", err.msg), -1;
+    if (yp_exec_init(x, p, cpu, 0, 1, &err)) {
+        fprintf(stderr, "exec: %s\n", err.msg);
+        yp_plan_free(p);
+        return -1;
+    }
+    for (int i = 0; i < fx.n; i++) {
+        if (strncmp(fx.r[i].name, "init/", 5)) continue;
+        yp_named_tensor nt = {fx.r[i].name + 5, fx.r[i].data, fx.r[i].numel};
+        if (yp_exec_load_params(x, &nt, 1, &err)) {
+            fprintf(stderr, "load %s: %s\n", fx.r[i].name, err.msg);
+            yp_exec_free(x), yp_plan_free(p);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void test_step_matches_pytorch(void) {
+    const fx_record *img = fx_get(&fx, "images"), *tg = fx_get(&fx, "targets"), *ref = fx_get(&fx, "loss/1");
+    REQUIRE(img && tg && ref);
+    yp_plan base;
+    yp_exec a;
+    REQUIRE(make_exec(&base, &a, YP_SAVE_YOLOPLAN) == 0);
+    double loss[4];
+    yp_err err;
+    REQUIRE(yp_exec_micro_step(&a, img->data, tg->data, tg->numel / 6, loss, &err) == 0);
+    printf("  loss %.7f (torch %.7f)\n", loss[3], ref->data[3]);
+    for (int k = 0; k < 4; k++) CHECK(fabs(loss[k] - ref->data[k]) <= 1e-4 * fabs(ref->data[3]));
+    int grads = 0;
+    double worst = 0;
+    for (int i = 0; i < fx.n; i++) {
+        if (strncmp(fx.r[i].name, "grad/", 5)) continue;
+        int t = yp_exec_find_param(&a, fx.r[i].name + 5);
+        CHECK(t >= 0);
+        if (t < 0) continue;
+        const float *g = yp_exec_tensor(&a, a.train.s->tensors[t].grad);
+        double e = fx_rel_err(g, fx.r[i].data, fx.r[i].numel);
+        if (!strcmp(fx.r[i].name, "grad/model.1.tr.0.ma.in_proj.k.bias")) {
+            /* k's bias adds q_i . b_k to every score of row i: softmax does not see it, so its
+             * gradient is 0 and both sides hold rounding noise (torch's ~5e-11) */
+            double m = 0;
+            for (int64_t j = 0; j < fx.r[i].numel; j++) m = fabs(g[j]) > m ? fabs(g[j]) : m;
+            e = m <= 1e-8 ? 0 : 1;
+        }
+        if (e > 1e-3) fprintf(stderr, "  grad %s: rel err %.2e\n", fx.r[i].name + 5, e);
+        worst = e > worst ? e : worst, grads++;
+    }
+    printf("  %d gradients, worst rel err %.2e\n", grads, worst);
+    CHECK_EQ_I64(grads, 20); /* 3 of layer 0's conv and BN, 15 of the block (in_proj as 3 + 3), Detect's 2 */
+    CHECK(worst <= 1e-3);
+    for (int pol = 0; pol < YP_SAVE_COUNT; pol++) { /* P kept or computed again: the same gradients */
+        if (pol == YP_SAVE_YOLOPLAN) continue;
+        yp_plan p;
+        yp_exec b;
+        REQUIRE(make_exec(&p, &b, (yp_save_policy)pol) == 0);
+        CHECK(yp_exec_micro_step(&b, img->data, tg->data, tg->numel / 6, loss, &err) == 0);
+        double diff = 0;
+        for (int t = 0; t < a.train.s->n_tensors; t++) {
+            const yp_tensor *w = &a.train.s->tensors[t];
+            if (w->kind != YP_KIND_GRAD) continue;
+            int u = yp_schedule_find(b.train.s, w->name);
+            double e = u < 0 ? 1e9 : fx_rel_err(yp_exec_tensor(&b, u), yp_exec_tensor(&a, t), w->shape.w);
+            diff = e > diff ? e : diff;
+        }
+        printf("  %s policy: worst gradient difference %.2e\n", yp_save_policy_name((yp_save_policy)pol), diff);
+        CHECK(diff <= 1e-5);
+        yp_exec_free(&b), yp_plan_free(&p);
+    }
+    yp_exec_free(&a), yp_plan_free(&base);
+}
+
+int main(void) {
+    yp_err err;
+    graph = yp_ir_load_file(YP_TEST_DATA "/ir/transformer.json", &err);
+    if (!graph) return fprintf(stderr, "%s\n", err.msg), 1;
+    if (fx_load(YP_TEST_DATA "/step/transformer.bin", &fx) || yp_gpu_parse("a100-40gb", &gpu, &err))
+        return fprintf(stderr, "cannot read %s/step/transformer.bin\n", YP_TEST_DATA), 1;
+    char why[256] = "";
+    cpu = yp_backend_cpu_new(NULL, why, sizeof why);
+    if (!cpu) return fprintf(stderr, "no CPU backend: %s\n", why), 1;
+    YP_RUN(test_saved_bytes_equal_pytorch);
+    YP_RUN(test_probs_kept_under_pytorch_only);
+    YP_RUN(test_step_matches_pytorch);
+    yp_backend_free(cpu);
+    fx_free(&fx);
+    yp_graph_free(graph);
+    return yp_test_summary();
+}
