@@ -25,6 +25,7 @@ static const module_info modules[] = {
     {"C3Ghost", ym_c3ghost, 2, 0, 1, "[c2, shortcut=True]"},
     {"nn.MaxPool2d", ym_maxpool, 3, 0, 0, "[kernel_size, stride=kernel_size, padding=0]"},
     {"nn.BatchNorm2d", ym_batchnorm, 1, 0, 0, "[c1]"},
+    {"C3TR", ym_c3tr, 2, 0, 1, "[c2, shortcut=True]"},
 };
 
 const module_info *yb_module_find(const char *name) {
