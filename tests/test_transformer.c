@@ -7,7 +7,9 @@
  *   - attention's softmax output is saved under `pytorch` only, elsewhere it is workspace and the
  *     backward's scratch holds it again;
  *   - one CPU training step (batch 2, 12x12) gives PyTorch's loss and every parameter gradient
- *     (tests/data/step/transformer.bin), and every saving policy the same gradients. */
+ *     (tests/data/step/transformer.bin), and every saving policy the same gradients;
+ *   - the importer's C3TR: yolov5s-transformer.yaml has Ultralytics' parameter count, state-dict
+ *     node names, survives the IR round trip, and a C3TR whose heads do not divide c_ is refused. */
 #include <math.h>
 
 #include "step_fixture.h"
@@ -15,6 +17,8 @@
 #include "yp_executor_internal.h"
 #include "yp_ir.h"
 #include "yp_test.h"
+#include "yp_test_fs.h"
+#include "yp_yaml.h"
 
 #include <cjson/cJSON.h>
 
@@ -181,6 +185,70 @@ static void test_step_matches_pytorch(void) {
     yp_exec_free(&a), yp_plan_free(&base);
 }
 
+/* ---------------------------------------------------------------- the importer's C3TR */
+
+static int find_node(const yp_graph *g, const char *name) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!strcmp(g->nodes[i].name, name)) return i;
+    return -1;
+}
+
+static void test_c3tr_import(void) {
+    yp_err err;
+    yp_graph *g = yp_yaml_import(YP_TEST_DATA "/zoo/hub/yolov5s-transformer.yaml", 0, &err);
+    if (!g) fprintf(stderr, "%s\n", err.msg);
+    REQUIRE(g != NULL);
+    CHECK_EQ_I64(yp_graph_params(g), 7235645); /* tests/data/zoo/params.tsv: YOLOv5's parse_model */
+    const yp_layer *L = &g->layers[8];
+    CHECK(!strcmp(L->module, "C3TR") && L->repeats == 1);
+    int a = find_node(g, "model.8.m.tr.0.ma");
+    REQUIRE(a >= 0);
+    CHECK(g->nodes[a].op == YP_OP_ATTENTION && g->nodes[a].a.attn.heads == 4 && g->nodes[a].layer == 8);
+    static const char *const names[] = {"model.8.cv1.conv", "model.8.m.linear", "model.8.m.add", "model.8.m.tr.0.q",
+                                        "model.8.m.tr.0.k", "model.8.m.tr.0.v", "model.8.m.tr.0.ma.in_proj.q",
+                                        "model.8.m.tr.0.ma.in_proj.k", "model.8.m.tr.0.ma.in_proj.v",
+                                        "model.8.m.tr.0.ma.out_proj", "model.8.m.tr.0.fc1", "model.8.m.tr.0.fc2",
+                                        "model.8.cv2.conv", "model.8.cat", "model.8.cv3.conv"};
+    int prev = -1;
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) { /* in PyTorch's order */
+        int i = find_node(g, names[k]);
+        if (i <= prev) fprintf(stderr, "  %s: node %d after %d\n", names[k], i, prev);
+        CHECK(i > prev);
+        prev = i;
+    }
+    int lin = find_node(g, "model.8.m.linear"), ip = find_node(g, "model.8.m.tr.0.ma.in_proj.v"),
+        q = find_node(g, "model.8.m.tr.0.q");
+    CHECK(lin >= 0 && g->nodes[lin].a.conv.bias && g->nodes[lin].a.conv.c_in == 256 && g->nodes[lin].a.conv.k == 1);
+    CHECK(ip >= 0 && g->nodes[ip].a.conv.bias);
+    CHECK(q >= 0 && !g->nodes[q].a.conv.bias);
+    char *json = yp_ir_write_string(g); /* the IR keeps heads */
+    REQUIRE(json != NULL);
+    yp_graph *back = yp_ir_load_buffer(json, strlen(json), "c3tr.json", &err);
+    CHECK(back && back->n_nodes == g->n_nodes && back->nodes[a].op == YP_OP_ATTENTION &&
+          back->nodes[a].a.attn.heads == 4);
+    free(json);
+    yp_graph_free(back);
+    yp_graph_free(g);
+}
+
+static void test_c3tr_heads_must_divide(void) {
+    char dir[] = "/tmp/yp_c3tr_XXXXXX", path[64];
+    REQUIRE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/c3tr.yaml", dir);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    fputs("nc: 1\ndepth_multiple: 1.0\nwidth_multiple: 1.0\nchannel_multiple: 2\nanchors:\n  - [4, 4]\n"
+          "backbone:\n  [[-1, 1, Conv, [12, 3, 2]],\n   [-1, 1, C3TR, [12]]]\n"
+          "head:\n  [[[1], 1, Detect, [nc, anchors]]]\n", f);
+    fclose(f);
+    yp_err err;
+    yp_graph *g = yp_yaml_import(path, 0, &err);
+    CHECK(g == NULL);
+    if (!g) CHECK_STR_HAS(err.msg, "C3TR's 4 attention heads must divide its hidden channels c2/2 = 6");
+    yp_graph_free(g);
+    yp_test_remove_tree(dir);
+}
+
 int main(void) {
     yp_err err;
     graph = yp_ir_load_file(YP_TEST_DATA "/ir/transformer.json", &err);
@@ -193,6 +261,8 @@ int main(void) {
     YP_RUN(test_saved_bytes_equal_pytorch);
     YP_RUN(test_probs_kept_under_pytorch_only);
     YP_RUN(test_step_matches_pytorch);
+    YP_RUN(test_c3tr_import);
+    YP_RUN(test_c3tr_heads_must_divide);
     yp_backend_free(cpu);
     fx_free(&fx);
     yp_graph_free(graph);
