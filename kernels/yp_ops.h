@@ -238,10 +238,10 @@ typedef struct yp_ops {
      * backward reads, or the caller's workspace when it will not). */
     int (*attention_forward)(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
                              float *y, float *probs);
-    /* dq, dk, dv = betas[0..2] * (old) + their gradients (each may be NULL: not wanted; two may be
-     * one buffer when the same value is two inputs, the later beta 1). probs: the forward's P, or
-     * NULL: computed again from q and k into ws. ws: n*heads*L*L floats for dP, twice that when
-     * probs is NULL. */
+    /* dq, dk, dv = betas[0..2] * (old) + their gradients (betas: a host array, as concat's; each
+     * gradient may be NULL: not wanted; two may be one buffer when the same value is two inputs,
+     * the later beta 1). probs: the forward's P, or NULL: computed again from q and k into ws.
+     * ws: n*heads*L*L floats for dP, twice that when probs is NULL. */
     int (*attention_backward)(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
                               const float *probs, const float *dy, float *dq, float *dk, float *dv,
                               const float *betas, float *ws);

@@ -15,5 +15,7 @@ if(YP_HAVE_CUDA)
   yp_add_test(test_cuda_conv LIBS yp_kernels ${MATH_LIB} LABELS gpu)
   # Data movement, BatchNorm and optimizer ops against the CPU backend; skips the same way.
   yp_add_test(test_cuda_ops LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+  # Attention against the CPU backend's (test_cpu_attention checks that one against PyTorch).
+  yp_add_test(test_cuda_attention LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 
