@@ -47,21 +47,17 @@ static int add_transformer_block(builder *b, const char *pre, int x, int c1, int
     return x;
 }
 
-/* C3TR(c2, shortcut=True): C3's frame -- cv1, m, cv2, cat(m, cv2), cv3, PyTorch's order -- with
- * m = TransformerBlock(c_, c_, 4, n), c_ = c2 / 2. `shortcut` is accepted as C3's and unused (the
- * block has its own residuals). */
+/* C3TR(c2, shortcut=True): C3's frame (yb_c3_begin / yb_c3_end) around m = TransformerBlock(c_,
+ * c_, 4, n), c_ = c2 / 2. `shortcut` is accepted as C3's and unused (the block has its own
+ * residuals). */
 int ym_c3tr(builder *b, const row *r) {
-    int c2, shortcut, n = r->L->repeats;
+    int c2, shortcut, n = r->L->repeats, c_;
     if (yb_arg_channels(b, r, 0, &c2) || yb_arg_bool(b, r, 1, 1, &shortcut)) return -1;
-    int c_ = c2 / 2; /* int(c2 * e), e = 0.5 */
-    if (c_ < C3TR_HEADS || c_ % C3TR_HEADS)
+    if (c2 / 2 % C3TR_HEADS)
         return yb_fail(b, r->line, "C3TR's %d attention heads must divide its hidden channels c2/2 = %d; use a c2 "
-                       "that is a multiple of %d", C3TR_HEADS, c_, 2 * C3TR_HEADS);
+                       "that is a multiple of %d", C3TR_HEADS, c2 / 2, 2 * C3TR_HEADS);
     char t[YP_NAME_LEN];
-    int x = yb_add_conv(b, yb_pfx(t, "%s.cv1", b->prefix), r->in, yb_conv_attrs(r->c1, c_, 1, 1));
+    int x = yb_c3_begin(b, r, c2, &c_); /* NO_NODE (c2 < 2) passes through to yb_c3_end's -1 */
     x = add_transformer_block(b, yb_pfx(t, "%s.m", b->prefix), x, c_, c_, C3TR_HEADS, n);
-    int y = yb_add_conv(b, yb_pfx(t, "%s.cv2", b->prefix), r->in, yb_conv_attrs(r->c1, c_, 1, 1));
-    int cat = yb_add_concat(b, (int[]){x, y}, 2, yb_pfx(t, "%s.cat", b->prefix));
-    int out = yb_add_conv(b, yb_pfx(t, "%s.cv3", b->prefix), cat, yb_conv_attrs(2 * c_, c2, 1, 1));
-    return yb_layer_done(b, r, out, c2, r->in_stride, (int[]){r->c1, c2, n, shortcut}, 4);
+    return yb_c3_end(b, r, x, c2, (int[]){r->c1, c2, n, shortcut}, 4);
 }
