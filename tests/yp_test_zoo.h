@@ -12,7 +12,6 @@
 static const struct { const char *path, *refusal; } yp_zoo_not_yet_list[] = {
     {"tests/data/zoo/hub/yolov3-tiny.yaml", "nn.ZeroPad2d"},
     {"tests/data/zoo/hub/yolov5s-LeakyReLU.yaml", "nn.LeakyReLU(0.1)"},
-    {"tests/data/zoo/hub/yolov5s-transformer.yaml", "C3TR"},
 };
 
 /* The refusal text for a zoo path, or NULL when it must import. */
