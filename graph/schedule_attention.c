@@ -26,13 +26,13 @@ void sb_attn_workspace(bld *b, int i, const char *what) {
     yp_shape ps = {y.n, n->a.attn.heads, y.h * y.w, y.h * y.w};
     if (!strcmp(what, "bwd")) {
         int kept = b->probs_t[i] >= 0; /* the step reads the forward's P */
-        tspec sp = {YP_ROLE_ATTN_SCRATCH, YP_KIND_WORKSPACE, YP_SCALE_BATCH_PIXELS, o->act_dtype,
+        tspec sp = {YP_ROLE_ATTN_SCRATCH, YP_KIND_WORKSPACE, YP_SCALE_BATCH_PIXELS2, o->act_dtype,
                     sb_flat(kept ? pf : 2 * pf), i, 0};
         sb_out_as(b, &b->cur.scratch_image, sb_new_tensor(b, sp, "ws:%s:%s", n->name, what));
         return;
     }
     int keep = !strcmp(what, "fwd") && b->rules->attn_probs && b->rg[i] && !o->eval;
-    tspec sp = {YP_ROLE_ATTN_PROBS, keep ? YP_KIND_ACT : YP_KIND_WORKSPACE, YP_SCALE_BATCH_PIXELS, o->act_dtype, ps,
+    tspec sp = {YP_ROLE_ATTN_PROBS, keep ? YP_KIND_ACT : YP_KIND_WORKSPACE, YP_SCALE_BATCH_PIXELS2, o->act_dtype, ps,
                 i, 0};
     int t = keep ? sb_new_tensor(b, sp, "probs:%s%s", n->name, "") : sb_new_tensor(b, sp, "ws:%s:%s", n->name, what);
     sb_out_as(b, &b->cur.probs, t);

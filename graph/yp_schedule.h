@@ -177,6 +177,7 @@ typedef enum {
     YP_SCALE_PIXELS,       /* per-image scratch (im2col of one image) */
     YP_SCALE_BATCH_PIXELS, /* activations, their gradients, the input batch, objectness targets */
     YP_SCALE_LABELS,       /* targets and target-assignment rows */
+    YP_SCALE_BATCH_PIXELS2, /* per image, with the square of its pixels: attention's L x L scores */
     YP_SCALE_COUNT
 } yp_scale;
 

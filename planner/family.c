@@ -9,7 +9,8 @@
 static int follows_act(const yp_tensor *t) {
     int act_kind = t->kind == YP_KIND_INPUT || t->kind == YP_KIND_ACT || t->kind == YP_KIND_SAVED ||
                    t->kind == YP_KIND_ACTGRAD || t->kind == YP_KIND_RECOMPUTE || t->kind == YP_KIND_WORKSPACE;
-    return act_kind && t->dtype != YP_DTYPE_I64 && (t->scale == YP_SCALE_PIXELS || t->scale == YP_SCALE_BATCH_PIXELS);
+    return act_kind && t->dtype != YP_DTYPE_I64 && (t->scale == YP_SCALE_PIXELS || t->scale == YP_SCALE_BATCH_PIXELS ||
+                                                    t->scale == YP_SCALE_BATCH_PIXELS2);
 }
 
 static void lin_add(yp_lin *a, const yp_lin *b, double sign) {
@@ -24,7 +25,7 @@ static yp_lin tensor_lin(const yp_tensor *t) {
 }
 
 double yp_lin_eval(const yp_lin *l, double b, double q, double labels, double act_factor) {
-    double m[YP_SCALE_COUNT] = {1, q, b * q, labels}, v = 0;
+    double m[YP_SCALE_COUNT] = {1, q, b * q, labels, b * q * q}, v = 0;
     for (int s = 0; s < YP_SCALE_COUNT; s++) v += m[s] * (l->fixed[s] + act_factor * l->act[s]);
     return v;
 }
@@ -100,8 +101,13 @@ static int cost_steps(const yp_schedule *s, yp_family *f) {
         yp_family_step *fs = &f->steps[f->n_steps];
         memset(fs, 0, sizeof *fs);
         fs->op = st->op, fs->phase = st->phase;
+        int square = 0; /* a step over L x L scores (attention): its FLOPs grow with them */
+        for (int k = 0; k < st->n_out; k++) square |= s->tensors[yp_step_outputs(s, st)[k]].scale == YP_SCALE_BATCH_PIXELS2;
+        for (int k = 0; k < st->n_in; k++) square |= s->tensors[yp_step_inputs(s, st)[k]].scale == YP_SCALE_BATCH_PIXELS2;
         if (st->phase != YP_PHASE_LOSS)
-            fs->flops.fixed[st->phase == YP_PHASE_OPTIMIZER ? YP_SCALE_CONST : YP_SCALE_BATCH_PIXELS] = (double)st->flops;
+            fs->flops.fixed[st->phase == YP_PHASE_OPTIMIZER ? YP_SCALE_CONST
+                            : square                      ? YP_SCALE_BATCH_PIXELS2
+                                                          : YP_SCALE_BATCH_PIXELS] = (double)st->flops;
         for (int k = 0; k < st->n_out && st->phase == YP_PHASE_LOSS; k++) { /* 20 FLOPs per buffer float */
             const yp_tensor *t = &s->tensors[yp_step_outputs(s, st)[k]];
             if (t->kind == YP_KIND_LOSS && t->scale != YP_SCALE_CONST) fs->flops.fixed[t->scale] += 5.0 * (double)t->bytes;
@@ -227,7 +233,7 @@ int64_t yp_family_max_batch(const yp_family *f, const yp_graph *g, const yp_cand
 void yp_family_timing(const yp_family *f, const yp_graph *g, const yp_candidate *c, yp_timing *out) {
     scales k = scales_of(g, c, f);
     double b = (double)c->batch, labels = ceil(b * k.lab_per_img_train), x = b * k.q_train;
-    double m[YP_SCALE_COUNT] = {1, k.q_train, x, labels}, ph[YP_PHASE_COUNT] = {0};
+    double m[YP_SCALE_COUNT] = {1, k.q_train, x, labels, x * k.q_train}, ph[YP_PHASE_COUNT] = {0};
     for (int i = 0; i < f->n_steps; i++) {
         const yp_family_step *st = &f->steps[i];
         double fl = 0, by = k.lowp > 0 ? st->amp_extra : 0;

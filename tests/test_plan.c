@@ -13,6 +13,7 @@
 #include "yp_plan_io.h"
 #include "yp_search.h"
 #include "yp_test.h"
+#include "yp_yaml.h"
 #include "yp_test_models.h"
 
 /* Unaligned peak of live bytes; whole-step tensors skipped if skip_whole. */
@@ -32,9 +33,9 @@ static double peak_unaligned(const yp_schedule *s, int skip_whole, double *whole
 }
 
 /* The family's prediction equals the real schedules' peaks and cost, for assorted candidates
- * (one with the BN+SiLU fusion, whose pass the family must see). */
-static void test_family_is_exact(void) {
-    yp_graph *g = yp_test_model("yolov5s");
+ * (one with the BN+SiLU fusion, whose pass the family must see), for yolov5s and for
+ * yolov5s-transformer (whose attention scores grow with the square of the pixels). */
+static void family_is_exact(yp_graph *g) {
     REQUIRE(g != NULL);
     yp_gpu gpu;
     yp_err err;
@@ -76,6 +77,12 @@ static void test_family_is_exact(void) {
         yp_family_free(&f);
     }
     yp_graph_free(g);
+}
+
+static void test_family_is_exact(void) {
+    family_is_exact(yp_test_model("yolov5s"));
+    yp_err err;
+    family_is_exact(yp_yaml_import(YP_TEST_DATA "/zoo/hub/yolov5s-transformer.yaml", 0, &err));
 }
 
 /* The largest batch is the largest: it fits and one more does not. */
