@@ -25,6 +25,14 @@ static const yp_exec_op_row rows[YP_OP_COUNT] = {
         .backward = yp_exec_detect_backward, .prepare = yp_exec_detect_prepare, .init_param = yp_exec_detect_init},
     [YP_OP_SPACE_TO_DEPTH] = {.op = YP_OP_SPACE_TO_DEPTH, .forward = yp_exec_s2d_forward,
         .recompute = yp_exec_s2d_forward, .backward = yp_exec_s2d_backward},
+    [YP_OP_RELU] = {.op = YP_OP_RELU, .forward = yp_exec_relu_forward, .recompute = yp_exec_relu_forward,
+        .backward = yp_exec_relu_backward},
+    [YP_OP_LEAKY_RELU] = {.op = YP_OP_LEAKY_RELU, .forward = yp_exec_leaky_relu_forward,
+        .recompute = yp_exec_leaky_relu_forward, .backward = yp_exec_leaky_relu_backward},
+    [YP_OP_HARDSWISH] = {.op = YP_OP_HARDSWISH, .forward = yp_exec_hardswish_forward,
+        .recompute = yp_exec_hardswish_forward, .backward = yp_exec_hardswish_backward},
+    [YP_OP_ZERO_PAD] = {.op = YP_OP_ZERO_PAD, .forward = yp_exec_zero_pad_forward,
+        .recompute = yp_exec_zero_pad_forward, .backward = yp_exec_zero_pad_backward},
 };
 
 const yp_exec_op_row *yp_exec_op_row_get(yp_op op) {

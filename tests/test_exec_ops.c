@@ -1,11 +1,13 @@
 /* test_exec_ops.c - the executor's op table (executor/exec_ops.h): every op has a complete row
  * (a half-added op fails here), and every step the schedule builds for the bundled models, a
- * Focus model and a four-level one, under every saving policy, with checkpoints, frozen layers
+ * Focus model, a four-level one and one with the activations other than SiLU and a zero pad
+ * (tests/data/ir/acts.json), under every saving policy, with checkpoints, frozen layers
  * and the BN+SiLU fusion, finds the adapter it runs with; every parameter finds its initial value
  * and every conv its preparation; every step of their evaluation pass finds its eval adapter. */
 #include <stdio.h>
 
 #include "exec_ops.h"
+#include "yp_ir.h"
 #include "yp_test.h"
 #include "yp_test_models.h"
 #include "yp_yaml.h"
@@ -49,7 +51,8 @@ static void check_schedule(const yp_schedule *s, int *fused) {
 static void test_every_step_has_an_adapter(void) {
     yp_err err;
     yp_graph *gs[] = {yp_test_model("yolov5n"), yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5s-v5.0.yaml", 0, &err),
-                      yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err)};
+                      yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err),
+                      yp_ir_load_file(YP_TEST_DATA "/ir/acts.json", &err)}; /* relu, leaky_relu, hardswish, zero_pad */
     int ops_seen[YP_OP_COUNT] = {0}, fused = 0;
     for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) {
         REQUIRE(gs[m] != NULL);
@@ -81,7 +84,8 @@ static void test_every_step_has_an_adapter(void) {
 static void test_eval_steps_have_adapters(void) {
     yp_err err;
     yp_graph *gs[] = {yp_test_model("yolov5n"), yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5s-v5.0.yaml", 0, &err),
-                      yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err)};
+                      yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err),
+                      yp_ir_load_file(YP_TEST_DATA "/ir/acts.json", &err)}; /* relu, leaky_relu, hardswish, zero_pad */
     int n_bn = 0, n_decode = 0;
     for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) {
         REQUIRE(gs[m] != NULL);
@@ -107,7 +111,7 @@ static void test_eval_steps_have_adapters(void) {
         }
         yp_schedule_free(s);
     }
-    CHECK(n_bn > 0 && n_decode == 3);
+    CHECK(n_bn > 0 && n_decode == 4);
     for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) yp_graph_free(gs[m]);
 }
 
