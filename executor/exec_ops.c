@@ -27,6 +27,14 @@ static const yp_exec_op_row rows[YP_OP_COUNT] = {
         .recompute = yp_exec_s2d_forward, .backward = yp_exec_s2d_backward},
     [YP_OP_ATTENTION] = {.op = YP_OP_ATTENTION, .forward = yp_exec_attn_forward, .recompute = yp_exec_attn_forward,
         .backward = yp_exec_attn_backward, .prepare = yp_exec_attn_prepare},
+    [YP_OP_RELU] = {.op = YP_OP_RELU, .forward = yp_exec_relu_forward, .recompute = yp_exec_relu_forward,
+        .backward = yp_exec_relu_backward},
+    [YP_OP_LEAKY_RELU] = {.op = YP_OP_LEAKY_RELU, .forward = yp_exec_leaky_relu_forward,
+        .recompute = yp_exec_leaky_relu_forward, .backward = yp_exec_leaky_relu_backward},
+    [YP_OP_HARDSWISH] = {.op = YP_OP_HARDSWISH, .forward = yp_exec_hardswish_forward,
+        .recompute = yp_exec_hardswish_forward, .backward = yp_exec_hardswish_backward},
+    [YP_OP_ZERO_PAD] = {.op = YP_OP_ZERO_PAD, .forward = yp_exec_zero_pad_forward,
+        .recompute = yp_exec_zero_pad_forward, .backward = yp_exec_zero_pad_backward},
 };
 
 const yp_exec_op_row *yp_exec_op_row_get(yp_op op) {

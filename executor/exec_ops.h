@@ -5,9 +5,10 @@
  * their initial values.
  * Nothing else in the executor switches on an op. The adapters live by family, one idea a file:
  * exec_conv.c (conv2d, detect), exec_bn.c (batchnorm2d, and the BN applied inside SiLU steps),
- * exec_pointwise.c (silu), exec_join.c (add, concat), exec_resample.c (upsample_nearest,
- * maxpool2d, space_to_depth), exec_attention.c (attention); exec_ops.c holds the table. The helpers below read a step's
- * operands (yp_operands, graph/yp_schedule.h) out of the arena. Executor-internal. */
+ * exec_pointwise.c (silu, relu, leaky_relu, hardswish), exec_join.c (add, concat),
+ * exec_resample.c (upsample_nearest, maxpool2d, space_to_depth, zero_pad), exec_attention.c
+ * (attention); exec_ops.c holds the table. The helpers below read a step's operands (yp_operands,
+ * graph/yp_schedule.h) out of the arena. Executor-internal. */
 #ifndef YP_EXEC_OPS_H
 #define YP_EXEC_OPS_H
 
@@ -113,6 +114,12 @@ int yp_exec_bn_silu_backward(const yp_exec_call *c); /* YP_FUSED_BN_SILU_BWD, th
 /* exec_pointwise.c */
 int yp_exec_silu_forward(const yp_exec_call *c); /* forward and recompute */
 int yp_exec_silu_backward(const yp_exec_call *c);
+int yp_exec_relu_forward(const yp_exec_call *c); /* forward and recompute, as the three below */
+int yp_exec_relu_backward(const yp_exec_call *c);
+int yp_exec_leaky_relu_forward(const yp_exec_call *c);
+int yp_exec_leaky_relu_backward(const yp_exec_call *c);
+int yp_exec_hardswish_forward(const yp_exec_call *c);
+int yp_exec_hardswish_backward(const yp_exec_call *c);
 /* exec_join.c */
 int yp_exec_add_forward(const yp_exec_call *c);
 int yp_exec_add_backward(const yp_exec_call *c);
@@ -125,6 +132,8 @@ int yp_exec_maxpool_forward(const yp_exec_call *c);
 int yp_exec_maxpool_backward(const yp_exec_call *c);
 int yp_exec_s2d_forward(const yp_exec_call *c);
 int yp_exec_s2d_backward(const yp_exec_call *c);
+int yp_exec_zero_pad_forward(const yp_exec_call *c);
+int yp_exec_zero_pad_backward(const yp_exec_call *c);
 /* exec_attention.c */
 int yp_exec_attn_forward(const yp_exec_call *c); /* forward and recompute */
 int yp_exec_attn_backward(const yp_exec_call *c);

@@ -1,4 +1,4 @@
-/* exec_resample.c - the upsample_nearest, maxpool2d and space_to_depth rows of the executor's op
+/* exec_resample.c - the upsample_nearest, maxpool2d, space_to_depth and zero_pad rows of the executor's op
  * table (exec_ops.h): the ops that move values between pixels; a backward whose input needs no
  * gradient does nothing. */
 #include "exec_ops.h"
@@ -59,5 +59,29 @@ int yp_exec_s2d_backward(const yp_exec_call *c) {
     YP_EXEC_OK(c->b->ops->space_to_depth_backward(c->b->be, E(c, dx), dims(c, dx), F(c, a->dy[0]), F(c, dx),
                                                   beta_of(c, dx)),
                "s2d backward");
+    return 0;
+}
+
+/* Zero_pad node n around tensor x (its input, or the input's gradient). */
+static yp_pad_desc pad_desc(const yp_exec_call *c, const yp_node *n, int x) {
+    const yp_pad_attrs *p = &n->a.pad;
+    yp_pad_desc d = {dims(c, x), p->left, p->right, p->top, p->bottom, E(c, x)};
+    return d;
+}
+
+int yp_exec_zero_pad_forward(const yp_exec_call *c) {
+    const yp_operands *a = &c->st->a;
+    yp_pad_desc d = pad_desc(c, node_of(c), a->x[0]);
+    YP_EXEC_OK(c->b->ops->zero_pad_forward(c->b->be, &d, F(c, a->x[0]), F(c, a->y[0])), "zero_pad");
+    return 0;
+}
+
+int yp_exec_zero_pad_backward(const yp_exec_call *c) {
+    const yp_operands *a = &c->st->a;
+    int dx = a->dx[0];
+    if (dx < 0) return 0; /* the input needs no gradient */
+    yp_pad_desc d = pad_desc(c, node_of(c), dx);
+    YP_EXEC_OK(c->b->ops->zero_pad_backward(c->b->be, &d, F(c, a->dy[0]), F(c, dx), beta_of(c, dx)),
+               "zero_pad backward");
     return 0;
 }

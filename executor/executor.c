@@ -116,6 +116,8 @@ static const char *missing_op(const yp_ops *o) {
     NEED_OP(maxpool_forward); NEED_OP(maxpool_backward); NEED_OP(space_to_depth_forward);
     NEED_OP(space_to_depth_backward); NEED_OP(sgd_step); NEED_OP(adam_step); NEED_OP(ema_update);
     NEED_OP(sum_squares); NEED_OP(loss_level); NEED_OP(attention_forward); NEED_OP(attention_backward);
+    NEED_OP(relu_forward); NEED_OP(relu_backward); NEED_OP(leaky_relu_forward); NEED_OP(leaky_relu_backward);
+    NEED_OP(hardswish_forward); NEED_OP(hardswish_backward); NEED_OP(zero_pad_forward); NEED_OP(zero_pad_backward);
     return NULL;
 }
 #undef NEED_OP

@@ -139,7 +139,7 @@ int yp_graph_check(const yp_graph *g, const char *file, yp_err *err) {
 int yp_layer_boundary_conv(const yp_graph *g, int l) {
     int v = g->layers[l].output;
     while (v >= 0 && g->nodes[v].layer == l &&
-           (g->nodes[v].op == YP_OP_SILU || g->nodes[v].op == YP_OP_BATCHNORM2D))
+           (yp_op_get(g->nodes[v].op)->activation || g->nodes[v].op == YP_OP_BATCHNORM2D))
         v = g->nodes[v].inputs[0];
     return v >= 0 && g->nodes[v].layer == l && g->nodes[v].op == YP_OP_CONV2D ? v : -1;
 }

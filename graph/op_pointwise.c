@@ -1,5 +1,5 @@
 /* op_pointwise.c - the per-element ops that keep their input's shape: batchnorm2d (with its
- * parameters and running statistics) and silu. */
+ * parameters and running statistics) and the activations silu, relu, leaky_relu, hardswish. */
 #include "ops_internal.h"
 
 /* ---------------------------------------------------------------- batchnorm2d */
@@ -45,4 +45,29 @@ void yp_bn_write(const yp_node *n, yp_attrs_out *out) {
 int64_t yp_silu_flops(const yp_node *n, yp_shape out) {
     (void)n;
     return 5 * yp_shape_numel(out);
+}
+
+/* ---------------------------------------------------------------- relu (every function a default) */
+
+/* ---------------------------------------------------------------- leaky_relu */
+
+int64_t yp_leaky_flops(const yp_node *n, yp_shape out) {
+    (void)n;
+    return 2 * yp_shape_numel(out); /* compare, multiply */
+}
+
+int yp_leaky_load(const yp_attrs_in *in, yp_node *n) {
+    static const char *const keys[] = {"slope", NULL};
+    return yp_attr_keys(in, keys) || yp_attr_num(in, "slope", 0.0, 1.0, &n->a.leaky.slope) ? -1 : 0;
+}
+
+void yp_leaky_write(const yp_node *n, yp_attrs_out *out) {
+    cJSON_AddNumberToObject(out->obj, "slope", n->a.leaky.slope);
+}
+
+/* ---------------------------------------------------------------- hardswish (checks, shape, attrs: the defaults) */
+
+int64_t yp_hardswish_flops(const yp_node *n, yp_shape out) {
+    (void)n;
+    return 4 * yp_shape_numel(out); /* x * clamp(x + 3, 0, 6) / 6 */
 }

@@ -1,5 +1,5 @@
 /* op_resample.c - the ops that change a map's spatial size and keep its data per channel:
- * upsample_nearest, maxpool2d, and space_to_depth (Focus: 2x2 pixel blocks to channels). */
+ * upsample_nearest, maxpool2d, space_to_depth (Focus: 2x2 pixel blocks to channels) and zero_pad. */
 #include "ops_internal.h"
 
 /* ---------------------------------------------------------------- upsample_nearest */
@@ -71,3 +71,33 @@ int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
 void yp_upsample_resample(const yp_node *n, int *down, int *up) { *down = 1, *up = n->a.up.scale; }
 void yp_maxpool_resample(const yp_node *n, int *down, int *up) { *down = n->a.pool.s, *up = 1; }
 void yp_s2d_resample(const yp_node *n, int *down, int *up) { (void)n, *down = 2, *up = 1; }
+
+/* ---------------------------------------------------------------- zero_pad */
+
+/* The widest zero border a side takes: yolov3-tiny pads one pixel; a border beyond this is no
+ * network's and would only make shapes that overflow later. */
+#define YP_PAD_MAX 1024
+
+int yp_zero_pad_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
+    const yp_pad_attrs *a = &n->a.pad;
+    (void)c;
+    o->out[0].h += a->top + a->bottom, o->out[0].w += a->left + a->right;
+    return 0;
+}
+
+int yp_zero_pad_load(const yp_attrs_in *in, yp_node *n) {
+    static const char *const keys[] = {"left", "right", "top", "bottom", NULL};
+    yp_pad_attrs *a = &n->a.pad;
+    if (yp_attr_keys(in, keys) || yp_attr_int(in, "left", 0, YP_PAD_MAX, &a->left) ||
+        yp_attr_int(in, "right", 0, YP_PAD_MAX, &a->right) || yp_attr_int(in, "top", 0, YP_PAD_MAX, &a->top) ||
+        yp_attr_int(in, "bottom", 0, YP_PAD_MAX, &a->bottom))
+        return -1;
+    return 0;
+}
+
+void yp_zero_pad_write(const yp_node *n, yp_attrs_out *out) {
+    cJSON_AddNumberToObject(out->obj, "left", n->a.pad.left);
+    cJSON_AddNumberToObject(out->obj, "right", n->a.pad.right);
+    cJSON_AddNumberToObject(out->obj, "top", n->a.pad.top);
+    cJSON_AddNumberToObject(out->obj, "bottom", n->a.pad.bottom);
+}

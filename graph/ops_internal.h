@@ -1,9 +1,9 @@
 /* ops_internal.h - what the op table (ops.c) and the per-op files share: the contexts the row
  * functions take, small helpers over them, and the per-op functions the table names. Graph-
  * internal: yp_graph.h is the interface and declares the contexts only by name.
- * Per-op files: op_conv.c (conv2d, detect), op_pointwise.c (batchnorm2d, silu), op_join.c (add,
- * concat), op_resample.c (upsample_nearest, maxpool2d, space_to_depth), op_attention.c (attention);
- * ops.c holds the table and
+ * Per-op files: op_conv.c (conv2d, detect), op_pointwise.c (batchnorm2d and the activations silu,
+ * relu, leaky_relu, hardswish), op_join.c (add, concat), op_resample.c (upsample_nearest, maxpool2d,
+ * space_to_depth, zero_pad), op_attention.c (attention); ops.c holds the table and
  * the defaults several rows share.
  * Defines: yp_check_ctx, yp_infer_ctx, yp_attrs_in, yp_attrs_out and their helpers. */
 #ifndef YP_OPS_INTERNAL_H
@@ -105,6 +105,10 @@ int64_t yp_bn_flops(const yp_node *n, yp_shape out);
 int yp_bn_load(const yp_attrs_in *in, yp_node *n);
 void yp_bn_write(const yp_node *n, yp_attrs_out *out);
 int64_t yp_silu_flops(const yp_node *n, yp_shape out);
+int64_t yp_leaky_flops(const yp_node *n, yp_shape out);
+int yp_leaky_load(const yp_attrs_in *in, yp_node *n);
+void yp_leaky_write(const yp_node *n, yp_attrs_out *out);
+int64_t yp_hardswish_flops(const yp_node *n, yp_shape out);
 
 /* ---- op_join.c ---- */
 int yp_add_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
@@ -127,6 +131,9 @@ void yp_maxpool_resample(const yp_node *n, int *down, int *up);
 int yp_s2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 void yp_s2d_resample(const yp_node *n, int *down, int *up);
+int yp_zero_pad_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
+int yp_zero_pad_load(const yp_attrs_in *in, yp_node *n);
+void yp_zero_pad_write(const yp_node *n, yp_attrs_out *out);
 
 /* ---- op_attention.c ---- */
 int yp_attn_check(const yp_check_ctx *c, const yp_node *n, int *c_out);

@@ -70,16 +70,17 @@ static int need_value(bld *b, int v) {
 
 /* The forward tensors node i's backward reads besides its output gradients (-1: not read). */
 typedef struct {
-    int x[YP_MAX_INPUTS], stats, indices;
+    int x[YP_MAX_INPUTS], y, stats, indices;
 } bwd_needs;
 
 static bwd_needs backward_needs(bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
     unsigned reads = yp_op_get(n->op)->bwd_reads;
-    bwd_needs nd = {.stats = -1, .indices = -1};
+    bwd_needs nd = {.y = -1, .stats = -1, .indices = -1};
     for (int k = 0; k < YP_MAX_INPUTS; k++) nd.x[k] = -1;
     if (reads & YP_BWD_INPUT || (reads & YP_BWD_INPUT_IF_TRAINS && b->trainable[i]))
         for (int k = 0; k < n->n_inputs; k++) nd.x[k] = need_value(b, n->inputs[k]);
+    if (reads & YP_BWD_OUTPUT) nd.y = need_value(b, i); /* kept, or recomputed from its inputs */
     if (reads & YP_BWD_STATS) nd.stats = b->stats_t[i];
     if (reads & YP_BWD_INDICES && b->rules->pool_indices) nd.indices = b->idx_t[i];
     return nd;
@@ -109,6 +110,7 @@ void sb_backward_node(bld *b, int i) {
         if (b->grad_t[i * YP_MAX_LEVELS + l] >= 0) sb_in_as(b, &a->dy[l], b->grad_t[i * YP_MAX_LEVELS + l]);
     for (int k = 0; k < YP_MAX_INPUTS; k++)
         if (nd.x[k] >= 0) sb_in_as(b, &a->x[k], nd.x[k]);
+    if (nd.y >= 0) sb_in_as(b, &a->y[0], nd.y);
     if (nd.stats >= 0) sb_in_as(b, &a->stats, nd.stats);
     if (nd.indices >= 0) sb_in_as(b, &a->indices, nd.indices);
     if (yp_op_get(n->op)->bwd_reads & YP_BWD_ATTN_PROBS) sb_attn_kept_in(b, i);

@@ -38,6 +38,10 @@ typedef enum {
     YP_OP_DETECT,
     YP_OP_SPACE_TO_DEPTH, /* Focus (YOLOv5 <= v5.0): 2x2 pixel blocks to channels, c -> 4c */
     YP_OP_ATTENTION,      /* C3TR: multi-head scaled dot-product attention over each image's pixels */
+    YP_OP_RELU,           /* nn.ReLU */
+    YP_OP_LEAKY_RELU,     /* nn.LeakyReLU(slope) */
+    YP_OP_HARDSWISH,      /* nn.Hardswish */
+    YP_OP_ZERO_PAD,       /* nn.ZeroPad2d((left, right, top, bottom)) */
     YP_OP_COUNT
 } yp_op;
 
@@ -50,6 +54,8 @@ typedef struct { int k, s, p; } yp_pool_attrs;
 typedef struct { int nc, na, nl; int c_in[YP_MAX_LEVELS]; } yp_detect_attrs;
 /* Attention: q, k, v (n, c, h, w) -> per image and head softmax(q_h k_h^T / sqrt(c/heads)) v_h. */
 typedef struct { int heads; } yp_attn_attrs;
+typedef struct { double slope; } yp_leaky_attrs;                 /* negative slope, 0..1 */
+typedef struct { int left, right, top, bottom; } yp_pad_attrs;   /* zeros added on each side */
 
 typedef union {
     yp_conv_attrs conv;
@@ -59,6 +65,8 @@ typedef union {
     yp_pool_attrs pool;
     yp_detect_attrs detect;
     yp_attn_attrs attn;
+    yp_leaky_attrs leaky;
+    yp_pad_attrs pad;
 } yp_attrs;
 
 typedef struct {
@@ -107,8 +115,9 @@ void yp_graph_free(yp_graph *g);
  * earlier, channel counts agree, detect matches nl/na, ...). Returns 0, or -1 with err set. */
 int yp_graph_check(const yp_graph *g, const char *file, yp_err *err);
 
-/* The conv whose output, through BN and SiLU, is layer l's output (a Conv's conv, a C3's cv3,
- * an SPPF's cv2), or -1 when the layer ends otherwise (concat, upsample, detect). */
+/* The conv whose output, through BN and an activation (yp_op_info.activation: SiLU, ReLU, ...),
+ * is layer l's output (a Conv's conv, a C3's cv3, an SPPF's cv2), or -1 when the layer ends
+ * otherwise (concat, upsample, detect). */
 int yp_layer_boundary_conv(const yp_graph *g, int l);
 
 /* Number of convs of layer l other than its boundary conv: what checkpointing l recomputes. */
@@ -158,11 +167,12 @@ typedef struct yp_attrs_out yp_attrs_out; /* a node's JSON attrs object being wr
 
 /* What an op's backward reads besides its output gradients (yp_op_info.bwd_reads). */
 enum {
-    YP_BWD_INPUT = 1,            /* its inputs' forward values (BN, SiLU, maxpool) */
+    YP_BWD_INPUT = 1,            /* its inputs' forward values (BN, SiLU, leaky_relu, hardswish, maxpool) */
     YP_BWD_INPUT_IF_TRAINS = 2,  /* its inputs' values when its weights get gradients (conv, Detect) */
     YP_BWD_STATS = 4,            /* its batch statistics (BN) */
     YP_BWD_INDICES = 8,          /* its argmax, where the saving policy keeps one (maxpool) */
     YP_BWD_ATTN_PROBS = 16,      /* its softmax output, where the saving policy keeps it (attention) */
+    YP_BWD_OUTPUT = 32,          /* its own output's forward value (ReLU: PyTorch saves the result) */
 };
 
 typedef struct {
@@ -173,6 +183,8 @@ typedef struct {
     int fwd_launches;      /* kernel launches of its forward (and recompute) step */
     int bwd_launches;      /* ... of its backward step (conv: data and weight gradients) */
     unsigned bwd_reads;    /* YP_BWD_* flags: what its backward step reads */
+    int activation;        /* a pointwise activation that follows a conv's BN (silu, relu, leaky_relu,
+                            * hardswish): a layer's boundary conv is found through it */
     /* Checks node n's attrs against its inputs' channels (the input count and ids are checked
      * already) and sets *c_out to its output channels, -1 when it has no single output. 0, or -1
      * with the error set. */

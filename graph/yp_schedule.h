@@ -45,7 +45,8 @@ typedef enum {
 /* What the forward pass keeps for backward: the rest is recomputed in backward. */
 typedef enum {
     YP_SAVE_YOLOPLAN, /* conv outputs (pre-BN) + BN statistics; the rest is recomputed */
-    YP_SAVE_PYTORCH,  /* what PyTorch autograd saves: conv/BN/SiLU inputs, BN stats, maxpool input+indices */
+    YP_SAVE_PYTORCH,  /* what PyTorch autograd saves: conv/BN/SiLU/leaky/hardswish inputs, ReLU outputs,
+                       * BN stats, maxpool input+indices */
     YP_SAVE_CONCAT,   /* yoloplan's, plus concat outputs: no concat, nor the branches it joins, is rebuilt
                        * (measured on the CPU: half the recompute time of yolov5s for ~17% more saved) */
     YP_SAVE_COUNT
@@ -258,7 +259,8 @@ typedef struct {
  *   loss       x[l]: Detect's outputs; targets; loss_assign, loss_objmap, loss_value (written);
  *              dx[l]: the gradients of Detect's outputs (written; absent when nothing trains)
  *   backward   dy[l]: the gradients of the outputs; x[k]: the forward values backward reads (conv
- *              and Detect inputs when the node trains, the BN/SiLU/maxpool input), stats, indices;
+ *              and Detect inputs when the node trains, the BN/SiLU/maxpool input), y[0]: the
+ *              node's own forward output where its backward reads that (ReLU), stats, indices;
  *              w, bias, gamma, beta; dx[k]: input k's gradient (absent when input k needs none;
  *              also an input when the step adds to it, yp_tensor.producer says which); dw, dbias,
  *              dgamma, dbeta (read and accumulated; absent when the node is frozen)

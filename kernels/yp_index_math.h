@@ -1,4 +1,5 @@
-/* yp_index_math.h - the data-movement ops (yp_ops.h: concat, upsample, maxpool, space_to_depth)
+/* yp_index_math.h - the data-movement ops (yp_ops.h: concat, upsample, maxpool, space_to_depth,
+ * zero_pad)
  * as one output element at a time, in index arithmetic on NHWC tensors with 64-bit indices:
  * each function computes element `o` (or `e`) of the op's output from its inputs, so a caller
  * that runs it for every index in any order, one thread per index, computes the whole op with
@@ -154,6 +155,30 @@ static inline YP_INDEX_HD int64_t yp_s2d_target(yp_dims in, int64_t e) {
     int64_t iy = t % in.h, i = t / in.h;
     int64_t b = (iy & 1) | ((ix & 1) << 1);
     return ((i * oh + iy / 2) * ow + ix / 2) * 4 * C + b * C + c;
+}
+
+/* Zero padding (zero_pad): output element o of (n, h + top + bottom, w + left + right, c) copies
+ * this input element, or is 0 where it is -1 (the border). */
+static inline YP_INDEX_HD int64_t yp_pad_source(const yp_pad_desc *d, int64_t o) {
+    const int64_t C = d->in.c, OW = d->in.w + d->left + d->right, OH = d->in.h + d->top + d->bottom;
+    int64_t c = o % C, t = o / C;
+    int64_t ox = t % OW;
+    t /= OW;
+    int64_t oy = t % OH, i = t / OH;
+    int64_t iy = oy - d->top, ix = ox - d->left;
+    if (iy < 0 || iy >= d->in.h || ix < 0 || ix >= d->in.w) return -1;
+    return ((i * d->in.h + iy) * d->in.w + ix) * C + c;
+}
+
+/* The inverse: the output element input element e is copied to (exactly one; the border's
+ * gradient goes nowhere). */
+static inline YP_INDEX_HD int64_t yp_pad_target(const yp_pad_desc *d, int64_t e) {
+    const int64_t C = d->in.c, OW = d->in.w + d->left + d->right, OH = d->in.h + d->top + d->bottom;
+    int64_t c = e % C, t = e / C;
+    int64_t ix = t % d->in.w;
+    t /= d->in.w;
+    int64_t iy = t % d->in.h, i = t / d->in.h;
+    return ((i * OH + iy + d->top) * OW + ix + d->left) * C + c;
 }
 
 #endif

@@ -10,7 +10,7 @@
  * holds what the ops need beyond their operands: the thread count, library handles, the stream,
  * per-shape caches. Call an entry of be->ops with that same be.
  *
- * Element type (yp_elem): conv, BN, pooling, the loss and the decode carry it in their descriptor
+ * Element type (yp_elem): conv, BN, pooling, zero padding, the loss and the decode carry it in their descriptor
  * (`dtype`); every other op takes it as the parameter right after `be`. It is the type of the
  * tensor operands: the activations and their gradients (x, y, dx, dy, a conv's weights and bias as
  * the conv reads them, the loss's predictions and their gradients, the decode's input), and for
@@ -78,6 +78,13 @@ typedef struct {
     int k, s, p;
     yp_elem dtype;
 } yp_pool_desc;
+
+/* Zero padding: out = (in.n, in.h + top + bottom, in.w + left + right, in.c). */
+typedef struct {
+    yp_dims in;
+    int left, right, top, bottom; /* each >= 0 */
+    yp_elem dtype;
+} yp_pad_desc;
 
 /* The betas of a backward entry with two kinds of gradient outputs: `dx` for the input's
  * gradient, `w` for the parameters' (weight and bias) gradients. */
@@ -157,6 +164,20 @@ typedef struct yp_ops {
     int (*silu_forward)(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
     /* dx[i] = dy[i] * s * (1 + x[i] * (1 - s)), s = sigmoid(x[i]); dx may alias dy. */
     int (*silu_backward)(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
+    /* The other activations (PyTorch 1.13's formulas, kernels/yp_act_math.h); x and y may be one
+     * buffer, and so may dy and dx when beta is 0 (dx = beta*dx + the gradient).
+     * ReLU: y = max(x, 0); its backward reads the output y, as autograd saves it: dx += dy where y > 0. */
+    int (*relu_forward)(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
+    int (*relu_backward)(yp_backend *be, yp_elem dt, const float *y, const float *dy, float *dx, float beta,
+                         int64_t n);
+    /* LeakyReLU: y = x > 0 ? x : slope*x; backward from the input x. */
+    int (*leaky_relu_forward)(yp_backend *be, yp_elem dt, float slope, const float *x, float *y, int64_t n);
+    int (*leaky_relu_backward)(yp_backend *be, yp_elem dt, float slope, const float *x, const float *dy, float *dx,
+                               float beta, int64_t n);
+    /* Hardswish: y = x * clamp(x + 3, 0, 6) / 6; backward from the input x (dy from x = 3 on). */
+    int (*hardswish_forward)(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
+    int (*hardswish_backward)(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, float beta,
+                              int64_t n);
 
     /* The scratch the conv entries below need for d at `stage`, in floats, in two parts that a
      * planner sizes separately: `per_image` grows with the image (passed as `ws`), `fixed` does not
@@ -251,6 +272,11 @@ typedef struct yp_ops {
      * (2*oy + (b & 1), 2*ox + (b >> 1)). in.h and in.w must be even. */
     int (*space_to_depth_forward)(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
     int (*space_to_depth_backward)(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx, float beta);
+
+    /* nn.ZeroPad2d((left, right, top, bottom)): x (d->in) inside a border of zeros; backward is
+     * dx = beta*dx + dy's interior (the border's gradient goes nowhere). */
+    int (*zero_pad_forward)(yp_backend *be, const yp_pad_desc *d, const float *x, float *y);
+    int (*zero_pad_backward)(yp_backend *be, const yp_pad_desc *d, const float *dy, float *dx, float beta);
 
     /* SGD (Nesterov, PyTorch semantics) on one parameter tensor: g = grad*scale + wd*w;
      * m = momentum*m + g; w -= lr * (g + momentum*m). Reads lr, momentum, weight_decay, grad_scale. */

@@ -13,8 +13,9 @@
  *   - BatchNorm runs on the low-precision conv output with its fp32 parameters: it saves that
  *     input (low precision) and its batch mean and inverse std (fp32, 2 * c); its output is low
  *     precision;
- *   - SiLU saves its low-precision input; max-pool its low-precision input and int64 indices;
- *     add, concat and upsample save nothing.
+ *   - SiLU, LeakyReLU and Hardswish save their low-precision input, ReLU its output (the
+ *     result); max-pool its low-precision input and int64 indices; add, concat, upsample and
+ *     zero_pad save nothing.
  * The schedule keeps the LOWP copies for the whole step (yoloplan casts once per update), where
  * PyTorch makes them in forward and frees each at its conv's backward; the bytes are the same.
  * Each distinct tensor counts once; parameters and buffers do not count. */

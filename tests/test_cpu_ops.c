@@ -164,6 +164,13 @@ static void test_maxpool_wide(void) {
 static void test_maxpool_k3s2p1(void) {
     maxpool_fixture("maxpool_k3s2p1", (yp_dims){2, 7, 8, 3}, 3, 2, 1);
 }
+/* yolov3-tiny's pools: k 2 s 2 (an odd height drops its last row) and k 2 s 1 after its zero pad. */
+static void test_maxpool_k2s2p0(void) {
+    maxpool_fixture("maxpool_k2s2p0", (yp_dims){2, 7, 8, 3}, 2, 2, 0);
+}
+static void test_maxpool_k2s1p0(void) {
+    maxpool_fixture("maxpool_k2s1p0", (yp_dims){2, 6, 5, 3}, 2, 1, 0);
+}
 
 /* NaN wins its window (PyTorch propagates it); padding wider than k/2 is refused. */
 static void test_maxpool_nan_and_errors(void) {
@@ -413,6 +420,8 @@ int main(int argc, char **argv) {
     YP_RUN(test_maxpool_k5s1p2);
     YP_RUN(test_maxpool_wide);
     YP_RUN(test_maxpool_k3s2p1);
+    YP_RUN(test_maxpool_k2s2p0);
+    YP_RUN(test_maxpool_k2s1p0);
     YP_RUN(test_maxpool_nan_and_errors);
     YP_RUN(test_sgd_nesterov);
     YP_RUN(test_adam);

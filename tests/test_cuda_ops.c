@@ -301,6 +301,66 @@ static void test_space_to_depth(void) {
     }
 }
 
+/* Zero padding: a copy, exact both ways. */
+static void test_zero_pad(void) {
+    const yp_pad_desc cases[] = {{{2, 13, 13, 5}, 0, 1, 0, 1, YP_ELEM_F32}, {{1, 4, 7, 3}, 2, 1, 3, 0, YP_ELEM_F32}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const yp_pad_desc *d = &cases[k];
+        const int64_t nx = d->in.n * d->in.h * d->in.w * d->in.c;
+        const int64_t ny = d->in.n * (d->in.h + d->top + d->bottom) * (d->in.w + d->left + d->right) * d->in.c;
+        buf x = buf_rand(nx, 130 + k, -2, 2, 0), y = buf_nan(ny), dy = buf_rand(ny, 140 + k, -1, 1, 0);
+        REQUIRE(x.d && y.d && dy.d);
+        CHECK(cpu->ops->zero_pad_forward(cpu, d, x.h, y.h) == 0);
+        GPU_OK(gpu->ops->zero_pad_forward(gpu, d, x.d, y.d));
+        CHECK_EQ_I64(compare("zero_pad_forward", &y, 0, 0), 0);
+        for (int b = 0; b < 2; b++) {
+            buf dx = buf_out(nx, betas01[b], 150 + k);
+            CHECK(cpu->ops->zero_pad_backward(cpu, d, dy.h, dx.h, betas01[b]) == 0);
+            GPU_OK(gpu->ops->zero_pad_backward(gpu, d, dy.d, dx.d, betas01[b]));
+            CHECK_EQ_I64(compare(b ? "zero_pad_backward beta 1" : "zero_pad_backward beta 0", &dx, 0, 0), 0);
+            buf_free(&dx);
+        }
+        buf_free(&x), buf_free(&y), buf_free(&dy);
+    }
+}
+
+/* ReLU, LeakyReLU and Hardswish: the element functions of yp_act_math.h on both sides, so the
+ * bits agree (x quantised to 1/8 over [-5, 5) hits 0 and +-3 exactly, the pieces' ends). */
+static void test_activations(void) {
+    const int64_t n = 70001; /* not a multiple of the block */
+    buf x = buf_rand(n, 160, -5, 5, 0.125f), y = buf_nan(n), dy = buf_rand(n, 161, -1, 1, 0);
+    REQUIRE(x.d && y.d && dy.d);
+    CHECK(cpu->ops->relu_forward(cpu, YP_ELEM_F32, x.h, y.h, n) == 0);
+    GPU_OK(gpu->ops->relu_forward(gpu, YP_ELEM_F32, x.d, y.d, n));
+    CHECK_EQ_I64(compare("relu_forward", &y, 0, 0), 0);
+    for (int b = 0; b < 2; b++) {
+        buf dx = buf_out(n, betas01[b], 162);
+        CHECK(cpu->ops->relu_backward(cpu, YP_ELEM_F32, y.h, dy.h, dx.h, betas01[b], n) == 0);
+        GPU_OK(gpu->ops->relu_backward(gpu, YP_ELEM_F32, y.d, dy.d, dx.d, betas01[b], n));
+        CHECK_EQ_I64(compare("relu_backward", &dx, 0, 0), 0);
+        buf_free(&dx);
+        dx = buf_out(n, betas01[b], 163);
+        CHECK(cpu->ops->leaky_relu_backward(cpu, YP_ELEM_F32, 0.1f, x.h, dy.h, dx.h, betas01[b], n) == 0);
+        GPU_OK(gpu->ops->leaky_relu_backward(gpu, YP_ELEM_F32, 0.1f, x.d, dy.d, dx.d, betas01[b], n));
+        CHECK_EQ_I64(compare("leaky_relu_backward", &dx, 0, 0), 0);
+        buf_free(&dx);
+        dx = buf_out(n, betas01[b], 164);
+        CHECK(cpu->ops->hardswish_backward(cpu, YP_ELEM_F32, x.h, dy.h, dx.h, betas01[b], n) == 0);
+        GPU_OK(gpu->ops->hardswish_backward(gpu, YP_ELEM_F32, x.d, dy.d, dx.d, betas01[b], n));
+        CHECK_EQ_I64(compare("hardswish_backward", &dx, 1e-6, 0), 0);
+        buf_free(&dx);
+    }
+    CHECK(cpu->ops->leaky_relu_forward(cpu, YP_ELEM_F32, 0.1f, x.h, y.h, n) == 0);
+    GPU_OK(gpu->ops->leaky_relu_forward(gpu, YP_ELEM_F32, 0.1f, x.d, y.d, n));
+    CHECK_EQ_I64(compare("leaky_relu_forward", &y, 0, 0), 0);
+    CHECK(cpu->ops->hardswish_forward(cpu, YP_ELEM_F32, x.h, y.h, n) == 0);
+    GPU_OK(gpu->ops->hardswish_forward(gpu, YP_ELEM_F32, x.d, y.d, n));
+    CHECK_EQ_I64(compare("hardswish_forward", &y, 1e-6, 0), 0);
+    CHECK(gpu->ops->relu_forward(gpu, YP_ELEM_F16, x.d, y.d, n) == -1); /* fp32 only, as the others */
+    CHECK_STR_HAS(gpu->last_error(gpu), "relu_forward");
+    buf_free(&x), buf_free(&y), buf_free(&dy);
+}
+
 /* ---- BatchNorm ---- */
 
 #define BN_RTOL 1e-4
@@ -577,6 +637,8 @@ int main(void) {
     YP_RUN(test_upsample);
     YP_RUN(test_maxpool);
     YP_RUN(test_space_to_depth);
+    YP_RUN(test_zero_pad);
+    YP_RUN(test_activations);
     YP_RUN(test_bn);
     YP_RUN(test_optim);
     YP_RUN(test_sum_squares);

@@ -1,5 +1,5 @@
 /* test_kernels_index.c - the host+device element functions the CUDA kernels are made of
- * (kernels/yp_index_math.h, kernels/yp_bn_math.h), run on the host the way the kernels run them
+ * (kernels/yp_index_math.h with zero_pad's, kernels/yp_bn_math.h), run on the host the way the kernels run them
  * (one call per output element, in any order; BN's per-channel sums then the shared formulas)
  * and compared with the CPU backend's ops. So the CUDA backend's index arithmetic and BN
  * formulas are checked on machines without a GPU. The data-movement gathers add in the CPU's
@@ -187,6 +187,43 @@ static void test_space_to_depth(void) {
     }
 }
 
+/* Zero padding as eltwise.cu runs it: each output element from yp_pad_source (0 in the border),
+ * each input gradient gathered from yp_pad_target; the CPU's bits, both betas. */
+static void test_zero_pad(void) {
+    const yp_pad_desc cases[] = {{{2, 13, 13, 5}, 0, 1, 0, 1, YP_ELEM_F32}, {{1, 4, 7, 3}, 2, 1, 3, 0, YP_ELEM_F32}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const yp_pad_desc *d = &cases[k];
+        const int64_t nx = d->in.n * d->in.h * d->in.w * d->in.c;
+        const int64_t ny = d->in.n * (d->in.h + d->top + d->bottom) * (d->in.w + d->left + d->right) * d->in.c;
+        float *x = rand_buf(nx, 90 + k, -2, 2, 0), *y = rand_buf(ny, 91, 0, 1, 0), *ye = rand_buf(ny, 92, 0, 1, 0);
+        REQUIRE(x && y && ye);
+        CHECK(cpu->ops->zero_pad_forward(cpu, d, x, y) == 0);
+        int64_t border = 0;
+        for (int64_t o = 0; o < ny; o++) {
+            int64_t src = yp_pad_source(d, o);
+            ye[o] = src < 0 ? 0.0f : x[src];
+            border += src < 0;
+        }
+        CHECK_EQ_I64(border, ny - nx);
+        CHECK(same("zero_pad forward", ye, y, ny));
+        for (int64_t e = 0; e < nx; e++) /* the target of each input element holds it */
+            if (yp_pad_source(d, yp_pad_target(d, e)) != e) {
+                CHECK(!"yp_pad_target inverts yp_pad_source");
+                break;
+            }
+        for (int b = 0; b < 2; b++) {
+            float *dx = rand_buf(nx, 95 + k, -1, 1, 0), *dxe = copy_buf(dx, nx);
+            REQUIRE(dx && dxe);
+            CHECK(cpu->ops->zero_pad_backward(cpu, d, y, dx, betas[b]) == 0);
+            for (int64_t e = 0; e < nx; e++)
+                dxe[e] = yp_acc(betas[b], &dxe[e], y[yp_pad_target(d, e)]);
+            CHECK(same(b ? "zero_pad backward beta 1" : "zero_pad backward beta 0", dxe, dx, nx));
+            free(dx), free(dxe);
+        }
+        free(x), free(y), free(ye);
+    }
+}
+
 /* BN as bn.cu computes it: per channel, double sums over the rows in row order (the GPU's order
  * differs: a tree over row lanes), then yp_bn_stats / yp_bn_fold / yp_bn_backward_channel /
  * yp_bn_dx. */
@@ -265,6 +302,7 @@ int main(void) {
     YP_RUN(test_upsample);
     YP_RUN(test_maxpool);
     YP_RUN(test_space_to_depth);
+    YP_RUN(test_zero_pad);
     YP_RUN(test_bn);
     yp_backend_free(cpu);
     return yp_test_summary();

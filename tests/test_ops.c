@@ -3,6 +3,7 @@
  * say what those layers assumed before they asked the rows. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "yp_ir.h"
 #include "yp_test.h"
@@ -80,6 +81,84 @@ static void test_bwd_reads(void) {
         CHECK(yp_op_get(gradient_only[k])->bwd_reads == 0);
 }
 
+/* The rows added for YOLOv5's `activation:` key and yolov3-tiny: ReLU's backward reads its output
+ * (PyTorch saves the result), LeakyReLU's and Hardswish's their input, the pad's nothing; FLOPs
+ * per output element 1, 2, 4 and 1; the four activations, and only they, are what the checkpoint
+ * boundary looks through. */
+static void test_activation_rows(void) {
+    CHECK(yp_op_get(YP_OP_RELU)->bwd_reads == YP_BWD_OUTPUT);
+    CHECK(yp_op_get(YP_OP_LEAKY_RELU)->bwd_reads == YP_BWD_INPUT);
+    CHECK(yp_op_get(YP_OP_HARDSWISH)->bwd_reads == YP_BWD_INPUT);
+    CHECK(yp_op_get(YP_OP_ZERO_PAD)->bwd_reads == 0);
+    yp_shape out = {2, 3, 5, 7};
+    const struct { yp_op op; int64_t per; } fl[] = {
+        {YP_OP_RELU, 1}, {YP_OP_LEAKY_RELU, 2}, {YP_OP_HARDSWISH, 4}, {YP_OP_ZERO_PAD, 1}};
+    for (size_t k = 0; k < sizeof fl / sizeof *fl; k++) {
+        yp_node n = {0};
+        n.op = fl[k].op;
+        const yp_op_info *r = yp_op_get(fl[k].op);
+        CHECK_EQ_I64(r->eltwise_flops(&n, out), fl[k].per * yp_shape_numel(out));
+        CHECK(r->matrix_math == 0 && r->fwd_launches == 1 && r->bwd_launches == 1);
+    }
+    for (int op = 0; op < YP_OP_COUNT; op++) {
+        int act = op == YP_OP_SILU || op == YP_OP_RELU || op == YP_OP_LEAKY_RELU || op == YP_OP_HARDSWISH;
+        CHECK_EQ_I64(yp_op_get((yp_op)op)->activation, act);
+    }
+}
+
+/* acts.json with `from` replaced by `to` (which must occur) loads, or fails with a message holding
+ * `want`. */
+static void load_edited(const char *from, const char *to, const char *want) {
+    size_t len = 0;
+    char *buf = read_all(YP_TEST_DATA "/ir/acts.json", &len), *out = malloc(len + 256);
+    REQUIRE(buf != NULL && out != NULL);
+    char *at = strstr(buf, from);
+    REQUIRE(at != NULL);
+    snprintf(out, len + 256, "%.*s%s%s", (int)(at - buf), buf, to, at + strlen(from));
+    yp_err err;
+    yp_graph *g = yp_ir_load_buffer(out, strlen(out), "acts.json", &err);
+    if (want) {
+        CHECK(g == NULL);
+        if (!g) CHECK_STR_HAS(err.msg, want);
+    } else {
+        CHECK(g != NULL);
+    }
+    yp_graph_free(g);
+    free(buf), free(out);
+}
+
+/* The new attrs: read, range-checked with the path in the message, unknown keys refused, and
+ * written back as read (a round trip gives the same file). */
+static void test_activation_attrs(void) {
+    yp_err err;
+    yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/acts.json", &err);
+    REQUIRE(g != NULL);
+    CHECK(g->nodes[2].op == YP_OP_LEAKY_RELU && g->nodes[2].a.leaky.slope == 0.1);
+    const yp_pad_attrs *p = &g->nodes[9].a.pad;
+    CHECK(g->nodes[9].op == YP_OP_ZERO_PAD && p->left == 0 && p->right == 1 && p->top == 0 && p->bottom == 1);
+    char *text = yp_ir_write_string(g);
+    REQUIRE(text != NULL);
+    yp_graph *g2 = yp_ir_load_buffer(text, strlen(text), "written", &err);
+    REQUIRE(g2 != NULL);
+    char *text2 = yp_ir_write_string(g2);
+    CHECK(text2 && strcmp(text, text2) == 0);
+    CHECK(g2->nodes[2].a.leaky.slope == 0.1 && g2->nodes[9].a.pad.bottom == 1);
+    yp_node_info info[13];
+    REQUIRE(g->n_nodes == 13);
+    CHECK(yp_graph_infer(g, 1, 32, 32, info, &err) == 0);
+    CHECK(info[9].out[0].h == 17 && info[9].out[0].w == 17 && info[9].out[0].c == 8); /* 16 + 0 + 1 */
+    CHECK(info[10].out[0].h == 16 && info[11].out[0].h == 8);
+    free(text), free(text2);
+    yp_graph_free(g2), yp_graph_free(g);
+    load_edited("\"slope\": 0.1", "\"slope\": 1.5", "acts.json: nodes[2].attrs.slope: expected a number in 0..1, got 1.5");
+    load_edited("\"slope\": 0.1", "\"negative_slope\": 0.1", "negative_slope");
+    load_edited("\"left\": 0", "\"left\": -1", "nodes[9].attrs.left");
+    load_edited("\"bottom\": 1", "\"bottom\": 5000", "nodes[9].attrs.bottom");
+    load_edited("\"right\": 1, ", "", "right");
+    load_edited("\"inputs\": [7]}", "\"inputs\": [7], \"attrs\": {\"x\": 1}}", "nodes[8].attrs");
+    load_edited("\"slope\": 0.1", "\"slope\": 0", NULL); /* the ends of the range load */
+}
+
 static void test_unknown_op_lists_rows(void) {
     size_t len = 0;
     char *buf = read_all(YP_TEST_DATA "/ir/tiny.json", &len);
@@ -103,6 +182,8 @@ int main(void) {
     YP_RUN(test_matrix_math);
     YP_RUN(test_eltwise_flops);
     YP_RUN(test_bwd_reads);
+    YP_RUN(test_activation_rows);
+    YP_RUN(test_activation_attrs);
     YP_RUN(test_unknown_op_lists_rows);
     return yp_test_summary();
 }

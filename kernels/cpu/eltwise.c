@@ -1,5 +1,6 @@
 /* eltwise.c - the data-movement ops on the CPU (NHWC, fp32): add, the gradient accumulation
- * axpy_grad, channel concat, nearest upsampling and space_to_depth (Focus), forward and backward.
+ * axpy_grad, channel concat, nearest upsampling, space_to_depth (Focus) and zero padding, forward
+ * and backward.
  * Every backward writes dx = beta*dx + (its gradient) and never reads dx when beta is 0. */
 #include <string.h>
 
@@ -226,5 +227,49 @@ int yp_cpu_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const
                 for (int b = 0; b < 4; b++, g += C)
                     accumulate(dx + s2d_source(in, i, oy, ox, b), g, C, beta);
         }
+    return 0;
+}
+
+/* ---- zero padding: each output row is zeros, the input row, zeros (or all zeros in the border) */
+
+static int pad_check(const char *op, const yp_pad_desc *d, const void *a, const void *b) {
+    if (!d) return yp_cpu_fail("%s: NULL descriptor", op);
+    if (yp_cpu_check_elem(op, d->dtype) || yp_cpu_check_dims(op, "input", d->in) ||
+        yp_cpu_check_ptrs(op, 2, (const void *[]){a, b}))
+        return -1;
+    if (d->left < 0 || d->right < 0 || d->top < 0 || d->bottom < 0)
+        return yp_cpu_fail("%s: negative padding (left %d, right %d, top %d, bottom %d)", op, d->left, d->right,
+                           d->top, d->bottom);
+    return 0;
+}
+
+int yp_cpu_zero_pad_forward(yp_backend *be, const yp_pad_desc *d, const float *x, float *y) {
+    (void)be;
+    if (pad_check("zero_pad_forward", d, x, y)) return -1;
+    const int64_t C = d->in.c, W = d->in.w, H = d->in.h, OW = W + d->left + d->right, OH = H + d->top + d->bottom;
+#pragma omp parallel for collapse(2) schedule(static) if (d->in.n * OH * OW * C >= YP_PAR_MIN)
+    for (int64_t i = 0; i < d->in.n; i++)
+        for (int64_t oy = 0; oy < OH; oy++) {
+            float *row = y + (i * OH + oy) * OW * C;
+            int64_t iy = oy - d->top;
+            if (iy < 0 || iy >= H) {
+                memset(row, 0, (size_t)(OW * C) * sizeof *row);
+                continue;
+            }
+            memset(row, 0, (size_t)(d->left * C) * sizeof *row);
+            memcpy(row + d->left * C, x + (i * H + iy) * W * C, (size_t)(W * C) * sizeof *row);
+            memset(row + (d->left + W) * C, 0, (size_t)(d->right * C) * sizeof *row);
+        }
+    return 0;
+}
+
+int yp_cpu_zero_pad_backward(yp_backend *be, const yp_pad_desc *d, const float *dy, float *dx, float beta) {
+    (void)be;
+    if (pad_check("zero_pad_backward", d, dy, dx)) return -1;
+    const int64_t C = d->in.c, W = d->in.w, H = d->in.h, OW = W + d->left + d->right, OH = H + d->top + d->bottom;
+#pragma omp parallel for collapse(2) schedule(static) if (d->in.n * H * W * C >= YP_PAR_MIN)
+    for (int64_t i = 0; i < d->in.n; i++)
+        for (int64_t iy = 0; iy < H; iy++)
+            accumulate(dx + (i * H + iy) * W * C, dy + ((i * OH + iy + d->top) * OW + d->left) * C, W * C, beta);
     return 0;
 }

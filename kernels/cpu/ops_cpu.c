@@ -1,6 +1,6 @@
 /* ops_cpu.c - the CPU backend's op table (yp_ops.h) and the small argument checks its op files
- * share. The kernels themselves live in conv.c, bn.c, eltwise.c, pool.c, attention.c, optim.c, loss.c (with
- * ciou.c) and decode.c. */
+ * share. The kernels themselves live in silu.c, act.c, conv.c, bn.c, eltwise.c, pool.c, attention.c,
+ * optim.c, loss.c (with ciou.c) and decode.c. */
 #include <string.h>
 
 #include "yp_cpu.h"
@@ -41,6 +41,12 @@ void yp_cpu_scale_beta(float *x, int64_t n, float beta) {
 const yp_ops yp_cpu_ops = {
     .silu_forward = yp_cpu_silu_forward,
     .silu_backward = yp_cpu_silu_backward,
+    .relu_forward = yp_cpu_relu_forward,
+    .relu_backward = yp_cpu_relu_backward,
+    .leaky_relu_forward = yp_cpu_leaky_relu_forward,
+    .leaky_relu_backward = yp_cpu_leaky_relu_backward,
+    .hardswish_forward = yp_cpu_hardswish_forward,
+    .hardswish_backward = yp_cpu_hardswish_backward,
     .conv2d_scratch = yp_cpu_conv2d_scratch,
     .conv2d_prepare = yp_cpu_conv2d_prepare,
     .conv2d_forward = yp_cpu_conv2d_forward,
@@ -65,6 +71,8 @@ const yp_ops yp_cpu_ops = {
     .space_to_depth_backward = yp_cpu_space_to_depth_backward,
     .attention_forward = yp_cpu_attention_forward,
     .attention_backward = yp_cpu_attention_backward,
+    .zero_pad_forward = yp_cpu_zero_pad_forward,
+    .zero_pad_backward = yp_cpu_zero_pad_backward,
     .sgd_step = yp_cpu_sgd_step,
     .adam_step = yp_cpu_adam_step,
     .ema_update = yp_cpu_ema_update,

@@ -62,6 +62,17 @@ void yp_cpu_conv_destroy(yp_cpu_backend *cb);
 int yp_cpu_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
 int yp_cpu_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
 
+/* act.c */
+int yp_cpu_relu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
+int yp_cpu_relu_backward(yp_backend *be, yp_elem dt, const float *y, const float *dy, float *dx, float beta,
+                         int64_t n);
+int yp_cpu_leaky_relu_forward(yp_backend *be, yp_elem dt, float slope, const float *x, float *y, int64_t n);
+int yp_cpu_leaky_relu_backward(yp_backend *be, yp_elem dt, float slope, const float *x, const float *dy, float *dx,
+                               float beta, int64_t n);
+int yp_cpu_hardswish_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
+int yp_cpu_hardswish_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, float beta,
+                              int64_t n);
+
 /* conv.c */
 int yp_cpu_conv2d_scratch(yp_backend *be, const yp_conv_desc *d, int has_bias, yp_conv_stage stage,
                           int64_t *per_image, int64_t *fixed);
@@ -101,6 +112,8 @@ int yp_cpu_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale, 
                              float beta);
 int yp_cpu_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
 int yp_cpu_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx, float beta);
+int yp_cpu_zero_pad_forward(yp_backend *be, const yp_pad_desc *d, const float *x, float *y);
+int yp_cpu_zero_pad_backward(yp_backend *be, const yp_pad_desc *d, const float *dy, float *dx, float beta);
 
 /* attention.c */
 int yp_cpu_attention_forward(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,

@@ -147,6 +147,7 @@ static yp_ops make_cuda_ops() {
     memset(&o, 0, sizeof o);
     o.silu_forward = yp_cuda_silu_forward;
     o.silu_backward = yp_cuda_silu_backward;
+    yp_cuda_register_act(&o);
     yp_cuda_register_conv(&o);
     yp_cuda_register_detect(&o);
     yp_cuda_register_loss(&o);

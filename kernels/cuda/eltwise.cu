@@ -1,5 +1,5 @@
 // eltwise.cu - the data-movement ops on the GPU (NHWC, fp32; F16/BF16 refused): add, axpy_grad,
-// channel concat, nearest upsampling, max pooling and space_to_depth (Focus), forward and
+// channel concat, nearest upsampling, max pooling, space_to_depth (Focus) and zero padding, forward and
 // backward, with the CPU backend's semantics (kernels/cpu/eltwise.c, pool.c).
 // One thread per output element of each kernel, in grid-stride loops with 64-bit indices, each
 // element computed by the shared host+device functions of kernels/yp_index_math.h (tested on the
@@ -71,6 +71,19 @@ static __global__ void s2d_fwd_kernel(const float *x, float *y, yp_dims in, int6
 
 static __global__ void s2d_bwd_kernel(const float *dy, float *dx, yp_dims in, float beta, int64_t total) {
     GRID_STRIDE(e, total) dx[e] = yp_acc(beta, dx + e, dy[yp_s2d_target(in, e)]);
+}
+
+// Zero padding: each output element from its source (0 in the border); backward gathers each
+// input element's one gradient.
+static __global__ void pad_fwd_kernel(const float *x, float *y, yp_pad_desc d, int64_t total) {
+    GRID_STRIDE(o, total) {
+        int64_t src = yp_pad_source(&d, o);
+        y[o] = src < 0 ? 0.0f : x[src];
+    }
+}
+
+static __global__ void pad_bwd_kernel(const float *dy, float *dx, yp_pad_desc d, float beta, int64_t total) {
+    GRID_STRIDE(e, total) dx[e] = yp_acc(beta, dx + e, dy[yp_pad_target(&d, e)]);
 }
 
 // ----------------------------------------------------------------------------
@@ -268,6 +281,35 @@ extern "C" int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_di
     LAUNCH(op, yp_cuda_of(be), s2d_bwd_kernel, total, dy, dx, in, beta, total);
 }
 
+static int pad_check(const char *op, const yp_pad_desc *d, const void *a, const void *b) {
+    const void *p[] = {a, b};
+    if (!d)
+        return yp_cuda_fail("%s: NULL descriptor", op);
+    if (check_f32(op, d->dtype) || check_dims(op, "input", d->in) || check_ptrs(op, 2, p))
+        return -1;
+    if (d->left < 0 || d->right < 0 || d->top < 0 || d->bottom < 0)
+        return yp_cuda_fail("%s: negative padding (left %d, right %d, top %d, bottom %d)", op, d->left, d->right,
+                            d->top, d->bottom);
+    return 0;
+}
+
+extern "C" int yp_cuda_zero_pad_forward(yp_backend *be, const yp_pad_desc *d, const float *x, float *y) {
+    static const char op[] = "zero_pad_forward";
+    if (pad_check(op, d, x, y))
+        return -1;
+    const int64_t total = d->in.n * (d->in.h + d->top + d->bottom) * (d->in.w + d->left + d->right) * d->in.c;
+    LAUNCH(op, yp_cuda_of(be), pad_fwd_kernel, total, x, y, *d, total);
+}
+
+extern "C" int yp_cuda_zero_pad_backward(yp_backend *be, const yp_pad_desc *d, const float *dy, float *dx,
+                                         float beta) {
+    static const char op[] = "zero_pad_backward";
+    if (pad_check(op, d, dy, dx))
+        return -1;
+    const int64_t total = elems(d->in);
+    LAUNCH(op, yp_cuda_of(be), pad_bwd_kernel, total, dy, dx, *d, beta, total);
+}
+
 extern "C" void yp_cuda_register_eltwise(yp_ops *o) {
     o->add_forward = yp_cuda_add_forward;
     o->axpy_grad = yp_cuda_axpy_grad;
@@ -279,4 +321,6 @@ extern "C" void yp_cuda_register_eltwise(yp_ops *o) {
     o->maxpool_backward = yp_cuda_maxpool_backward;
     o->space_to_depth_forward = yp_cuda_space_to_depth_forward;
     o->space_to_depth_backward = yp_cuda_space_to_depth_backward;
+    o->zero_pad_forward = yp_cuda_zero_pad_forward;
+    o->zero_pad_backward = yp_cuda_zero_pad_backward;
 }

@@ -41,6 +41,18 @@ int yp_cuda_check_launch(const char *what);
 int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
 int yp_cuda_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
 
+/* act.cu: relu, leaky_relu, hardswish (fp32; F16/BF16 refused). yp_cuda_register_act sets them. */
+void yp_cuda_register_act(yp_ops *o);
+int yp_cuda_relu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
+int yp_cuda_relu_backward(yp_backend *be, yp_elem dt, const float *y, const float *dy, float *dx, float beta,
+                          int64_t n);
+int yp_cuda_leaky_relu_forward(yp_backend *be, yp_elem dt, float slope, const float *x, float *y, int64_t n);
+int yp_cuda_leaky_relu_backward(yp_backend *be, yp_elem dt, float slope, const float *x, const float *dy, float *dx,
+                                float beta, int64_t n);
+int yp_cuda_hardswish_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
+int yp_cuda_hardswish_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, float beta,
+                               int64_t n);
+
 /* conv.cu: convolutions through cuDNN (fp32). */
 int yp_cuda_conv2d_scratch(yp_backend *be, const yp_conv_desc *d, int has_bias, yp_conv_stage stage,
                            int64_t *per_image, int64_t *fixed);
@@ -60,7 +72,7 @@ int yp_cuda_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *
 /* loss.cu: one Detect level's YOLOv5 loss and its gradient (fp32). */
 int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
                        int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
-/* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth (fp32; F16/BF16 refused).
+/* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth, zero_pad (fp32; F16/BF16 refused).
  * yp_cuda_register_eltwise sets those entries of an op table. */
 void yp_cuda_register_eltwise(yp_ops *o);
 int yp_cuda_add_forward(yp_backend *be, yp_elem dt, const float *a, const float *b, float *y, int64_t n);
@@ -78,6 +90,8 @@ int yp_cuda_maxpool_backward(yp_backend *be, const yp_pool_desc *d, const float 
 int yp_cuda_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
 int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx,
                                     float beta);
+int yp_cuda_zero_pad_forward(yp_backend *be, const yp_pad_desc *d, const float *x, float *y);
+int yp_cuda_zero_pad_backward(yp_backend *be, const yp_pad_desc *d, const float *dy, float *dx, float beta);
 
 /* attention.cu: multi-head attention forward and backward (fp32); yp_cuda_register_attention
  * sets those entries. */

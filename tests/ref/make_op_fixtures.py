@@ -145,6 +145,30 @@ def s2d_case(name, gen, n, c, h, w):
         put(name + "." + key, nhwc(t))
 
 
+def act_case(name, gen, fn, n, c, h, w, scale, specials):
+    """An activation fn (forward and backward) over random x with the values in `specials` (the
+    ends of its pieces, where a backward picks a side) planted at the first elements."""
+    x = f32((n, c, h, w), gen, scale)
+    flat = x.view(-1)
+    flat[: len(specials)] = torch.tensor(specials, dtype=torch.float64)
+    x.requires_grad_()
+    y = fn(x)
+    dy = f32(tuple(y.shape), gen)
+    (y * dy).sum().backward()
+    for key, t in (("x", x), ("y", y), ("dy", dy), ("dx", x.grad)):
+        put(name + "." + key, nhwc(t))
+
+
+def pad_case(name, gen, n, c, h, w, pad):
+    """nn.ZeroPad2d(pad), pad = (left, right, top, bottom)."""
+    x = f32((n, c, h, w), gen).requires_grad_()
+    y = torch.nn.ZeroPad2d(pad)(x)
+    dy = f32(tuple(y.shape), gen)
+    (y * dy).sum().backward()
+    for key, t in (("x", x), ("y", y), ("dy", dy), ("dx", x.grad)):
+        put(name + "." + key, nhwc(t))
+
+
 def optim_case(name, gen, make_opt, n=1000, steps=3):
     w = torch.nn.Parameter(f32((n,), gen))
     put(name + ".w0", w)
@@ -205,6 +229,16 @@ def main():
     # above keep their random draws
     decode_case("decode", gen, 2, 2, [(4, 3), (2, 5)], [8, 16], [[[10, 13], [16, 30], [33, 23]],
                                                                  [[30, 61], [62, 45], [59, 119]]])
+    # The activations of YOLOv5's `activation:` key and yolov3-tiny's pad and pools; their own
+    # generator, so the cases above keep their draws.
+    gen2 = torch.Generator().manual_seed(20261201)
+    act_case("relu", gen2, F.relu, 2, 5, 3, 4, 1.0, [0.0, -0.0, 1e-30, -1e-30])
+    act_case("leaky_relu", gen2, lambda x: F.leaky_relu(x, 0.1), 2, 5, 3, 4, 1.0, [0.0, -0.0, 1e-30, -1e-30])
+    act_case("hardswish", gen2, F.hardswish, 2, 5, 3, 4, 3.0, [-3.0, 3.0, 0.0, -3.5, 3.5, -2.999, 2.999])
+    pad_case("zero_pad_0101", gen2, 2, 3, 4, 5, (0, 1, 0, 1))  # yolov3-tiny's ZeroPad2d
+    pad_case("zero_pad_1230", gen2, 2, 3, 4, 5, (1, 2, 3, 0))
+    maxpool_case("maxpool_k2s2p0", gen2, 2, 3, 7, 8, 2, 2, 0, 3)  # odd height: the last row is dropped
+    maxpool_case("maxpool_k2s1p0", gen2, 2, 3, 6, 5, 2, 1, 0, 3)  # after the pad, yolov3-tiny's layer 11
 
     os.makedirs(OUT, exist_ok=True)
     offset = 0
