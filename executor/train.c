@@ -237,8 +237,11 @@ static int end_epoch(loop *L, yp_epoch_result *r, int *possible_stop, yp_err *er
     r->seconds = yp_now_s() - L->con.t0;
     r->final = final || stop;
     if (o->on_epoch && o->on_epoch(o->ctx, r, err)) return -1;
-    if (o->last_path && save(L, o->last_path, err)) return -1;
+    /* best before last: a crash between them leaves last at the epoch before, so --resume trains
+     * this epoch again and writes its best again; the other order would resume after an epoch
+     * whose best was never saved */
     if (o->best_path && r->is_best && save(L, o->best_path, err)) return -1;
+    if (o->last_path && save(L, o->last_path, err)) return -1;
     if (stop && o->console)
         fprintf(o->console, "Stopping training early as no improvement observed in last %lld epochs. Best results "
                 "observed at epoch %lld, best model saved as best.safetensors.\n", (long long)o->patience,
