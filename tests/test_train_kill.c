@@ -125,7 +125,7 @@ static void test_kill_resume_identical(void) {
 int main(void) {
     if (tf_setup("train_kill", 32)) return 1;
     YP_RUN(test_kill_resume_identical);
-    if (!yp_test_cases_failed) yp_test_remove_tree(tf_dir);
-    else fprintf(stderr, "kept %s for a look\n", tf_dir);
+    if (!yp_test_cases_failed && !getenv("YP_KEEP")) yp_test_remove_tree(tf_dir);
+    else fprintf(stderr, "kept %s for a look (YP_KEEP keeps it always)\n", tf_dir);
     return yp_test_summary();
 }
