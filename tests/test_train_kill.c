@@ -1,7 +1,8 @@
 /* test_train_kill.c - no training run loses data to a kill: a reference run of EPOCHS epochs, then
  * the same run killed with SIGKILL again and again, each time resumed with --resume, at points a
- * seeded RNG draws (YP_KILL_SEED overrides the seed; the seed is printed): at a random time, or,
- * through the test-only shim (tests/ckpt_shim.c), inside a checkpoint write (after a random number
+ * seeded RNG draws (YP_KILL_SEED overrides the seed; the seed is printed): at a random time
+ * (within the first half of what is left of the run, scaled by the reference run's wall time), or
+ * through the test-only shim (tests/ckpt_shim.c) inside a checkpoint write (after a random number
  * of bytes, in its fsync, just before or just after its rename). After every kill each checkpoint
  * on disk loads whole (header, metadata, every tensor) and last.safetensors never goes back an
  * epoch; the resumed run removes the partial files a kill left. The run that ends is identical to
@@ -67,7 +68,13 @@ static void check_on_disk(int64_t *epoch) {
 static void test_kill_resume_identical(void) {
     char args[512], spec[64], log[32], a[1 << 14], b[1 << 14];
     snprintf(args, sizeof args, TF_ARGS " runs --epochs %d --name ref", EPOCHS);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     REQUIRE(tf_run(args, NULL, "ref") == 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    /* a time kill comes within the first half of what is left of the run, scaled by the reference
+     * run's wall time, so that a fast machine does not finish before it */
+    const uint64_t ref_ms = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000) + 1;
     const char *env = getenv("YP_KILL_SEED");
     uint64_t seed = env && *env ? strtoull(env, NULL, 0) : 20261201u;
     rng_state = seed * 2654435761u + 1;
@@ -82,7 +89,7 @@ static void test_kill_resume_identical(void) {
         /* the fresh run's first two files are epoch 0's best and last: kill in a later one, so a
          * checkpoint to resume from exists */
         long file = seg == 0 ? 3 + (long)rnd(2) : 1 + (long)rnd(3);
-        long ms = 150 + (long)rnd(1500);
+        long ms = 20 + (long)rnd(1 + ref_ms * (uint64_t)(EPOCHS - 1 - last_epoch) / EPOCHS / 2);
         if (kind == 0) snprintf(spec, sizeof spec, "write:%ld:%lu", file, 1 + (unsigned long)rnd(1500000));
         else snprintf(spec, sizeof spec, "%s:%ld", kinds[kind], file);
         if (seg == 0) snprintf(args, sizeof args, TF_ARGS " runs --epochs %d --name kill", EPOCHS);
