@@ -345,7 +345,9 @@ static int start_new(train_run *r, yp_err *err) {
     if (snprintf(r->o.save_dir, sizeof r->o.save_dir, "%s", r->dir) >= (int)sizeof r->o.save_dir)
         return yp_err_set(err, "--project/--name: the run folder's path is too long");
     r->o.batch = r->p.cand.batch; /* the plan's choice, so that a resumed run has it */
-    if (set_paths(r, err) || write_run_files(r, err)) return -1;
+    if (set_paths(r, err)) return -1;
+    if (r->o.exist_ok) run_dir_remove_partials(r->dir, stdout); /* an earlier run's, in the folder reused */
+    if (write_run_files(r, err)) return -1;
     if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;
     r->have_exec = 1;
     if (print_host_plan(r, err)) return -1;
@@ -371,6 +373,7 @@ static int start_resume(train_run *r, yp_err *err) {
                           r->ckpt, r->o.epochs, r->ckpt);
     char path[RUN_DIR_PATH + 32];
     if (run_dir_of_checkpoint(r->ckpt, r->dir, sizeof r->dir, err) || set_paths(r, err) || load_data(r, err)) return -1;
+    run_dir_remove_partials(r->dir, stdout); /* a kill inside a write left them; the files they replace are whole */
     if (path_join(path, sizeof path, r->dir, "hyp.yaml", err) || yp_hyp_file_read(path, &r->hyp, err)) return -1;
     if (path_join(path, sizeof path, r->dir, "plan.json", err) ||
         yp_plan_load_with(path, yp_exec_scratch_resolver(), &r->p, &r->g, err))

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "run_dir.h"
 
@@ -84,4 +85,41 @@ int run_dir_of_checkpoint(const char *ckpt, char *out, size_t n, yp_err *err) {
         *s = 0;
     }
     return 0;
+}
+
+/* Whether name is the atomic writer's temporary "FILE.tmp.XXXXXX" (mkstemp's six characters). */
+static int is_partial(const char *name) {
+    const char *t = strstr(name, ".tmp.");
+    if (!t || t == name) return 0;
+    while (strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");
+    t += 5;
+    if (strlen(t) != 6) return 0;
+    for (; *t; t++)
+        if (!((*t >= '0' && *t <= '9') || (*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z'))) return 0;
+    return 1;
+}
+
+int run_dir_remove_partials(const char *run, FILE *log) {
+    int removed = 0;
+    for (int k = 0; k < 2; k++) {
+        char dir[RUN_DIR_PATH];
+        if (snprintf(dir, sizeof dir, k ? "%s/weights" : "%s", run) >= (int)sizeof dir) continue;
+        DIR *d = opendir(dir);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            char p[RUN_DIR_PATH];
+            struct stat st;
+            if (!is_partial(e->d_name) || snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p ||
+                lstat(p, &st) || !S_ISREG(st.st_mode))
+                continue;
+            if (unlink(p)) {
+                if (log) fprintf(log, "WARNING: %s: a partial file a stopped run left; cannot remove it: %s\n", p,
+                                 strerror(errno));
+                continue;
+            }
+            removed++;
+            if (log) fprintf(log, "removed %s (%lld bytes), a partial file a stopped run left\n", p, (long long)st.st_size);
+        }
+        if (d) closedir(d);
+    }
+    return removed;
 }

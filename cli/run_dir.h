@@ -4,6 +4,7 @@
 #define YP_RUN_DIR_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "yp_error.h"
 
@@ -19,5 +20,10 @@ int run_dir_latest(const char *dir, char *out, size_t n, yp_err *err);
 
 /* The run folder of a checkpoint: <run>/weights/last.safetensors -> <run>. */
 int run_dir_of_checkpoint(const char *ckpt, char *out, size_t n, yp_err *err);
+
+/* Removes the temporary files of the atomic writer ("FILE.tmp.XXXXXX", yp_atomic_file.h) in the
+ * run folder and its weights/ folder: what a run killed inside a write leaves (a partial
+ * checkpoint is as large as a whole one). One line on log per file removed. The count removed. */
+int run_dir_remove_partials(const char *run, FILE *log);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -126,6 +127,7 @@ typedef struct {
     int64_t n_floats, nb, steps;
     int64_t imgsz;          /* the nominal size (--img) */
     int multi_scale, gs;
+    int64_t bad_reported; /* the loader's bad images the console has counted */
     console con;
 } loop;
 
@@ -150,7 +152,14 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
         int rc = yp_loader_next(L->loader, &b, err);
         if (rc == 0) return yp_err_set(err, "training: the loader ended early at epoch %lld batch %lld", (long long)epoch,
                                        (long long)i);
-        if (rc < 0) return -1;
+        if (rc < 0) { /* no image loads any more (deleted, a disk gone), or a worker failed */
+            yp_err inner = *err;
+            return yp_err_set(err, "training stopped at epoch %lld batch %lld: %s; %s", (long long)epoch, (long long)i,
+                              inner.msg, o->last_path && access(o->last_path, F_OK) == 0
+                                             ? "once the images are readable again, yoloplan train --resume continues "
+                                               "from weights/last.safetensors"
+                                             : "no epoch finished, so no checkpoint was written");
+        }
         if (b.epoch != epoch || b.index != i)
             return yp_err_set(err, "training: the loader delivered epoch %lld batch %lld for epoch %lld batch %lld",
                               (long long)b.epoch, (long long)b.index, (long long)epoch, (long long)i);
@@ -202,6 +211,19 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
     return 0;
 }
 
+/* One line when images could not be read since the last one (deleted or damaged during the run:
+ * the loader warned once per file and filled their places with other images). */
+static void con_skipped(loop *L, int64_t epoch) {
+    yp_loader_stats s;
+    yp_loader_get_stats(L->loader, &s);
+    if (s.bad_images <= L->bad_reported) return;
+    if (L->con.f)
+        fprintf(L->con.f, "train: %lld images could not be read by the end of epoch %lld (%lld of %lld in all), skipped: "
+                "other images took their places\n", (long long)(s.bad_images - L->bad_reported), (long long)epoch,
+                (long long)s.bad_images, (long long)L->o->train->n);
+    L->bad_reported = s.bad_images;
+}
+
 static int save(loop *L, const char *path, yp_err *err) {
     char *opts = options_with_state(L->o->options_json, L->st);
     if (!opts) return yp_err_set(err, "checkpoint: out of memory");
@@ -209,6 +231,18 @@ static int save(loop *L, const char *path, yp_err *err) {
     int rc = yp_ckpt_save(L->x, path, &m, NULL, err);
     free(opts);
     return rc;
+}
+
+/* A run file of epoch e (results, a checkpoint) could not be written: err (which names the file,
+ * the failure and its fix, and says the previous file is intact) gets how the run goes on. -1. */
+static int stopped_at(const loop *L, int64_t e, yp_err *err) {
+    yp_err inner = *err;
+    if (!L->o->last_path) return -1;
+    if (access(L->o->last_path, F_OK) == 0) /* a checkpoint of an earlier epoch is there */
+        return yp_err_set(err, "%s; training stopped at the end of epoch %lld: after the fix, yoloplan train --resume %s "
+                          "continues from the last epoch saved", inner.msg, (long long)e, L->o->last_path);
+    return yp_err_set(err, "%s; training stopped at the end of epoch %lld, before any checkpoint: start it again after "
+                      "the fix", inner.msg, (long long)e);
 }
 
 /* Validation, fitness, early stopping and checkpoints after epoch e. Returns 0, 1 to stop
@@ -236,9 +270,12 @@ static int end_epoch(loop *L, yp_epoch_result *r, int *possible_stop, yp_err *er
      * --resume, whose files the caller then cuts back to the checkpoint's epoch */
     r->seconds = yp_now_s() - L->con.t0;
     r->final = final || stop;
-    if (o->on_epoch && o->on_epoch(o->ctx, r, err)) return -1;
-    if (o->last_path && save(L, o->last_path, err)) return -1;
-    if (o->best_path && r->is_best && save(L, o->best_path, err)) return -1;
+    /* best before last: a crash between them leaves last at the epoch before, so --resume trains
+     * this epoch again and writes its best again; the other order would resume after an epoch
+     * whose best was never saved */
+    if ((o->on_epoch && o->on_epoch(o->ctx, r, err)) || (o->best_path && r->is_best && save(L, o->best_path, err)) ||
+        (o->last_path && save(L, o->last_path, err)))
+        return stopped_at(L, e, err);
     if (stop && o->console)
         fprintf(o->console, "Stopping training early as no improvement observed in last %lld epochs. Best results "
                 "observed at epoch %lld, best model saved as best.safetensors.\n", (long long)o->patience,
@@ -323,6 +360,7 @@ int yp_train_run(yp_exec *x, yp_train_opts *o, yp_train_state *st, yp_err *err) 
         L.con.epoch = e, L.con.t0 = yp_now_s();
         con_header(&L.con);
         rc = train_epoch(&L, e, r.train_loss, r.lr, err);
+        if (rc >= 0) con_skipped(&L, e);
         if (rc) break; /* 1: max_steps reached, the epoch unfinished: no validation, no checkpoint */
         int stop = end_epoch(&L, &r, &possible_stop, err);
         if (stop < 0) rc = -1;

@@ -204,9 +204,11 @@ void yp_train_val_opts(const yp_train_opts *o, int64_t first_epoch, yp_val_opts 
 /* Runs epochs st->next_epoch .. opts->epochs - 1 of training on x (initialised, weights set or
  * resumed), as train.py: per batch the knobs, one micro-step, an optimizer step + EMA when the
  * accumulation is due; per epoch validation (EMA weights), fitness, early stopping, the callback,
- * last and best checkpoints (atomic; a failed write leaves the previous file and is an error).
- * The training loader uses whole batches of the plan's batch (drop_last). Updates *st. 0, or -1
- * with err set. */
+ * best then last checkpoint (atomic; a failed write leaves the previous file and is an error
+ * whose line says --resume continues; best first, so a crash between the two resumes before the
+ * epoch and writes its best again). Images the loader could not read give one console line per
+ * epoch. The training loader uses whole batches of the plan's batch (drop_last). Updates *st. 0,
+ * or -1 with err set. */
 int yp_train_run(yp_exec *x, yp_train_opts *opts, yp_train_state *st, yp_err *err);
 
 #endif

@@ -48,6 +48,18 @@ int yp_af_sync_folder(const char *path) {
     return rc;
 }
 
+/* The fix for a failure with errno e, for the end of the message ("" when there is none to give). */
+static const char *fix_of(int e) {
+    switch (e) {
+    case ENOSPC:
+    case EDQUOT: return "; free space on that disk or write elsewhere";
+    case EROFS: return "; its file system is mounted read-only: remount it read-write or write elsewhere";
+    case EACCES:
+    case EPERM: return "; its folder is not writable: fix the permissions or write elsewhere";
+    default: return "";
+    }
+}
+
 int yp_af_save(const char *path, yp_af_body body, void *ctx, const yp_af_faults *faults, yp_err *err) {
     struct stat st;
     /* a rename replaces whatever the path names: a symlink, a device node or a FIFO there is
@@ -61,8 +73,9 @@ int yp_af_save(const char *path, yp_af_body body, void *ctx, const yp_af_faults 
     yp_af_sink k = {-1, 0, faults ? faults->write_limit : -1, 0};
     if (tmp) snprintf(tmp, tn, "%s.tmp.XXXXXX", path), k.fd = mkstemp(tmp);
     if (k.fd < 0) {
-        yp_err_set(err, "%s: cannot create a temporary file next to it: %s; %s", path,
-                   tmp ? strerror(errno) : "out of memory", intact);
+        int e = errno;
+        yp_err_set(err, "%s: cannot create a temporary file next to it: %s; %s%s", path,
+                   tmp ? strerror(e) : "out of memory", intact, tmp ? fix_of(e) : "");
         free(tmp);
         return -1;
     }
@@ -87,8 +100,8 @@ int yp_af_save(const char *path, yp_af_body body, void *ctx, const yp_af_faults 
         if (rc == -2)
             yp_err_set(err, "%s: %s failed: %s; %s", path, what, inner.msg, intact);
         else
-            yp_err_set(err, "%s: %s failed: %s%s; %s", path, what, strerror(saved), k.injected ? " (injected)" : "",
-                       intact);
+            yp_err_set(err, "%s: %s failed: %s%s; %s%s", path, what, strerror(saved), k.injected ? " (injected)" : "",
+                       intact, fix_of(saved));
     } else if (yp_af_sync_folder(path)) {
         rc = yp_err_set(err, "%s: written and renamed into place, but syncing its folder failed: %s; a crash now may "
                         "lose the new file", path, strerror(errno));

@@ -285,9 +285,14 @@ int yp_results_append(const char *csv_path, const yp_results_row *r, yp_err *err
         YP_ASSERT(w > 0);
         len += w;
         line[len++] = '\n';
-        if (write_all(fd, line, (size_t)len))
-            yp_err_set(err, "%s: appending epoch %lld failed: %s; check the free space", csv_path, (long long)r->epoch,
-                       strerror(errno));
+        if (write_all(fd, line, (size_t)len)) {
+            int e = errno;
+            /* a full disk may have taken part of the line: cut it off, so the file stays whole
+             * (its reader, and --resume, refuse a line without its newline) */
+            const char *cut = ftruncate(fd, st.st_size) ? "; part of the line may be left at the end" : "";
+            yp_err_set(err, "%s: appending epoch %lld failed: %s%s; free space on that disk or write elsewhere",
+                       csv_path, (long long)r->epoch, strerror(e), cut);
+        }
         else if (fsync(fd))
             yp_err_set(err, "%s: flushing to the disk (fsync) failed: %s", csv_path, strerror(errno));
         else if (st.st_size == 0 && yp_af_sync_folder(csv_path))

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -406,6 +407,33 @@ static void check_pictures(const char *stem) {
     free(s);
 }
 
+/* An append the disk cannot hold (here a file-size limit, RLIMIT_FSIZE, that lets 10 bytes of the
+ * line through): refused with the fix, and the partial line cut off, so the file reads back and
+ * --resume can append to it again. */
+static void test_append_full_disk(void) {
+    yp_err err = {{0}};
+    char path[128];
+    path_in(path, sizeof path, "full.csv");
+    REQUIRE(yp_results_append(path, &rows3[0], &err) == 0);
+    size_t before = 0;
+    char *was = read_all(path, &before);
+    struct rlimit old, lim;
+    REQUIRE(was && getrlimit(RLIMIT_FSIZE, &old) == 0);
+    lim = old, lim.rlim_cur = (rlim_t)before + 10;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN); /* EFBIG instead of the signal */
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    int rc = yp_results_append(path, &rows3[1], &err);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    CHECK_EQ_I64(rc, -1);
+    CHECK_STR_HAS(err.msg, "full.csv: appending epoch 1 failed: File too large; free space");
+    size_t len = 0;
+    char *now = read_all(path, &len);
+    CHECK(now && len == before && memcmp(now, was, len) == 0);
+    CHECK(yp_results_append(path, &rows3[1], &err) == 0);
+    free(was), free(now);
+}
+
 static void test_plot(void) {
     char csv[128], stem[128];
     path_in(csv, sizeof csv, "curves.csv");
@@ -573,6 +601,7 @@ int main(int argc, char **argv) {
     YP_RUN(test_truncate);
     YP_RUN(test_bad_files);
     YP_RUN(test_append_refuses);
+    YP_RUN(test_append_full_disk);
     YP_RUN(test_plot);
     YP_RUN(test_plot_one_row);
     YP_RUN(test_plot_twice);
