@@ -98,6 +98,7 @@ yp_conv_attrs yb_conv_attrs(int c_in, int c_out, int k, int s) {
 int yb_add_act(builder *b, yb_act act, int in, const char *name) {
     if (act.op < 0) return in;
     yp_attrs a = {0};
+    if (act.op == YP_OP_LEAKY_RELU) a.leaky.slope = act.slope;
     return yb_add_node(b, (yp_op)act.op, &in, 1, a, "%s", name);
 }
 
@@ -207,6 +208,9 @@ static const struct {
     int takes_slope;  /* nn.LeakyReLU(negative_slope=0.01) */
 } acts[] = {
     {"nn.SiLU", YP_OP_SILU, 0},
+    {"nn.ReLU", YP_OP_RELU, 0},
+    {"nn.LeakyReLU", YP_OP_LEAKY_RELU, 1},
+    {"nn.Hardswish", YP_OP_HARDSWISH, 0},
     {"nn.Identity", -1, 0},
 };
 

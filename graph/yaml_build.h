@@ -170,6 +170,7 @@ int ym_ghost_bottleneck(builder *b, const row *r);
 int ym_c3ghost(builder *b, const row *r);
 /* yaml_mod_torch.c: plain torch.nn modules */
 int ym_maxpool(builder *b, const row *r);
+int ym_zero_pad(builder *b, const row *r);
 int ym_batchnorm(builder *b, const row *r);
 /* yaml_mod_transformer.c: C3TR (its TransformerBlock's Linears as 1x1 convs, attention) */
 int ym_c3tr(builder *b, const row *r);

@@ -1,5 +1,5 @@
-/* yaml_mod_torch.c - plain torch.nn modules a model yaml may name directly: nn.MaxPool2d and
- * nn.BatchNorm2d (nn.Upsample is in yaml_mod_yolov5.c with YOLOv5's own modules). parse_model
+/* yaml_mod_torch.c - plain torch.nn modules a model yaml may name directly: nn.MaxPool2d,
+ * nn.ZeroPad2d and nn.BatchNorm2d (nn.Upsample is in yaml_mod_yolov5.c with YOLOv5's own modules). parse_model
  * passes their args unchanged and keeps the input's channels. */
 #include <stdio.h>
 
@@ -24,4 +24,22 @@ int ym_batchnorm(builder *b, const row *r) {
     yp_bn_attrs bn = {.c = r->c1, .eps = 1e-3, .momentum = 0.03}; /* YOLOv5's initialize_weights */
     int out = yb_add_node(b, YP_OP_BATCHNORM2D, &r->in, 1, (yp_attrs){.bn = bn}, "%s", b->prefix);
     return yb_layer_done(b, r, out, r->c1, r->in_stride, (int[]){r->c1}, 1);
+}
+
+/* nn.ZeroPad2d(padding): one number for every side, or (left, right, top, bottom). */
+int ym_zero_pad(builder *b, const row *r) {
+    const yp_ynode *n = yb_arg_node(r, 0);
+    int side[4];
+    if (!n) return yb_arg_missing(b, r, 0);
+    if (n->kind == YP_YN_SEQ) {
+        if (n->n != 4) return yb_fail(b, n->line, "args[0]: %d paddings; give one, or [left, right, top, bottom]", n->n);
+        for (int j = 0; j < 4; j++)
+            if (yb_get_int(b, n->kids[j], "args[0]", 0, 1024, &side[j])) return -1;
+    } else {
+        if (yb_get_int(b, n, "args[0]", 0, 1024, &side[0])) return -1;
+        side[1] = side[2] = side[3] = side[0];
+    }
+    yp_attrs a = {.pad = {.left = side[0], .right = side[1], .top = side[2], .bottom = side[3]}};
+    int out = yb_add_node(b, YP_OP_ZERO_PAD, &r->in, 1, a, "%s", b->prefix);
+    return yb_layer_done(b, r, out, r->c1, r->in_stride, side, 4);
 }

@@ -24,6 +24,7 @@ static const module_info modules[] = {
     {"GhostBottleneck", ym_ghost_bottleneck, 3, 0, 0, "[c2, k=3, s=1]"},
     {"C3Ghost", ym_c3ghost, 2, 0, 1, "[c2, shortcut=True]"},
     {"nn.MaxPool2d", ym_maxpool, 3, 0, 0, "[kernel_size, stride=kernel_size, padding=0]"},
+    {"nn.ZeroPad2d", ym_zero_pad, 1, 0, 0, "[[left, right, top, bottom]] or [p]"},
     {"nn.BatchNorm2d", ym_batchnorm, 1, 0, 0, "[c1]"},
     {"C3TR", ym_c3tr, 2, 0, 1, "[c2, shortcut=True]"},
 };

@@ -296,7 +296,7 @@ static void test_bad_inputs(void) {
     check_bad("bad_upsample.yaml", 10, "only mode 'nearest'");
     check_bad("not_utf8.yaml", 3, "syntax error: incomplete UTF-8");
     check_bad("repeat_channels.yaml", 10, "2 repeats of Conv, but it turns 64 channels into 128");
-    check_bad("bad_activation.yaml", 6, "activation: \"nn.GELU()\" is not supported; use one of nn.SiLU()");
+    check_bad("bad_activation.yaml", 6, "activation: \"nn.GELU()\" is not supported; use one of nn.SiLU(), nn.ReLU()");
     check_bad("bad_anchor_count.yaml", 5, "anchors: 12 anchors per level; use 1 to 8");
     check_bad("repeat_concat.yaml", 10, "number: 2 repeats; Concat cannot repeat");
 }
