@@ -4,6 +4,8 @@ yp_add_test(test_kernels_silu LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # The CPU op table against PyTorch fixtures (tests/data/ops, from tests/ref/make_op_fixtures.py).
 yp_add_test(test_cpu_ops LIBS yp_kernels ${MATH_LIB} LABELS unit)
 yp_add_test(test_cpu_conv LIBS yp_kernels ${MATH_LIB} LABELS unit)
+# Grouped and depthwise convs (GhostConv, DWConv) against tests/data/ops/groups.* and double loops.
+yp_add_test(test_cpu_conv_groups LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # The host+device element functions of the CUDA kernels (yp_index_math.h, yp_bn_math.h) run on
 # the host against the CPU backend: needs no GPU, built with or without CUDA.
 yp_add_test(test_kernels_index LIBS yp_kernels ${MATH_LIB} LABELS unit)

@@ -46,11 +46,11 @@ def f32(shape, gen, scale=1.0, offset=0.0):
     return (torch.randn(*shape, generator=gen) * scale + offset).float().double()
 
 
-def conv_case(name, gen, n, cin, h, w, cout, k, s, p, bias):
+def conv_case(name, gen, n, cin, h, w, cout, k, s, p, bias, groups=1):
     x = f32((n, cin, h, w), gen).requires_grad_()
-    wt = f32((cout, cin, k, k), gen, scale=1.0 / (cin * k * k) ** 0.5).requires_grad_()
+    wt = f32((cout, cin // groups, k, k), gen, scale=1.0 / (cin // groups * k * k) ** 0.5).requires_grad_()
     b = f32((cout,), gen).requires_grad_() if bias else None
-    y = F.conv2d(x, wt, b, stride=s, padding=p)
+    y = F.conv2d(x, wt, b, stride=s, padding=p, groups=groups)
     dy = f32(tuple(y.shape), gen)
     (y * dy).sum().backward()
     put(name + ".x", nhwc(x))
@@ -206,16 +206,21 @@ def main():
     decode_case("decode", gen, 2, 2, [(4, 3), (2, 5)], [8, 16], [[[10, 13], [16, 30], [33, 23]],
                                                                  [[30, 61], [62, 45], [59, 119]]])
 
+    write("ops", "make_op_fixtures.py")
+
+
+def write(stem, script):
+    """Writes the recorded tensors to tests/data/ops/<stem>.{bin,txt}."""
     os.makedirs(OUT, exist_ok=True)
     offset = 0
-    with open(os.path.join(OUT, "ops.bin"), "wb") as fb, open(os.path.join(OUT, "ops.txt"), "w") as ft:
-        ft.write("# written by tests/ref/make_op_fixtures.py (torch %s); do not edit\n" % torch.__version__)
-        ft.write("# name offset count dims...   (offset, count in float32 elements of ops.bin)\n")
+    with open(os.path.join(OUT, stem + ".bin"), "wb") as fb, open(os.path.join(OUT, stem + ".txt"), "w") as ft:
+        ft.write("# written by tests/ref/%s (torch %s); do not edit\n" % (script, torch.__version__))
+        ft.write("# name offset count dims...   (offset, count in float32 elements of %s.bin)\n" % stem)
         for name, a in tensors:
             fb.write(a.tobytes())
             ft.write("%s %d %d %s\n" % (name, offset, a.size, " ".join(str(d) for d in a.shape)))
             offset += a.size
-    print("make_op_fixtures: %d tensors, %d bytes" % (len(tensors), offset * 4), file=sys.stderr)
+    print("%s: %d tensors, %d bytes" % (script, len(tensors), offset * 4), file=sys.stderr)
 
 
 if __name__ == "__main__":
