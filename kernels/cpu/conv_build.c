@@ -7,7 +7,8 @@
  * 3x3 stride-1 pad-1 convs with channel counts that are multiples of 16 and outputs of at least
  * 20x20, which run oneDNN's Winograd F(4x4, 3x3) in its blocked layout (1.5-1.6x the direct rate
  * here on forward, backward-data and backward-weights alike, reorders not counted; with them ~9%
- * off a yolov5s step at 320; a 10x10 map gains nothing). Winograd's fp32 results differ from the direct ones by rounding (~1e-5 relative, test_cpu_conv checks 1e-4).
+ * off a yolov5s step at 320; a 10x10 map gains nothing). Winograd's fp32 results differ from the
+ * direct ones by rounding (~1e-5 relative, test_cpu_conv checks 1e-4).
  * YP_CONV_WINOGRAD=0 in the environment keeps every conv direct.
  *
  * A dry build (the scratch query) goes through the same steps with primitive descriptors only:
