@@ -7,12 +7,14 @@
  * blocks of the dense ones, within 1e-4 relative (fp32 sums in other orders and through more
  * zeros: ~1e-6 measured); the dense gradients outside the blocks, which the grouped conv has no
  * weights for, are not compared. Then three SGD updates run on the grouped plan with the loss
- * finite, every gradient finite, and every grouped conv's weights moved. */
+ * finite, every gradient finite, and every grouped conv's weights moved. Last, one step of
+ * YOLOv5's yolov5s-ghost as the importer builds it. */
 #include <math.h>
 
 #include "yp_executor.h"
 #include "yp_ir.h"
 #include "yp_test.h"
+#include "yp_yaml.h"
 
 static yp_backend *cpu;
 static yp_gpu gpu;
@@ -202,6 +204,52 @@ static void test_grouped_vs_dense(void) {
     free(text), free(dtext);
 }
 
+/* YOLOv5's own ghost model (models/hub/yolov5s-ghost.yaml: GhostConv, C3Ghost, their DWConvs)
+ * through the importer: one micro-step on the CPU at batch 1, 64 px, gives a finite loss and
+ * finite gradients for every grouped conv. */
+static void test_yolov5s_ghost_step(void) {
+    yp_err err;
+    yp_graph *g = yp_yaml_import(YP_TEST_DATA "/zoo/hub/yolov5s-ghost.yaml", 0, &err);
+    if (!g) fprintf(stderr, "%s\n", err.msg);
+    REQUIRE(g != NULL);
+    int grouped = 0;
+    for (int i = 0; i < g->n_nodes; i++) grouped += g->nodes[i].op == YP_OP_CONV2D && g->nodes[i].a.conv.groups > 1;
+    CHECK(grouped > 10);
+    yp_plan p;
+    yp_exec x;
+    yp_candidate c = yp_candidate_default();
+    c.batch = 1, c.img_w = c.img_h = 64, c.mosaic = 0, c.labels_per_image = 2;
+    yp_exec_candidate_for(&c, cpu);
+    int rc = yp_plan_build(g, &c, &gpu, 0, 0, &p, &err);
+    if (rc) fprintf(stderr, "plan: %s\n", err.msg);
+    REQUIRE(rc == 0);
+    rc = yp_exec_init(&x, &p, cpu, 0, 3, &err);
+    if (rc) fprintf(stderr, "init: %s\n", err.msg), yp_plan_free(&p);
+    REQUIRE(rc == 0);
+    static float img[64 * 64 * 3], tg[4 * 6];
+    batch(img, 64 * 64 * 3, tg);
+    double loss[4];
+    CHECK(yp_exec_micro_step(&x, img, tg, 2, loss, &err) == 0);
+    printf("  yolov5s-ghost: %d grouped convs, loss %.6f\n", grouped, loss[3]);
+    CHECK(isfinite(loss[3]) && loss[3] > 0);
+    const yp_schedule *s = x.train.s;
+    int checked = 0;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *tt = &s->tensors[t];
+        if (tt->kind != YP_KIND_WEIGHT || tt->grad < 0 || tt->role != YP_ROLE_CONV_WEIGHT) continue;
+        if (g->nodes[tt->node].op != YP_OP_CONV2D || g->nodes[tt->node].a.conv.groups == 1) continue;
+        const float *gr = yp_exec_tensor(&x, tt->grad);
+        int64_t n = s->tensors[tt->grad].bytes / (int64_t)sizeof(float), finite = 0;
+        for (int64_t i = 0; i < n; i++) finite += isfinite(gr[i]) != 0;
+        CHECK_EQ_I64(finite, n);
+        checked++;
+    }
+    CHECK_EQ_I64(checked, grouped);
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+    yp_graph_free(g);
+}
+
 int main(void) {
     yp_err err;
     char why[256] = "";
@@ -215,6 +263,7 @@ int main(void) {
         return 1;
     }
     YP_RUN(test_grouped_vs_dense);
+    YP_RUN(test_yolov5s_ghost_step);
     yp_backend_free(cpu);
     return yp_test_summary();
 }
