@@ -14,8 +14,11 @@
  * The bound (yp_cudnn_scratch_bound), what a plan grants each conv without asking a device: in
  * floats, per_image = cap(d) / 4 rounded up (the "ws:" tensor) and fixed = the weights reordered
  * to KRSC for k > 1, c_out x (c_in / groups) x k x k (the "wt:" tensor), none for k == 1 (the two
- * layouts are the same bytes). It is conservative: conv2d_scratch on a device answers the chosen
- * algorithm's workspace, which is at most the bound's per_image, and the same fixed. */
+ * layouts are the same bytes). Grouped and depthwise convs (groups > 1: cuDNN's group count, the
+ * KRSC reorder per output channel) follow the same rule: their filter is c_in / groups deep, and
+ * cuDNN's grouped algorithms are chosen within the same cap. It is conservative: conv2d_scratch
+ * on a device answers the chosen algorithm's workspace, which is at most the bound's per_image,
+ * and the same fixed. */
 #ifndef YP_CUDNN_SCRATCH_H
 #define YP_CUDNN_SCRATCH_H
 

@@ -16,6 +16,11 @@ static double conv_rate_tflops(const yp_gpu *gpu, yp_precision p) {
 
 int yp_cost_matrix_math(int op) { return op >= 0 && yp_op_get((yp_op)op)->matrix_math; }
 
+int yp_cost_rate_op(const yp_graph *g, int op, int node) {
+    if (op == YP_OP_CONV2D && g && node >= 0 && node < g->n_nodes && g->nodes[node].a.conv.groups > 1) return -1;
+    return op;
+}
+
 double yp_cost_s_per_flop(const yp_gpu *gpu, yp_precision p, int op) {
     return yp_cost_matrix_math(op) ? 1.0 / (conv_rate_tflops(gpu, p) * 1e12 * YP_CONV_EFFICIENCY)
                                    : 1.0 / (gpu->fp32_tflops * 1e12 * YP_ELTWISE_EFFICIENCY);
@@ -29,13 +34,14 @@ int yp_cost_launches(int op, yp_phase phase) {
     return phase == YP_PHASE_BACKWARD ? row->bwd_launches : row->fwd_launches;
 }
 
-double yp_cost_roofline_s(const yp_gpu *gpu, yp_precision p, int op, double flops, double bytes) {
-    double compute = flops * yp_cost_s_per_flop(gpu, p, op), memory = bytes * yp_cost_s_per_byte(gpu);
+double yp_cost_roofline_s(const yp_gpu *gpu, yp_precision p, int rate_op, double flops, double bytes) {
+    double compute = flops * yp_cost_s_per_flop(gpu, p, rate_op), memory = bytes * yp_cost_s_per_byte(gpu);
     return compute > memory ? compute : memory;
 }
 
-double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes) {
-    return yp_cost_roofline_s(gpu, p, op, flops, bytes) + yp_cost_launches(op, phase) * YP_LAUNCH_S;
+double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, int rate_op, yp_phase phase, double flops,
+                      double bytes) {
+    return yp_cost_roofline_s(gpu, p, rate_op, flops, bytes) + yp_cost_launches(op, phase) * YP_LAUNCH_S;
 }
 
 void yp_timing_add(yp_timing *t, yp_phase phase, double s) {
@@ -63,7 +69,8 @@ void yp_cost_schedule(const yp_schedule *s, const yp_gpu *gpu, yp_precision p, y
         double bytes = 0;
         for (int k = 0; k < st->n_in; k++) bytes += (double)s->tensors[yp_step_inputs(s, st)[k]].bytes;
         for (int k = 0; k < st->n_out; k++) bytes += (double)s->tensors[yp_step_outputs(s, st)[k]].bytes;
-        yp_timing_add(out, st->phase, yp_cost_step_s(gpu, p, st->op, st->phase, (double)st->flops, bytes));
+        int rate = yp_cost_rate_op(s->g, st->op, st->node);
+        yp_timing_add(out, st->phase, yp_cost_step_s(gpu, p, st->op, rate, st->phase, (double)st->flops, bytes));
     }
     yp_timing_finish(out, s->opts.batch);
 }

@@ -87,7 +87,7 @@ static void add_pure(yp_family *f, const yp_family_step *fs) {
     int x = YP_SCALE_BATCH_PIXELS;
     for (int p = 0; p < YP_PREC_COUNT; p++) {
         double act = p == YP_PREC_FP32 ? 1.0 : 0.5;
-        f->pure.slope_s[p][fs->phase] += yp_cost_roofline_s(&f->gpu, (yp_precision)p, fs->op, fs->flops.fixed[x],
+        f->pure.slope_s[p][fs->phase] += yp_cost_roofline_s(&f->gpu, (yp_precision)p, fs->rate_op, fs->flops.fixed[x],
                                                             fs->bytes.fixed[x] + act * fs->bytes.act[x]);
     }
     f->pure.launches[fs->phase] += yp_cost_launches(fs->op, fs->phase);
@@ -100,7 +100,7 @@ static int cost_steps(const yp_schedule *s, yp_family *f) {
         const yp_step *st = &s->steps[i];
         yp_family_step *fs = &f->steps[f->n_steps];
         memset(fs, 0, sizeof *fs);
-        fs->op = st->op, fs->phase = st->phase;
+        fs->op = st->op, fs->phase = st->phase, fs->rate_op = yp_cost_rate_op(s->g, st->op, st->node);
         int square = 0; /* a step over L x L scores (attention): its FLOPs grow with them */
         for (int k = 0; k < st->n_out; k++) square |= s->tensors[yp_step_outputs(s, st)[k]].scale == YP_SCALE_BATCH_PIXELS2;
         for (int k = 0; k < st->n_in; k++) square |= s->tensors[yp_step_inputs(s, st)[k]].scale == YP_SCALE_BATCH_PIXELS2;
@@ -239,7 +239,7 @@ void yp_family_timing(const yp_family *f, const yp_graph *g, const yp_candidate 
         double fl = 0, by = k.lowp > 0 ? st->amp_extra : 0;
         for (int s = 0; s < YP_SCALE_COUNT; s++)
             fl += m[s] * st->flops.fixed[s], by += m[s] * (st->bytes.fixed[s] + k.act * st->bytes.act[s]);
-        ph[st->phase] += yp_cost_step_s(&f->gpu, c->precision, st->op, st->phase, fl, by);
+        ph[st->phase] += yp_cost_step_s(&f->gpu, c->precision, st->op, st->rate_op, st->phase, fl, by);
     }
     memset(out, 0, sizeof *out);
     for (int p = 0; p < YP_PHASE_COUNT; p++)

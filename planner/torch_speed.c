@@ -36,7 +36,7 @@ static void sync(timeline *t) {
 
 /* A bandwidth-bound kernel over bytes (op -1: the roofline's elementwise rate) with one launch. */
 static double stream_s(const timeline *t, double bytes) {
-    return yp_cost_step_s(t->gpu, t->prec, -1, YP_PHASE_OPTIMIZER, 0, bytes);
+    return yp_cost_step_s(t->gpu, t->prec, -1, -1, YP_PHASE_OPTIMIZER, 0, bytes);
 }
 
 static double step_bytes(const yp_schedule *s, const yp_step *st) {
@@ -81,7 +81,8 @@ static void run_step(timeline *t, const yp_schedule *s, int i, int train_bn) {
     int n = yp_cost_launches(st->op, st->phase);
     double host = st->phase == YP_PHASE_BACKWARD ? YP_TORCH_BWD_OP_CPU_S : YP_TORCH_FWD_OP_CPU_S;
     double bytes = step_bytes(s, st) + extra_bytes(s, st, train_bn);
-    double dev = yp_cost_step_s(t->gpu, t->prec, st->op, st->phase, (double)st->flops, bytes);
+    double dev = yp_cost_step_s(t->gpu, t->prec, st->op, yp_cost_rate_op(s->g, st->op, st->node), st->phase,
+                                (double)st->flops, bytes);
     for (int k = 0; k < n; k++) op(t, host, dev / n);
 }
 
@@ -203,7 +204,7 @@ static void foreach(timeline *t, int n, double bytes, double elements) {
     if (launches < 1) launches = 1;
     double dev = stream_s(t, bytes);
     op(t, YP_TORCH_FWD_OP_CPU_S + n * YP_TORCH_FOREACH_TENSOR_CPU_S, dev);
-    for (int k = 1; k < launches; k++) op(t, 0, yp_cost_step_s(t->gpu, t->prec, -1, YP_PHASE_OPTIMIZER, 0, 0));
+    for (int k = 1; k < launches; k++) op(t, 0, yp_cost_step_s(t->gpu, t->prec, -1, -1, YP_PHASE_OPTIMIZER, 0, 0));
 }
 
 /* The optimizer step with GradScaler, clip_grad_norm_, SGD (foreach, nesterov, weight decay) and

@@ -5,7 +5,12 @@
  * matrix_math) run at the tensor-core rate of their precision: FP16 or BF16 under AMP, TF32 in fp32
  * on cards that have it (cuDNN's default for convolutions, as in PyTorch), else the FP32 rate.
  * Every other op is elementwise and bandwidth-bound in practice. Launches per step come from the
- * row too. Bytes are the tensors a step reads plus those it writes.
+ * row too. Grouped convs (groups > 1: DWConv, GhostConv's 5x5 depthwise cv2, GhostBottleneck's
+ * 3x3 depthwise) are the exception among the convs (yp_cost_rate_op): cuDNN runs them as direct
+ * grouped / depthwise kernels on the CUDA cores, not as implicit GEMM on the tensor cores, so
+ * their FLOPs take the elementwise rate (FP32 peak x YP_ELTWISE_EFFICIENCY); with 2 k^2 c_in/groups
+ * FLOPs per output element (50 for a 5x5 depthwise) they sit near the ridge, bandwidth-bound on
+ * most cards, where a dense conv is compute-bound. Bytes are the tensors a step reads plus those it writes.
  * Figures are estimates for ranking candidates on one card; bench/ compares them with
  * measurements where a GPU is available. */
 #ifndef YP_COST_H
@@ -31,14 +36,19 @@ typedef struct {
 /* YOLOv5: accumulate = max(round(64 / batch), 1). */
 int yp_accumulate(int64_t batch);
 
-/* The roofline, the one formula of the cost model: seconds to compute `flops` and move `bytes` for
- * an op (a yp_op or -1), max(flops * spf, bytes * spb). */
-double yp_cost_roofline_s(const yp_gpu *gpu, yp_precision p, int op, double flops, double bytes);
+/* The op whose FLOP rate a step of `op` (a yp_op or -1) on graph node `node` (or -1) runs at: op
+ * itself, except a conv2d with groups > 1, which runs at the elementwise rate (-1; see above). */
+int yp_cost_rate_op(const yp_graph *g, int op, int node);
 
-/* Seconds of one step: its roofline plus its kernel launches (launches * YP_LAUNCH_S). The real
- * schedule's timing (yp_cost_schedule) and the search's per-family timing (yp_family_timing) both
- * use it. */
-double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, yp_phase phase, double flops, double bytes);
+/* The roofline, the one formula of the cost model: seconds to compute `flops` and move `bytes` at
+ * the rate of `rate_op` (yp_cost_rate_op), max(flops * spf, bytes * spb). */
+double yp_cost_roofline_s(const yp_gpu *gpu, yp_precision p, int rate_op, double flops, double bytes);
+
+/* Seconds of one step of `op`: its roofline at the rate of rate_op (yp_cost_rate_op) plus op's
+ * kernel launches (launches * YP_LAUNCH_S). The real schedule's timing (yp_cost_schedule) and the
+ * search's per-family timing (yp_family_timing) both use it. */
+double yp_cost_step_s(const yp_gpu *gpu, yp_precision p, int op, int rate_op, yp_phase phase, double flops,
+                      double bytes);
 
 /* Does the op (a yp_op or -1) run at the tensor-core rate? Its op-table row says (matrix_math). */
 int yp_cost_matrix_math(int op);

@@ -26,6 +26,7 @@ typedef struct {
 
 typedef struct {
     int op;
+    int rate_op;          /* the op whose FLOP rate it runs at (yp_cost_rate_op: -1 for a grouped conv) */
     yp_phase phase;
     yp_lin flops, bytes;  /* bytes: weights a conv multiplies count as act-typed (AMP reads the copy) */
     double amp_extra;     /* bytes moved only under AMP (the optimizer refreshing the weight copies) */

@@ -57,13 +57,20 @@ static int fx_count;
 static float *fx_data;
 static int64_t fx_floats;
 
-/* Loads ops.txt and ops.bin once. Returns 0, or -1 with a message. */
+/* The fixture file a test reads, tests/data/ops/<stem>.{txt,bin}, and the script writing it: a test
+ * file may define both before including this header (test_cpu_conv_groups.c does). */
+#ifndef YP_FX_STEM
+#define YP_FX_STEM "ops"
+#define YP_FX_SCRIPT "make_op_fixtures.py"
+#endif
+
+/* Loads <stem>.txt and <stem>.bin once. Returns 0, or -1 with a message. */
 static inline int fx_load(void) {
-    FILE *ft = fopen(YP_TEST_DATA "/ops/ops.txt", "r");
-    FILE *fb = fopen(YP_TEST_DATA "/ops/ops.bin", "rb");
+    FILE *ft = fopen(YP_TEST_DATA "/ops/" YP_FX_STEM ".txt", "r");
+    FILE *fb = fopen(YP_TEST_DATA "/ops/" YP_FX_STEM ".bin", "rb");
     int rc = -1;
     if (!ft || !fb) {
-        fprintf(stderr, "cannot open %s/ops/ops.{txt,bin}\n", YP_TEST_DATA);
+        fprintf(stderr, "cannot open %s/ops/%s.{txt,bin}\n", YP_TEST_DATA, YP_FX_STEM);
         goto done;
     }
     char line[512];
@@ -72,7 +79,7 @@ static inline int fx_load(void) {
             continue;
         long long off, cnt;
         if (fx_count == MAX_TENSORS || sscanf(line, "%63s %lld %lld", fx_index[fx_count].name, &off, &cnt) != 3) {
-            fprintf(stderr, "ops.txt: bad line or too many tensors: %s", line);
+            fprintf(stderr, YP_FX_STEM ".txt: bad line or too many tensors: %s", line);
             goto done;
         }
         fx_index[fx_count].offset = off;
@@ -83,7 +90,7 @@ static inline int fx_load(void) {
     }
     fx_data = malloc((size_t)fx_floats * sizeof *fx_data + 1);
     if (!fx_data || fread(fx_data, sizeof *fx_data, (size_t)fx_floats, fb) != (size_t)fx_floats) {
-        fprintf(stderr, "ops.bin: short read (want %lld floats)\n", (long long)fx_floats);
+        fprintf(stderr, YP_FX_STEM ".bin: short read (want %lld floats)\n", (long long)fx_floats);
         goto done;
     }
     rc = 0;
@@ -111,7 +118,7 @@ static inline float *fx(const char *name, int64_t count) {
         memcpy(p, fx_data + fx_index[i].offset, (size_t)count * sizeof *p);
         return p;
     }
-    fprintf(stderr, "  fixture %s missing (rerun tests/ref/make_op_fixtures.py)\n", name);
+    fprintf(stderr, "  fixture %s missing (rerun tests/ref/" YP_FX_SCRIPT ")\n", name);
     CHECK(!"fixture present");
     return NULL;
 }

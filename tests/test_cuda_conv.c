@@ -1,9 +1,10 @@
 /* test_cuda_conv.c - the CUDA backend's convolutions (cuDNN), Detect decode and loss_level
  * against the CPU backend on deterministic random data: convs of YOLOv5's kinds (1x1, 3x3 stride
- * 1 and 2, 6x6 stride 2 pad 2; with and without bias; odd spatial sizes) forward, backward-data
- * and backward-weights with beta 0 (onto NaN) and beta 1 (onto random contents), the combined
- * backward, the scratch query and preparation; the decode of three levels; one loss level with
- * positives that share cells, in training and evaluation, and its argument errors.
+ * 1 and 2, 6x6 stride 2 pad 2, grouped and depthwise; with and without bias; odd spatial sizes)
+ * forward, backward-data and backward-weights with beta 0 (onto NaN) and beta 1 (onto random
+ * contents), the combined backward, the scratch query and preparation; the decode of three
+ * levels; one loss level with positives that share cells, in training and evaluation, and its
+ * argument errors.
  * Without a usable GPU (or a build without CUDA) it prints "SKIP: <reason>" and exits 77, which
  * ctest reports as skipped. */
 #include <math.h>
@@ -113,7 +114,8 @@ static int scratch_both(yp_backend *be, const yp_conv_desc *d, int bias, int64_t
 /* One conv: CPU reference (forward, backward-data and -weights with beta 0, then beta 1 onto
  * random contents) and the same on the GPU, plus the combined backward with betas (1, 0). */
 static void conv_case(const char *name, yp_conv_desc d, int bias, uint64_t seed) {
-    const int64_t nx = count_of(d.in), ny = count_of(d.out), nw = d.out.c * d.in.c * d.k * d.k, nb = d.out.c;
+    const int64_t nx = count_of(d.in), ny = count_of(d.out), nw = d.out.c * (d.in.c / d.groups) * d.k * d.k;
+    const int64_t nb = d.out.c;
     float *x = rand_host(nx, seed, -1, 1), *w = rand_host(nw, seed + 1, -0.5f, 0.5f);
     float *b = rand_host(nb, seed + 2, -1, 1), *dy = rand_host(ny, seed + 3, -1, 1);
     float *dx0 = rand_host(nx, seed + 4, -1, 1), *dw0 = rand_host(nw, seed + 5, -1, 1);
@@ -126,9 +128,9 @@ static void conv_case(const char *name, yp_conv_desc d, int bias, uint64_t seed)
     float *g_ws = NULL, *g_wt = NULL;
     char what[96];
     int64_t pi, fx;
-    fprintf(stderr, "conv %s: n %lld, %lldx%lldx%lld -> %lldx%lldx%lld, k %d s %d p %d%s\n", name, (long long)d.in.n,
-            (long long)d.in.h, (long long)d.in.w, (long long)d.in.c, (long long)d.out.h, (long long)d.out.w,
-            (long long)d.out.c, d.k, d.s, d.p, bias ? ", bias" : "");
+    fprintf(stderr, "conv %s: n %lld, %lldx%lldx%lld -> %lldx%lldx%lld, k %d s %d p %d groups %d%s\n", name,
+            (long long)d.in.n, (long long)d.in.h, (long long)d.in.w, (long long)d.in.c, (long long)d.out.h,
+            (long long)d.out.w, (long long)d.out.c, d.k, d.s, d.p, d.groups, bias ? ", bias" : "");
 
     /* CPU reference */
     REQUIRE(scratch_both(cpu, &d, bias, &pi, &fx) == 0);
@@ -250,6 +252,23 @@ static void test_conv_6x6_s2(void) {
     conv_case("6x6 s2 p2", conv_desc(2, 3, 17, 15, 8, 6, 2, 2), 0, 107);
     conv_case("6x6 s2 p2 bias", conv_desc(1, 3, 32, 32, 16, 6, 2, 2), 1, 108);
 }
+/* Grouped and depthwise convs (the ghost models' GhostConv, DWConv, GhostBottleneck): cuDNN's
+ * group count with the filter (c_out, k, k, c_in/groups) reordered per output channel, against
+ * the CPU backend's oneDNN grouped convs (test_cpu_conv_groups.c checks those against PyTorch).
+ * Each output sums at most (c_in/groups)*k*k = 64 products: the 1e-4 bound has a wider margin. */
+static yp_conv_desc grouped(yp_conv_desc d, int groups) {
+    d.groups = groups;
+    return d;
+}
+static void test_conv_grouped(void) {
+    conv_case("dw 5x5 s1", grouped(conv_desc(2, 8, 7, 6, 8, 5, 1, 2), 8), 0, 111);
+    conv_case("dw 3x3 s2 bias", grouped(conv_desc(2, 8, 9, 8, 8, 3, 2, 1), 8), 1, 112);
+    conv_case("g2 3x3 s1", grouped(conv_desc(2, 8, 6, 5, 4, 3, 1, 1), 2), 0, 113);
+    conv_case("dw 5x5 s1 wide", grouped(conv_desc(2, 64, 20, 20, 64, 5, 1, 2), 64), 0, 114);
+    conv_case("g16 3x3 s1", grouped(conv_desc(2, 48, 9, 9, 32, 3, 1, 1), 16), 0, 115);
+    conv_case("g4 1x1 bias", grouped(conv_desc(2, 32, 8, 7, 64, 1, 1, 0), 4), 1, 116);
+}
+
 /* Detect's head: a 1x1 conv with bias onto na*(nc+5) = 255 channels, 3x3 grid. */
 static void test_conv_detect_head(void) {
     conv_case("detect head", conv_desc(2, 32, 3, 3, 255, 1, 1, 0), 1, 109);
@@ -267,6 +286,9 @@ static void test_conv_errors(void) {
     d.out.h = 7; /* not the conv's output */
     CHECK(gpu->ops->conv2d_scratch(gpu, &d, 0, YP_CONV_FORWARD, &pi, &fx) == -1);
     CHECK_STR_HAS(gpu->last_error(gpu), "output");
+    d = grouped(conv_desc(1, 4, 8, 8, 4, 3, 1, 1), 3); /* groups must divide the channels */
+    CHECK(gpu->ops->conv2d_scratch(gpu, &d, 0, YP_CONV_FORWARD, &pi, &fx) == -1);
+    CHECK_STR_HAS(gpu->last_error(gpu), "not divisible by groups 3");
     d = conv_desc(1, 4, 8, 8, 4, 3, 1, 1);
     CHECK(gpu->ops->conv2d_forward(gpu, &d, NULL, NULL, NULL, NULL, NULL, NULL) == -1);
     CHECK_STR_HAS(gpu->last_error(gpu), "NULL");
@@ -440,6 +462,7 @@ int main(void) {
     YP_RUN(test_conv_3x3_s2);
     YP_RUN(test_conv_6x6_s2);
     YP_RUN(test_conv_detect_head);
+    YP_RUN(test_conv_grouped);
     YP_RUN(test_conv_errors);
     YP_RUN(test_detect_decode);
     YP_RUN(test_loss_level);

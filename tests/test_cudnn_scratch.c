@@ -45,6 +45,11 @@ static void test_bound(void) {
     d = conv(1, 20, 64, 64, 3, 1, 4);
     yp_cudnn_scratch_bound(&d, &pi, &fx);
     CHECK_EQ_I64(fx, 64 * 16 * 9);
+    /* depthwise (GhostConv's 5x5 cv2): one input channel per filter; the cap as for any conv */
+    d = conv(8, 80, 128, 128, 5, 1, 128);
+    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    CHECK_EQ_I64(fx, 128 * 1 * 25);
+    CHECK_EQ_I64(pi, (int64_t)2 * 8 * 80 * 80 * 128);
 }
 
 /* The resolver's "cuda" rule answers the bound of the query's conv. */

@@ -634,8 +634,56 @@ static void test_arena_alignment(void) {
     yp_graph_free(g);
 }
 
+/* Grouped convs are not matrix math to the cost model (yp_cost.h): on tiny_dw.json the depthwise
+ * and groups=2 convs run at the elementwise FP32 rate at every precision, the dense conv and
+ * Detect at the tensor-core one; the family's timing still equals the schedule's. */
+static void test_grouped_conv_rate(void) {
+    yp_err err;
+    yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny_dw.json", &err);
+    REQUIRE(g != NULL);
+    yp_gpu gpu;
+    CHECK(yp_gpu_parse("a100-40gb", &gpu, &err) == 0);
+    const double eltwise = 1.0 / (gpu.fp32_tflops * 1e12 * YP_ELTWISE_EFFICIENCY);
+    int grouped = 0, dense = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const yp_node *n = &g->nodes[i];
+        int r = yp_cost_rate_op(g, n->op, i);
+        if (n->op == YP_OP_CONV2D && n->a.conv.groups > 1) {
+            CHECK_EQ_I64(r, -1);
+            CHECK(yp_cost_s_per_flop(&gpu, YP_PREC_AMP_FP16, r) == eltwise);
+            grouped++;
+        } else {
+            CHECK_EQ_I64(r, n->op);
+            if (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT) {
+                CHECK(yp_cost_s_per_flop(&gpu, YP_PREC_AMP_FP16, r) < eltwise / 4);
+                dense++;
+            }
+        }
+    }
+    CHECK_EQ_I64(grouped, 3);
+    CHECK_EQ_I64(dense, 2);
+    CHECK_EQ_I64(yp_cost_rate_op(NULL, YP_OP_CONV2D, 0), YP_OP_CONV2D); /* no graph: the op's own rate */
+    yp_candidate c = yp_candidate_default();
+    c.batch = 8, c.img_w = c.img_h = 256, c.precision = YP_PREC_AMP_FP16;
+    yp_family f;
+    CHECK(yp_family_build(g, &c, &gpu, &f, &err) == 0);
+    yp_sched_opts to = yp_candidate_train_opts(&c, 32);
+    yp_schedule *ts = yp_schedule_build(g, &to, &err);
+    CHECK(ts != NULL);
+    if (ts) {
+        yp_timing a, b;
+        yp_family_timing(&f, g, &c, &a);
+        yp_cost_schedule(ts, &gpu, c.precision, &b);
+        CHECK(fabs(a.update_ms - b.update_ms) <= 1e-9 * b.update_ms);
+    }
+    yp_schedule_free(ts);
+    yp_family_free(&f);
+    yp_graph_free(g);
+}
+
 int main(void) {
     YP_RUN(test_family_is_exact);
+    YP_RUN(test_grouped_conv_rate);
     YP_RUN(test_max_batch);
     YP_RUN(test_search_and_realize);
     YP_RUN(test_plan_json_round_trip);

@@ -151,6 +151,44 @@ static void test_torch_saved_fp32_and_refusal(void) {
     yp_graph_free(g);
 }
 
+/* Grouped and depthwise convs save their input as any conv does: tests/data/ir/tiny_dw.json (two
+ * depthwise DWConvs and a groups=2 Conv) under the `pytorch` policy at batch 2 saves what
+ * saved_tensors_hooks measured (tests/data/pytorch_saved_dw.json, from
+ * tests/ref/make_group_saved_fixture.py), exactly, at each size. */
+static void test_grouped_saved_bytes_equal_pytorch(void) {
+    FILE *f = fopen(YP_TEST_DATA "/pytorch_saved_dw.json", "rb");
+    REQUIRE(f != NULL);
+    char buf[2048];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *fx = cJSON_Parse(buf);
+    REQUIRE(fx != NULL);
+    yp_err err;
+    yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny_dw.json", &err);
+    CHECK(g != NULL);
+    const cJSON *batch = cJSON_GetObjectItem(fx, "batch"), *sizes = cJSON_GetObjectItem(fx, "sizes");
+    CHECK(cJSON_IsNumber(batch));
+    int compared = 0;
+    for (const cJSON *sz = sizes ? sizes->child : NULL; g && cJSON_IsNumber(batch) && sz; sz = sz->next) {
+        int64_t img = atoll(sz->string);
+        yp_sched_opts o = yp_sched_opts_default((int64_t)batch->valuedouble, img, img);
+        o.policy = YP_SAVE_PYTORCH;
+        yp_schedule *s = yp_schedule_build(g, &o, &err);
+        CHECK(s != NULL);
+        if (!s) continue;
+        int64_t ours = yp_schedule_saved_bytes(s), theirs = (int64_t)sz->valuedouble;
+        if (ours != theirs) fprintf(stderr, "tiny_dw at %lld: %lld vs torch %lld\n", (long long)img, (long long)ours,
+                                    (long long)theirs);
+        CHECK_EQ_I64(ours, theirs);
+        compared++;
+        yp_schedule_free(s);
+    }
+    CHECK_EQ_I64(compared, 2);
+    yp_graph_free(g);
+    cJSON_Delete(fx);
+}
+
 /* The yoloplan policy saves less than PyTorch for every model (the point of docs/architecture.md §6). */
 static void test_yoloplan_saves_less(void) {
     yp_err err;
@@ -175,6 +213,7 @@ int main(void) {
     YP_RUN(test_saved_bytes_equal_pytorch);
     YP_RUN(test_autocast_bytes_equal_pytorch);
     YP_RUN(test_torch_saved_fp32_and_refusal);
+    YP_RUN(test_grouped_saved_bytes_equal_pytorch);
     YP_RUN(test_yoloplan_saves_less);
     return yp_test_summary();
 }

@@ -16,8 +16,8 @@
  *   forward          weights (and, for Winograd, x) reordered into `wt`, the conv, y out
  *   backward-data    beta == 0, or a primitive whose dx goes through the scratch (the reorder out
  *                    adds): the whole batch. Otherwise (dx written in place; oneDNN's backward
- *                    has no accumulate): a 1x1 conv as one matmul that adds into dx, any other
- *                    one image at a time into `ws`, then dx = beta*dx + it
+ *                    has no accumulate): an ungrouped 1x1 conv as one matmul that adds into
+ *                    dx, any other one image at a time into `ws`, then dx = beta*dx + it
  *   backward-weights the weight and bias gradients into `wt`, then reordered out adding into dw
  * Scratch per stage (yp_cpu_conv2d_scratch): `fixed` bytes = the largest primitive's scratch of
  * the stage; `per_image` = one image of dx when the one-image form exists. oneDNN threads with
@@ -67,8 +67,9 @@ void yp_cpu_conv_destroy(yp_cpu_backend *cb) {
 static int conv_check(const char *op, const yp_conv_desc *d) {
     if (!d) return yp_cpu_fail("%s: NULL descriptor", op);
     if (yp_cpu_check_elem(op, d->dtype)) return -1;
-    if (d->groups != 1)
-        return yp_cpu_fail("%s: groups %d not supported (the CPU backend runs groups == 1 only)", op, d->groups);
+    if (d->groups < 1 || d->in.c % d->groups || d->out.c % d->groups)
+        return yp_cpu_fail("%s: groups %d must be >= 1 and divide c_in %lld and c_out %lld", op, d->groups,
+                           (long long)d->in.c, (long long)d->out.c);
     if (d->k < 1 || d->s < 1 || d->p < 0)
         return yp_cpu_fail("%s: bad kernel %d / stride %d / padding %d", op, d->k, d->s, d->p);
     if (yp_cpu_check_dims(op, "input", d->in) || yp_cpu_check_dims(op, "output", d->out)) return -1;
@@ -296,7 +297,7 @@ static int bwd_weights_run(const char *op, dnnl_stream_t str, conv_entry *e, con
                            float *dw, float *dbias, float beta, float *wt, int staged) {
     const yp_conv_desc *d = &e->d;
     if (beta != 0.0f && beta != 1.0f) {
-        yp_cpu_scale_beta(dw, d->out.c * d->in.c * d->k * d->k, beta);
+        yp_cpu_scale_beta(dw, d->out.c * (d->in.c / d->groups) * d->k * d->k, beta);
         if (dbias) yp_cpu_scale_beta(dbias, d->out.c, beta);
     }
     const void *bufs[] = {dy, x, dw, dbias};

@@ -2,12 +2,13 @@
  * of the caller's layouts, the algorithm, the primitive, and a reorder for every argument whose
  * layout the primitive wants otherwise.
  *
- * Algorithm: oneDNN's direct convolution on NHWC as it is, except for 3x3 stride-1 pad-1 convs
- * with channel counts that are multiples of 16 and outputs of at least 20x20, which run oneDNN's
- * Winograd F(4x4, 3x3) in its blocked layout (1.5-1.6x the direct rate here on forward, backward-
- * data and backward-weights alike, reorders not counted; with them ~9% off a yolov5s step at 320;
- * a 10x10 map gains nothing). Winograd's fp32
- * results differ from the direct ones by rounding (~1e-5 relative, test_cpu_conv checks 1e-4).
+ * Algorithm: oneDNN's direct convolution on NHWC as it is (grouped and depthwise convs too: their
+ * weights are oneDNN's 5-D grouped layout over PyTorch's bytes, mds_init), except for ungrouped
+ * 3x3 stride-1 pad-1 convs with channel counts that are multiples of 16 and outputs of at least
+ * 20x20, which run oneDNN's Winograd F(4x4, 3x3) in its blocked layout (1.5-1.6x the direct rate
+ * here on forward, backward-data and backward-weights alike, reorders not counted; with them ~9%
+ * off a yolov5s step at 320; a 10x10 map gains nothing). Winograd's fp32 results differ from the
+ * direct ones by rounding (~1e-5 relative, test_cpu_conv checks 1e-4).
  * YP_CONV_WINOGRAD=0 in the environment keeps every conv direct.
  *
  * A dry build (the scratch query) goes through the same steps with primitive descriptors only:
@@ -48,16 +49,22 @@ typedef struct {
     dnnl_dims_t strides, pad_l, pad_r;
 } conv_mds;
 
+/* Weights: OIHW (c_out, c_in, k, k), or for groups g > 1 oneDNN's grouped GOIHW (g, c_out/g,
+ * c_in/g, k, k) over the same bytes as PyTorch's (c_out, c_in/g, k, k): output channel o is
+ * row o % (c_out/g) of group o / (c_out/g) either way. */
 static int mds_init(const char *op, const yp_conv_desc *d, int64_t n, conv_mds *m) {
+    const int64_t g = d->groups;
     dnnl_dims_t s = {n, d->in.c, d->in.h, d->in.w}, t = {n, d->out.c, d->out.h, d->out.w},
                 w = {d->out.c, d->in.c, d->k, d->k}, b = {d->out.c};
+    if (g > 1) w[0] = g, w[1] = d->out.c / g, w[2] = d->in.c / g, w[3] = w[4] = d->k;
+    const int wn = g > 1 ? 5 : 4;
     DN(op, "source layout", dnnl_memory_desc_init_by_tag(&m->src, 4, s, dnnl_f32, dnnl_nhwc));
     DN(op, "destination layout", dnnl_memory_desc_init_by_tag(&m->dst, 4, t, dnnl_f32, dnnl_nhwc));
-    DN(op, "weights layout", dnnl_memory_desc_init_by_tag(&m->w_user, 4, w, dnnl_f32, dnnl_oihw));
+    DN(op, "weights layout", dnnl_memory_desc_init_by_tag(&m->w_user, wn, w, dnnl_f32, g > 1 ? dnnl_goihw : dnnl_oihw));
     DN(op, "bias layout", dnnl_memory_desc_init_by_tag(&m->bias, 1, b, dnnl_f32, dnnl_a));
     DN(op, "source layout", dnnl_memory_desc_init_by_tag(&m->src_any, 4, s, dnnl_f32, dnnl_format_tag_any));
     DN(op, "destination layout", dnnl_memory_desc_init_by_tag(&m->dst_any, 4, t, dnnl_f32, dnnl_format_tag_any));
-    DN(op, "weights layout", dnnl_memory_desc_init_by_tag(&m->w_any, 4, w, dnnl_f32, dnnl_format_tag_any));
+    DN(op, "weights layout", dnnl_memory_desc_init_by_tag(&m->w_any, wn, w, dnnl_f32, dnnl_format_tag_any));
     /* PyTorch's symmetric padding: oneDNN checks out = (in + pad_l + pad_r - k) / s + 1 with the
      * same floor, and windows past the last one are simply not computed */
     m->strides[0] = m->strides[1] = d->s;
@@ -68,7 +75,7 @@ static int mds_init(const char *op, const yp_conv_desc *d, int64_t n, conv_mds *
 static int winograd_wanted(const yp_conv_desc *d) {
     const char *env = getenv("YP_CONV_WINOGRAD");
     if (env && !strcmp(env, "0")) return 0;
-    return d->k == 3 && d->s == 1 && d->p == 1 && d->in.c % 16 == 0 && d->out.c % 16 == 0 &&
+    return d->groups == 1 && d->k == 3 && d->s == 1 && d->p == 1 && d->in.c % 16 == 0 && d->out.c % 16 == 0 &&
            d->out.h * d->out.w >= 400;
 }
 
@@ -271,7 +278,7 @@ static int build_bwd_weights(const conv_bld *b, const char *op, conv_entry *e) {
  * 0 when built, 1 when oneDNN has no such matmul here (the caller falls back), -1 on error. */
 static int build_bwd_data_add(const conv_bld *b, const char *op, conv_entry *e) {
     const yp_conv_desc *d = &e->d;
-    if (d->k != 1 || d->s != 1 || d->p != 0) return 1;
+    if (d->k != 1 || d->s != 1 || d->p != 0 || d->groups != 1) return 1; /* a grouped one is g matmuls */
     const int64_t rows = d->in.n * d->in.h * d->in.w;
     dnnl_dims_t s = {rows, d->out.c}, w = {d->out.c, d->in.c}, t = {rows, d->in.c};
     dnnl_memory_desc_t src, wei, dst;

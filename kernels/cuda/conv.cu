@@ -6,6 +6,8 @@
 // weights are reordered into the fixed scratch `wt` before forward and backward-data, and the
 // weight gradient is computed there in KRSC and reordered back onto dw (with beta) after
 // backward-weights. For k == 1 the two layouts are the same bytes: no reorder, no fixed scratch.
+// Grouped and depthwise convs (groups > 1) go through cudnnSetConvolutionGroupCount with the
+// filter c_in/groups deep; the reorder is per output channel, so it needs nothing per group.
 //
 // Algorithms. For each conv shape and stage the algorithm is the first of those that cuDNN's
 // heuristics report (cudnnGetConvolution*Algorithm_v7, ordered by expected speed) that runs

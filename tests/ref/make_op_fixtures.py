@@ -46,11 +46,11 @@ def f32(shape, gen, scale=1.0, offset=0.0):
     return (torch.randn(*shape, generator=gen) * scale + offset).float().double()
 
 
-def conv_case(name, gen, n, cin, h, w, cout, k, s, p, bias):
+def conv_case(name, gen, n, cin, h, w, cout, k, s, p, bias, groups=1):
     x = f32((n, cin, h, w), gen).requires_grad_()
-    wt = f32((cout, cin, k, k), gen, scale=1.0 / (cin * k * k) ** 0.5).requires_grad_()
+    wt = f32((cout, cin // groups, k, k), gen, scale=1.0 / (cin // groups * k * k) ** 0.5).requires_grad_()
     b = f32((cout,), gen).requires_grad_() if bias else None
-    y = F.conv2d(x, wt, b, stride=s, padding=p)
+    y = F.conv2d(x, wt, b, stride=s, padding=p, groups=groups)
     dy = f32(tuple(y.shape), gen)
     (y * dy).sum().backward()
     put(name + ".x", nhwc(x))
@@ -240,16 +240,21 @@ def main():
     maxpool_case("maxpool_k2s2p0", gen2, 2, 3, 7, 8, 2, 2, 0, 3)  # odd height: the last row is dropped
     maxpool_case("maxpool_k2s1p0", gen2, 2, 3, 6, 5, 2, 1, 0, 3)  # after the pad, yolov3-tiny's layer 11
 
+    write("ops", "make_op_fixtures.py")
+
+
+def write(stem, script):
+    """Writes the recorded tensors to tests/data/ops/<stem>.{bin,txt}."""
     os.makedirs(OUT, exist_ok=True)
     offset = 0
-    with open(os.path.join(OUT, "ops.bin"), "wb") as fb, open(os.path.join(OUT, "ops.txt"), "w") as ft:
-        ft.write("# written by tests/ref/make_op_fixtures.py (torch %s); do not edit\n" % torch.__version__)
-        ft.write("# name offset count dims...   (offset, count in float32 elements of ops.bin)\n")
+    with open(os.path.join(OUT, stem + ".bin"), "wb") as fb, open(os.path.join(OUT, stem + ".txt"), "w") as ft:
+        ft.write("# written by tests/ref/%s (torch %s); do not edit\n" % (script, torch.__version__))
+        ft.write("# name offset count dims...   (offset, count in float32 elements of %s.bin)\n" % stem)
         for name, a in tensors:
             fb.write(a.tobytes())
             ft.write("%s %d %d %s\n" % (name, offset, a.size, " ".join(str(d) for d in a.shape)))
             offset += a.size
-    print("make_op_fixtures: %d tensors, %d bytes" % (len(tensors), offset * 4), file=sys.stderr)
+    print("%s: %d tensors, %d bytes" % (script, len(tensors), offset * 4), file=sys.stderr)
 
 
 if __name__ == "__main__":
