@@ -177,6 +177,9 @@ static int eval_loss(const yp_binding *v, const yp_step *st, const yp_eval_batch
     return 0;
 }
 
+_Static_assert(YP_DECODE_MAX_LEVELS == YP_MAX_LEVELS && YP_DECODE_MAX_ANCHORS == YP_MAX_ANCHORS,
+               "the decode descriptor holds every level and anchor a graph may have");
+
 /* The decode step: Detect's outputs of the n_images into boxes (detect_decode). */
 static int eval_decode(const yp_binding *v, const yp_step *st, int64_t n_images, yp_err *err) {
     const yp_graph *g = v->s->g;

@@ -134,7 +134,7 @@ typedef struct {
 } yp_loss_terms;
 
 /* What the evaluation decode needs to know of YOLOv5's Detect (detect_decode). */
-#define YP_DECODE_MAX_LEVELS 4  /* = YP_MAX_LEVELS of graph/yp_graph.h */
+#define YP_DECODE_MAX_LEVELS 5  /* = YP_MAX_LEVELS of graph/yp_graph.h (asserted in executor/eval.c) */
 #define YP_DECODE_MAX_ANCHORS 8 /* = YP_MAX_ANCHORS of graph/yp_graph.h */
 typedef struct {
     int64_t n;                   /* images */
