@@ -17,6 +17,7 @@
 #include "yp_ir.h"
 #include "yp_schedule.h"
 #include "yp_test.h"
+#include "yp_test_json.h"
 
 static yp_graph *graph;
 
@@ -29,15 +30,7 @@ static yp_schedule *build(int64_t batch, int64_t side, yp_save_policy policy, ui
     return s;
 }
 
-static cJSON *fixture(void) {
-    FILE *f = fopen(YP_TEST_DATA "/act_saved.json", "rb");
-    if (!f) return NULL;
-    static char buf[1 << 12];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return cJSON_Parse(buf);
-}
+static cJSON *fixture(void) { return yp_test_json_file(YP_TEST_DATA "/act_saved.json"); }
 
 static void test_saved_bytes_equal_pytorch(void) {
     cJSON *fx = fixture();

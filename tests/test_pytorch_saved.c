@@ -13,17 +13,10 @@
 #include "yp_ir.h"
 #include "yp_schedule.h"
 #include "yp_test.h"
+#include "yp_test_json.h"
 #include "yp_torch_saved.h"
 
-static cJSON *fixture(void) {
-    FILE *f = fopen(YP_TEST_DATA "/pytorch_saved.json", "rb");
-    if (!f) return NULL;
-    static char buf[1 << 14];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return cJSON_Parse(buf);
-}
+static cJSON *fixture(void) { return yp_test_json_file(YP_TEST_DATA "/pytorch_saved.json"); }
 
 static void test_saved_bytes_equal_pytorch(void) {
     cJSON *fx = fixture();

@@ -16,10 +16,6 @@ using yp_cuda::kBlockSize;
 // ----------------------------------------------------------------------------
 // kernels (no __restrict__: x may be y, and dy may be dx with beta 0)
 
-#define GRID_STRIDE(i, n)                                                                    \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                         \
-                 i##_stride_ = (int64_t)blockDim.x * gridDim.x;                              \
-         i < (n); i += i##_stride_)
 
 static __global__ void relu_fwd_kernel(const float *x, float *y, int64_t n) {
     GRID_STRIDE(i, n) y[i] = yp_relu(x[i]);

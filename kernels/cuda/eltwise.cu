@@ -22,10 +22,6 @@ using yp_cuda::kBlockSize;
 // ----------------------------------------------------------------------------
 // kernels: each a grid-stride loop over one element function of yp_index_math.h
 
-#define GRID_STRIDE(i, n)                                                                    \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                         \
-                 i##_stride_ = (int64_t)blockDim.x * gridDim.x;                              \
-         i < (n); i += i##_stride_)
 
 static __global__ void add_kernel(const float *a, const float *b, float *y, int64_t n) {
     GRID_STRIDE(i, n) y[i] = a[i] + b[i];

@@ -1,5 +1,5 @@
 // launch.cuh - internal to kernels/cuda: what the op files share for their launches: the block
-// size and grid of the grid-stride loops, the fp32-only dtype check, the count, dims and pointer
+// size and grid of the grid-stride loops (GRID_STRIDE), the fp32-only dtype check, the count, dims and pointer
 // checks.
 #ifndef YP_CUDA_LAUNCH_CUH
 #define YP_CUDA_LAUNCH_CUH
@@ -49,5 +49,11 @@ static inline int check_ptrs(const char *op, int count, const void *const *ptrs)
 }
 
 }  // namespace yp_cuda
+
+// A grid-stride loop: `i` runs over [0, n) across the whole grid.
+#define GRID_STRIDE(i, n)                                                                    \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x,                         \
+                 i##_stride_ = (int64_t)blockDim.x * gridDim.x;                              \
+         i < (n); i += i##_stride_)
 
 #endif
