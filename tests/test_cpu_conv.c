@@ -3,7 +3,7 @@
  * tiny shapes, the beta (overwrite/accumulate) contract and argument errors. */
 #include <omp.h>
 
-#include "cpu_ops_fixture.h"
+#include "cpu_conv_case.h"
 
 /* ---- conv ---- */
 
@@ -13,76 +13,25 @@ static yp_conv_desc conv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int6
     return d;
 }
 
-/* One fixture case: forward (beta-free), backward-data and -weights with beta 0 on NaN-filled
- * outputs, then again with beta 1 onto random contents. fp32 sums of K <= 216 products against a
- * float64 reference err by ~1e-6 of the largest value; 1e-4 is the issue's bound. */
-static void conv_fixture(const char *cs, yp_conv_desc d, int bias) {
-    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.k * d.k;
-    float *x = fxc(cs, "x", nx), *w = fxc(cs, "w", nw), *y_ref = fxc(cs, "y", ny), *dy = fxc(cs, "dy", ny);
-    float *dx_ref = fxc(cs, "dx", nx), *dw_ref = fxc(cs, "dw", nw);
-    float *b = bias ? fxc(cs, "b", d.out.c) : NULL, *db_ref = bias ? fxc(cs, "db", d.out.c) : NULL;
-    int64_t wsn = conv_scratch_floats(&d, bias);
-    float *ws = nan_buf(wsn), *y = nan_buf(ny), *dx = nan_buf(nx), *dw = nan_buf(nw), *db = nan_buf(d.out.c);
-    char what[64];
-    if (!x || !w || !y_ref || !dy || !dx_ref || !dw_ref || (bias && (!b || !db_ref)))
-        goto done;
-
-    CHECK(ops->conv2d_forward(cpu, &d, x, w, b, y, WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s y", cs);
-    CHECK_CLOSE(what, y, y_ref, ny, 1e-4);
-    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s dx", cs);
-    CHECK_CLOSE(what, dx, dx_ref, nx, 1e-4);
-    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw, bias ? db : NULL, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s dw", cs);
-    CHECK_CLOSE(what, dw, dw_ref, nw, 1e-4);
-    if (bias) {
-        snprintf(what, sizeof what, "%s db", cs);
-        CHECK_CLOSE(what, db, db_ref, d.out.c, 1e-4);
-    }
-
-    /* beta 1: the result lands on top of what was there. */
-    float *dx0 = rand_buf(nx, 11, -1, 1), *dw0 = rand_buf(nw, 12, -1, 1), *db0 = rand_buf(d.out.c, 13, -1, 1);
-    float *dx_want = sum_buf(dx0, dx_ref, nx), *dw_want = sum_buf(dw0, dw_ref, nw);
-    float *db_want = bias ? sum_buf(db0, db_ref, d.out.c) : NULL;
-    memcpy(dx, dx0, (size_t)nx * sizeof *dx);
-    memcpy(dw, dw0, (size_t)nw * sizeof *dw);
-    memcpy(db, db0, (size_t)d.out.c * sizeof *db);
-    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw, bias ? db : NULL, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s dx (beta 1)", cs);
-    CHECK_CLOSE(what, dx, dx_want, nx, 1e-4);
-    snprintf(what, sizeof what, "%s dw (beta 1)", cs);
-    CHECK_CLOSE(what, dw, dw_want, nw, 1e-4);
-    if (bias) {
-        snprintf(what, sizeof what, "%s db (beta 1)", cs);
-        CHECK_CLOSE(what, db, db_want, d.out.c, 1e-4);
-    }
-    free(dx0), free(dw0), free(db0), free(dx_want), free(dw_want), free(db_want);
-done:
-    free(x), free(w), free(y_ref), free(dy), free(dx_ref), free(dw_ref), free(b), free(db_ref);
-    free(ws), free(y), free(dx), free(dw), free(db);
-}
-
 static void test_conv_k3s1p1(void) {
-    conv_fixture("conv_k3s1p1", conv_desc(2, 4, 8, 8, 6, 3, 1, 1), 0);
+    conv_fixture_case("conv_k3s1p1", conv_desc(2, 4, 8, 8, 6, 3, 1, 1), 0);
 }
 static void test_conv_k3s2p1(void) {
     yp_conv_desc d = conv_desc(2, 4, 9, 7, 6, 3, 2, 1);
     int64_t per_image, fixed;
     CHECK(ops->conv2d_scratch(cpu, &d, 0, YP_CONV_BACKWARD, &per_image, &fixed) == 0);
     CHECK_EQ_I64(per_image, 9 * 7 * 4); /* one image of dx: direct backward-data accumulates image by image */
-    conv_fixture("conv_k3s2p1", d, 0);
+    conv_fixture_case("conv_k3s2p1", d, 0);
 }
 static void test_conv_k6s2p2(void) {
-    conv_fixture("conv_k6s2p2", conv_desc(2, 3, 16, 16, 8, 6, 2, 2), 0);
+    conv_fixture_case("conv_k6s2p2", conv_desc(2, 3, 16, 16, 8, 6, 2, 2), 0);
 }
 static void test_conv_k1_bias(void) {
     yp_conv_desc d = conv_desc(2, 8, 5, 6, 5, 1, 1, 0);
     int64_t per_image, fixed;
     CHECK(ops->conv2d_scratch(cpu, &d, 1, YP_CONV_BACKWARD, &per_image, &fixed) == 0);
     CHECK_EQ_I64(per_image, 0); /* accumulating backward-data is one matmul adding into dx */
-    conv_fixture("conv_k1_bias", d, 1);
+    conv_fixture_case("conv_k1_bias", d, 1);
 }
 
 /* Direct convolution in double (NHWC x, OIHW w): the independent reference of the FD tests. */

@@ -6,7 +6,7 @@
  * double; each with exactly the scratch conv2d_scratch asks for, beta 0 onto NaN and beta 1. */
 #define YP_FX_STEM "groups"
 #define YP_FX_SCRIPT "make_group_conv_fixtures.py"
-#include "cpu_ops_fixture.h"
+#include "cpu_conv_case.h"
 
 static yp_conv_desc gconv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int k, int s, int p,
                                int groups) {
@@ -16,9 +16,6 @@ static yp_conv_desc gconv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int
 }
 
 /* Floats of d's weights: PyTorch's (c_out, c_in/groups, k, k). */
-static int64_t weight_count(const yp_conv_desc *d) {
-    return d->out.c * (d->in.c / d->groups) * d->k * d->k;
-}
 
 /* Grouped conv in double over NHWC x and (c_out, c_in/g, k, k) w: y (when not NULL) = conv(x, w)
  * + b, and (when dy is not NULL) the gradients of sum(dy * y): dx, dw and db. Output channel co
@@ -52,78 +49,14 @@ static void gconv_ref(const yp_conv_desc *d, const double *x, const double *w, c
                 }
 }
 
-/* One fixture case, as test_cpu_conv.c's conv_fixture: forward, backward-data and -weights with
- * beta 0 onto NaN, then with beta 1 onto random contents, then both passes in one call. A
- * depthwise output sums k*k <= 25 products, the grouped one 36: fp32 against the float64
- * reference errs by ~1e-7 of the largest value; the bound is the op tests' 1e-4. */
-static void fixture_case(const char *cs, yp_conv_desc d, int bias) {
-    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = weight_count(&d), nc = d.out.c;
-    float *x = fxc(cs, "x", nx), *w = fxc(cs, "w", nw), *y_ref = fxc(cs, "y", ny), *dy = fxc(cs, "dy", ny);
-    float *dx_ref = fxc(cs, "dx", nx), *dw_ref = fxc(cs, "dw", nw);
-    float *b = bias ? fxc(cs, "b", nc) : NULL, *db_ref = bias ? fxc(cs, "db", nc) : NULL;
-    float *ws = nan_buf(conv_scratch_floats(&d, bias)), *y = nan_buf(ny), *dx = nan_buf(nx), *dw = nan_buf(nw);
-    float *db = nan_buf(nc), *dx0 = rand_buf(nx, 11, -1, 1), *dw0 = rand_buf(nw, 12, -1, 1);
-    float *db0 = rand_buf(nc, 13, -1, 1), *dx_want = NULL, *dw_want = NULL, *db_want = NULL;
-    char what[80];
-    CHECK(conv_scratch_floats(&d, bias) > 1 || d.k == 1); /* the scratch query answers for a grouped conv */
-    if (!x || !w || !y_ref || !dy || !dx_ref || !dw_ref || (bias && (!b || !db_ref))) goto done;
-
-    CHECK(ops->conv2d_forward(cpu, &d, x, w, b, y, WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s y", cs);
-    CHECK_CLOSE(what, y, y_ref, ny, 1e-4);
-    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s dx", cs);
-    CHECK_CLOSE(what, dx, dx_ref, nx, 1e-4);
-    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw, bias ? db : NULL, 0.0f, WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s dw", cs);
-    CHECK_CLOSE(what, dw, dw_ref, nw, 1e-4);
-    if (bias) {
-        snprintf(what, sizeof what, "%s db", cs);
-        CHECK_CLOSE(what, db, db_ref, nc, 1e-4);
-    }
-
-    dx_want = sum_buf(dx0, dx_ref, nx), dw_want = sum_buf(dw0, dw_ref, nw);
-    db_want = bias ? sum_buf(db0, db_ref, nc) : NULL;
-    memcpy(dx, dx0, (size_t)nx * sizeof *dx);
-    memcpy(dw, dw0, (size_t)nw * sizeof *dw);
-    memcpy(db, db0, (size_t)nc * sizeof *db);
-    CHECK(ops->conv2d_backward_data(cpu, &d, dy, w, dx, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
-    CHECK(ops->conv2d_backward_weights(cpu, &d, x, dy, dw, bias ? db : NULL, 1.0f, WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s dx (beta 1)", cs);
-    CHECK_CLOSE(what, dx, dx_want, nx, 1e-4);
-    snprintf(what, sizeof what, "%s dw (beta 1)", cs);
-    CHECK_CLOSE(what, dw, dw_want, nw, 1e-4);
-    if (bias) {
-        snprintf(what, sizeof what, "%s db (beta 1)", cs);
-        CHECK_CLOSE(what, db, db_want, nc, 1e-4);
-    }
-
-    /* the fused entry: dx (beta 1 onto dx0) and dw (beta 0) in one call */
-    memcpy(dx, dx0, (size_t)nx * sizeof *dx);
-    CHECK(ops->conv2d_backward(cpu, &d, x, dy, w, dx, dw, bias ? db : NULL, (yp_betas){1.0f, 0.0f},
-                               WS_ARGS(&d, bias, ws)) == 0);
-    snprintf(what, sizeof what, "%s conv2d_backward dx", cs);
-    CHECK_CLOSE(what, dx, dx_want, nx, 1e-4);
-    snprintf(what, sizeof what, "%s conv2d_backward dw", cs);
-    CHECK_CLOSE(what, dw, dw_ref, nw, 1e-4);
-    if (bias) {
-        snprintf(what, sizeof what, "%s conv2d_backward db", cs);
-        CHECK_CLOSE(what, db, db_ref, nc, 1e-4);
-    }
-done:
-    free(x), free(w), free(y_ref), free(dy), free(dx_ref), free(dw_ref), free(b), free(db_ref);
-    free(ws), free(y), free(dx), free(dw), free(db), free(dx0), free(dw0), free(db0);
-    free(dx_want), free(dw_want), free(db_want);
-}
-
 static void test_fixture_dw_k5s1(void) {
-    fixture_case("dw_k5s1p2", gconv_desc(2, 8, 7, 6, 8, 5, 1, 2, 8), 0);
+    conv_fixture_case("dw_k5s1p2", gconv_desc(2, 8, 7, 6, 8, 5, 1, 2, 8), 0);
 }
 static void test_fixture_dw_k3s2_bias(void) {
-    fixture_case("dw_k3s2p1", gconv_desc(2, 8, 9, 8, 8, 3, 2, 1, 8), 1);
+    conv_fixture_case("dw_k3s2p1", gconv_desc(2, 8, 9, 8, 8, 3, 2, 1, 8), 1);
 }
 static void test_fixture_g2_k3s1(void) {
-    fixture_case("g2_k3s1p1", gconv_desc(2, 8, 6, 5, 4, 3, 1, 1, 2), 0);
+    conv_fixture_case("g2_k3s1p1", gconv_desc(2, 8, 6, 5, 4, 3, 1, 1, 2), 0);
 }
 
 /* A grouped conv against gconv_ref: forward (with bias when asked), backward-data and -weights
