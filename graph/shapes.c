@@ -80,12 +80,8 @@ int yp_graph_infer(const yp_graph *g, int64_t batch, int64_t h, int64_t w, yp_no
 int64_t yp_graph_params(const yp_graph *g) {
     yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
     int64_t total = 0;
-    /* the parameters do not depend on the size: the smallest the network takes, which may be more
-     * than its largest Detect stride (yolov5-p34's backbone downsamples 32 times, its heads 16) */
-    int rc = -1;
-    for (int64_t s = yp_graph_max_stride(g); info && rc != 0 && s <= 4096; s *= 2)
-        rc = yp_graph_infer(g, 1, s, s, info, NULL);
-    if (rc == 0)
+    int64_t s = yp_graph_max_stride(g); /* the parameters do not depend on the size: the smallest one */
+    if (info && yp_graph_infer(g, 1, s, s, info, NULL) == 0)
         for (int i = 0; i < g->n_nodes; i++) total += info[i].params;
     else
         total = -1;

@@ -147,7 +147,7 @@ int yp_family_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu,
     memset(out, 0, sizeof *out);
     if (yp_candidate_check_scratch(c, err)) return -1;
     out->gpu = *gpu;
-    int stride = yp_graph_max_stride(g);
+    int stride = out->stride = yp_graph_max_stride(g);
     yp_candidate u = *c;
     u.batch = 1, u.img_w = u.img_h = stride, u.precision = YP_PREC_FP32, u.multi_scale = 0, u.val_rect = 0;
     yp_sched_opts o = yp_candidate_train_opts(&u, stride);
@@ -178,7 +178,8 @@ typedef struct {
 } scales;
 
 static scales scales_of(const yp_graph *g, const yp_candidate *c, const yp_family *f) {
-    int stride = yp_graph_max_stride(g);
+    (void)g; /* the family's own graph: its stride was taken once, at build */
+    int stride = f->stride; /* this runs for every batch the search tries */
     int64_t w, h, vw, vh;
     yp_candidate_train_size(c, stride, &w, &h);
     yp_candidate_val_size(c, stride, &vw, &vh);

@@ -50,6 +50,7 @@ typedef struct {
     yp_gpu gpu;              /* the card the pure slopes were computed for */
     double persistent_fixed; /* training whole-step bytes at fp32 */
     double lowp_bytes;       /* low-precision weight copies added under AMP */
+    int stride;              /* yp_graph_max_stride of the graph: the unit size's side */
     double saved_unit[2];    /* saved-for-backward bytes per image per q: [0] fixed dtype, [1] act */
     double saved_const;      /* BN statistics */
 } yp_family;
