@@ -22,7 +22,7 @@ typedef struct {
 
 /* ---------------------------------------------------------------- names and shapes */
 
-/* The PyTorch shape of parameter w (a WEIGHT tensor): conv (c_out, c_in/groups, k, k), a Detect
+/* The PyTorch shape of parameter w (a WEIGHT tensor): conv (c_out, c_in/groups, kh, kw), a Detect
  * level's (na*(nc+5), c_in, 1, 1), every bias and BN tensor (c). Its rank. */
 static int param_shape(const yp_schedule *s, const yp_tensor *w, int64_t shape[4]) {
     const yp_node *n = &s->g->nodes[w->node];
@@ -30,7 +30,7 @@ static int param_shape(const yp_schedule *s, const yp_tensor *w, int64_t shape[4
     shape[0] = w->shape.w;
     if (w->role == YP_ROLE_CONV_WEIGHT && n->op == YP_OP_CONV2D) {
         const yp_conv_attrs *a = &n->a.conv;
-        shape[0] = a->c_out, shape[1] = a->c_in / a->groups, shape[2] = shape[3] = a->k, ndim = 4;
+        shape[0] = a->c_out, shape[1] = a->c_in / a->groups, shape[2] = a->kh, shape[3] = a->kw, ndim = 4;
     } else if (w->role == YP_ROLE_CONV_WEIGHT && n->op == YP_OP_DETECT) {
         const yp_detect_attrs *d = &n->a.detect;
         shape[0] = (int64_t)d->na * (d->nc + 5), shape[1] = d->c_in[w->level], shape[2] = shape[3] = 1, ndim = 4;

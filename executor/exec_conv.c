@@ -11,15 +11,15 @@
 
 /* Conv n with output (or output gradient) tensor y. */
 static yp_conv_desc conv_desc(const yp_exec_call *c, const yp_node *n, int y) {
-    yp_conv_desc d = {value_dims(c, n->inputs[0]), dims(c, y), n->a.conv.k, n->a.conv.s, n->a.conv.p,
-                      n->a.conv.groups, E(c, y)};
-    return d;
+    const yp_conv_attrs *a = &n->a.conv;
+    return (yp_conv_desc){.in = value_dims(c, n->inputs[0]), .out = dims(c, y), .kh = a->kh, .kw = a->kw,
+                          .sh = a->sh, .sw = a->sw, .ph = a->ph, .pw = a->pw, .groups = a->groups, .dtype = E(c, y)};
 }
 
 /* Level l of Detect n with output (or output gradient) tensor y. */
 static yp_conv_desc detect_desc(const yp_exec_call *c, const yp_node *n, int l, int y) {
-    yp_conv_desc d = {value_dims(c, n->inputs[l]), dims(c, y), 1, 1, 0, 1, E(c, y)};
-    return d;
+    return (yp_conv_desc){.in = value_dims(c, n->inputs[l]), .out = dims(c, y), .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+                          .groups = 1, .dtype = E(c, y)};
 }
 
 /* ---------------------------------------------------------------- steps */
@@ -116,8 +116,7 @@ static int check_scratch(const yp_exec_call *c, const yp_conv_desc *d, int bias)
 int yp_exec_conv_prepare(const yp_exec_call *c) {
     const yp_node *n = node_of(c);
     int y = c->b->fwd_t[n->id];
-    yp_conv_desc d = {value_dims(c, n->inputs[0]), dims(c, y), n->a.conv.k, n->a.conv.s, n->a.conv.p, n->a.conv.groups,
-                      E(c, y)};
+    yp_conv_desc d = conv_desc(c, n, y);
     return check_scratch(c, &d, n->a.conv.bias);
 }
 
@@ -125,7 +124,7 @@ int yp_exec_detect_prepare(const yp_exec_call *c) {
     const yp_node *n = node_of(c);
     for (int l = 0; l < n->n_inputs; l++) {
         int y = c->b->fwd_t[n->id] + l; /* the forward step creates the levels' outputs one after another */
-        yp_conv_desc d = {value_dims(c, n->inputs[l]), dims(c, y), 1, 1, 0, 1, E(c, y)};
+        yp_conv_desc d = detect_desc(c, n, l, y);
         if (check_scratch(c, &d, 1)) return -1;
     }
     return 0;
@@ -152,7 +151,7 @@ static void kaiming_uniform(float *p, int64_t n, int64_t fan_in, uint64_t *rng) 
 void yp_exec_conv_init(const yp_binding *b, int t, uint64_t *rng, float *p) {
     const yp_tensor *w = &b->s->tensors[t];
     const yp_conv_attrs *a = &b->s->g->nodes[w->node].a.conv;
-    kaiming_uniform(p, w->shape.w, (int64_t)a->c_in / a->groups * a->k * a->k, rng);
+    kaiming_uniform(p, w->shape.w, (int64_t)a->c_in / a->groups * a->kh * a->kw, rng);
 }
 
 /* PyTorch's default, then YOLOv5's Detect bias priors: objectness += log(8 / (640 / stride)^2),

@@ -14,9 +14,9 @@
 
 /* A query as the backends' conv entries describe it. */
 static yp_conv_desc desc_of(const yp_conv_query *q) {
-    yp_conv_desc d = {{q->in.n, q->in.h, q->in.w, q->in.c}, {q->out.n, q->out.h, q->out.w, q->out.c},
-                      q->k, q->s, q->p, q->groups, yp_exec_elem(q->dtype)};
-    return d;
+    return (yp_conv_desc){.in = {q->in.n, q->in.h, q->in.w, q->in.c}, .out = {q->out.n, q->out.h, q->out.w, q->out.c},
+                          .kh = q->kh, .kw = q->kw, .sh = q->sh, .sw = q->sw, .ph = q->ph, .pw = q->pw,
+                          .groups = q->groups, .dtype = yp_exec_elem(q->dtype)};
 }
 
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {

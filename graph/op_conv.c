@@ -2,8 +2,8 @@
  * to na*(nc+5) channels). Their rows' check, shape inference and attrs. */
 #include "ops_internal.h"
 
-static int64_t conv_params(int c_in, int c_out, int k, int groups, int bias) {
-    return (int64_t)(c_in / groups) * c_out * k * k + (bias ? c_out : 0);
+static int64_t conv_params(int c_in, int c_out, int kh, int kw, int groups, int bias) {
+    return (int64_t)(c_in / groups) * c_out * kh * kw + (bias ? c_out : 0);
 }
 
 /* ---------------------------------------------------------------- conv2d */
@@ -25,20 +25,22 @@ int yp_conv2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
     const yp_conv_attrs *a = &n->a.conv;
     yp_shape x = o->out[0], *y = &o->out[0];
     (void)c;
-    y->c = a->c_out, y->h = yp_window_out(x.h, a->k, a->s, a->p), y->w = yp_window_out(x.w, a->k, a->s, a->p);
-    o->params = conv_params(a->c_in, a->c_out, a->k, a->groups, a->bias);
-    o->flops = yp_mul4(2 * y->n, y->c * y->h, y->w, (int64_t)(a->c_in / a->groups) * a->k * a->k);
+    y->c = a->c_out, y->h = yp_window_out(x.h, a->kh, a->sh, a->ph), y->w = yp_window_out(x.w, a->kw, a->sw, a->pw);
+    o->params = conv_params(a->c_in, a->c_out, a->kh, a->kw, a->groups, a->bias);
+    o->flops = yp_mul4(2 * y->n, y->c * y->h, y->w, (int64_t)(a->c_in / a->groups) * a->kh * a->kw);
     return 0;
 }
 
 int yp_conv2d_load(const yp_attrs_in *in, yp_node *n) {
     static const char *const keys[] = {"c_in", "c_out", "k", "s", "p", "groups", "bias", NULL};
     yp_conv_attrs *a = &n->a.conv;
+    int k[2], s[2], p[2];
     if (yp_attr_keys(in, keys) || yp_attr_int(in, "c_in", 1, YP_LIM_CHANNELS, &a->c_in) ||
-        yp_attr_int(in, "c_out", 1, YP_LIM_CHANNELS, &a->c_out) || yp_attr_int(in, "k", 1, YP_LIM_KERNEL, &a->k) ||
-        yp_attr_int(in, "s", 1, YP_LIM_KERNEL, &a->s) || yp_attr_int(in, "p", 0, YP_LIM_KERNEL, &a->p) ||
+        yp_attr_int(in, "c_out", 1, YP_LIM_CHANNELS, &a->c_out) || yp_attr_pair(in, "k", 1, YP_LIM_KERNEL, k) ||
+        yp_attr_pair(in, "s", 1, YP_LIM_KERNEL, s) || yp_attr_pair(in, "p", 0, YP_LIM_KERNEL, p) ||
         yp_attr_int(in, "groups", 1, YP_LIM_CHANNELS, &a->groups) || yp_attr_bool(in, "bias", &a->bias))
         return -1;
+    a->kh = k[0], a->kw = k[1], a->sh = s[0], a->sw = s[1], a->ph = p[0], a->pw = p[1];
     return 0;
 }
 
@@ -46,9 +48,9 @@ void yp_conv2d_write(const yp_node *n, yp_attrs_out *out) {
     const yp_conv_attrs *a = &n->a.conv;
     cJSON_AddNumberToObject(out->obj, "c_in", a->c_in);
     cJSON_AddNumberToObject(out->obj, "c_out", a->c_out);
-    cJSON_AddNumberToObject(out->obj, "k", a->k);
-    cJSON_AddNumberToObject(out->obj, "s", a->s);
-    cJSON_AddNumberToObject(out->obj, "p", a->p);
+    yp_attr_write_pair(out, "k", a->kh, a->kw);
+    yp_attr_write_pair(out, "s", a->sh, a->sw);
+    yp_attr_write_pair(out, "p", a->ph, a->pw);
     cJSON_AddNumberToObject(out->obj, "groups", a->groups);
     cJSON_AddBoolToObject(out->obj, "bias", a->bias);
 }
@@ -79,7 +81,7 @@ int yp_detect_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
     for (int l = 0; l < d->nl; l++) {
         yp_shape b = yp_infer_shape(c, n->inputs[l]);
         o->out[l] = b, o->out[l].c = no;
-        o->params += conv_params(d->c_in[l], (int)no, 1, 1, 1);
+        o->params += conv_params(d->c_in[l], (int)no, 1, 1, 1, 1);
         o->flops += yp_mul4(2 * b.n, no * b.h, b.w, d->c_in[l]);
     }
     return 0;
@@ -107,4 +109,6 @@ void yp_detect_write(const yp_node *n, yp_attrs_out *out) {
     cJSON_AddItemToObject(out->obj, "c_in", cJSON_CreateIntArray(d->c_in, d->nl));
 }
 
-void yp_conv2d_resample(const yp_node *n, int *down, int *up) { *down = n->a.conv.s, *up = 1; }
+void yp_conv2d_resample(const yp_node *n, int axis, int *down, int *up) {
+    *down = axis ? n->a.conv.sw : n->a.conv.sh, *up = 1;
+}

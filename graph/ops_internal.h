@@ -79,6 +79,28 @@ static inline int yp_attr_ints(const yp_attrs_in *in, const char *key, int max, 
                                int *n_out) {
     return yp_jints(in->c, in->obj, in->path, key, max, lo, hi, out, n_out);
 }
+/* A per-axis attr: N (both axes) or [height, width], as PyTorch's kernel_size; into out[0], out[1]. */
+static inline int yp_attr_pair(const yp_attrs_in *in, const char *key, long lo, long hi, int out[2]) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(in->obj, key);
+    int n = 0;
+    if (!cJSON_IsArray(v)) {
+        if (yp_attr_int(in, key, lo, hi, &out[0])) return -1;
+        out[1] = out[0];
+        return 0;
+    }
+    if (yp_attr_ints(in, key, 2, lo, hi, out, &n)) return -1;
+    if (n != 2)
+        return yp_err_set(in->c->err, "%s: %s.%s: expected N or [height, width], got an array of %d", in->c->file,
+                          in->path, key, n);
+    return 0;
+}
+/* Writes a per-axis attr as N when both axes agree, else as [height, width]. */
+static inline void yp_attr_write_pair(yp_attrs_out *out, const char *key, int h, int w) {
+    if (h == w)
+        cJSON_AddNumberToObject(out->obj, key, h);
+    else
+        cJSON_AddItemToObject(out->obj, key, cJSON_CreateIntArray((const int[]){h, w}, 2));
+}
 
 /* ---- defaults several rows share (ops.c) ---- */
 int yp_op_same_channels(const yp_check_ctx *c, const yp_node *n, int *c_out);
@@ -92,7 +114,7 @@ int yp_conv2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_conv2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_conv2d_load(const yp_attrs_in *in, yp_node *n);
 void yp_conv2d_write(const yp_node *n, yp_attrs_out *out);
-void yp_conv2d_resample(const yp_node *n, int *down, int *up);
+void yp_conv2d_resample(const yp_node *n, int axis, int *down, int *up);
 int yp_detect_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_detect_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_detect_load(const yp_attrs_in *in, yp_node *n);
@@ -122,15 +144,15 @@ void yp_concat_write(const yp_node *n, yp_attrs_out *out);
 int yp_upsample_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_upsample_load(const yp_attrs_in *in, yp_node *n);
 void yp_upsample_write(const yp_node *n, yp_attrs_out *out);
-void yp_upsample_resample(const yp_node *n, int *down, int *up);
+void yp_upsample_resample(const yp_node *n, int axis, int *down, int *up);
 int yp_maxpool_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int64_t yp_maxpool_flops(const yp_node *n, yp_shape out);
 int yp_maxpool_load(const yp_attrs_in *in, yp_node *n);
 void yp_maxpool_write(const yp_node *n, yp_attrs_out *out);
-void yp_maxpool_resample(const yp_node *n, int *down, int *up);
+void yp_maxpool_resample(const yp_node *n, int axis, int *down, int *up);
 int yp_s2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
-void yp_s2d_resample(const yp_node *n, int *down, int *up);
+void yp_s2d_resample(const yp_node *n, int axis, int *down, int *up);
 int yp_zero_pad_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_zero_pad_load(const yp_attrs_in *in, yp_node *n);
 void yp_zero_pad_write(const yp_node *n, yp_attrs_out *out);

@@ -8,14 +8,15 @@
 int yp_conv_scratch_im2col(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
     (void)ctx, (void)err;
     *per_image = *fixed = 0;
-    if (q->k == 1 && q->s == 1 && q->p == 0) return 0; /* a 1x1 conv is a plain GEMM */
-    int64_t kk = (int64_t)q->k * q->k * (q->in.c / q->groups);
+    const int64_t taps = (int64_t)q->kh * q->kw;
+    if (taps == 1 && q->sh == 1 && q->sw == 1 && !q->ph && !q->pw) return 0; /* a 1x1 conv is a plain GEMM */
+    int64_t kk = taps * (q->in.c / q->groups);
     *per_image = q->out.h * q->out.w * kk;
-    if (q->s == 1 && q->k > 1 && q->p <= q->k - 1) {
-        int64_t t = q->in.h * q->in.w * (int64_t)q->k * q->k * q->out.c;
+    if (q->sh == 1 && q->sw == 1 && taps > 1 && q->ph <= q->kh - 1 && q->pw <= q->kw - 1) {
+        int64_t t = q->in.h * q->in.w * taps * q->out.c;
         *per_image = t > *per_image ? t : *per_image;
     }
-    *fixed = q->k > 1 ? q->out.c * kk : 0;
+    *fixed = taps > 1 ? q->out.c * kk : 0;
     return 0;
 }
 
@@ -77,9 +78,10 @@ void sb_conv_workspace(bld *b, int i, const char *what) {
         q.dtype = b->s->opts.act_dtype;
         if (n->op == YP_OP_CONV2D) {
             const yp_conv_attrs *a = &n->a.conv;
-            q.k = a->k, q.s = a->s, q.p = a->p, q.groups = a->groups, q.bias = a->bias;
+            q.kh = a->kh, q.kw = a->kw, q.sh = a->sh, q.sw = a->sw, q.ph = a->ph, q.pw = a->pw;
+            q.groups = a->groups, q.bias = a->bias;
         } else {
-            q.k = q.s = q.groups = q.bias = 1;
+            q.kh = q.kw = q.sh = q.sw = q.groups = q.bias = 1;
         }
         int64_t c, w;
         conv_scratch(b, &q, &c, &w);

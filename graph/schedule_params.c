@@ -18,7 +18,7 @@ void sb_make_params(bld *b, int i) {
     b->param_t[i] = -1;
     if (n->op == YP_OP_CONV2D) {
         const yp_conv_attrs *a = &n->a.conv;
-        add_param(b, i, 0, YP_ROLE_CONV_WEIGHT, n->name, ".weight", (int64_t)a->c_out * (a->c_in / a->groups) * a->k * a->k);
+        add_param(b, i, 0, YP_ROLE_CONV_WEIGHT, n->name, ".weight", (int64_t)a->c_out * (a->c_in / a->groups) * a->kh * a->kw);
         if (a->bias) add_param(b, i, 0, YP_ROLE_CONV_BIAS, n->name, ".bias", a->c_out);
     } else if (n->op == YP_OP_BATCHNORM2D) {
         add_param(b, i, 0, YP_ROLE_BN_GAMMA, n->name, ".weight", n->a.bn.c);

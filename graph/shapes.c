@@ -4,10 +4,9 @@
 
 #include "ops_internal.h"
 
-int yp_graph_max_stride(const yp_graph *g) {
-    int64_t m = 1;
-    for (int l = 0; l < g->nl; l++)
-        if (g->strides[l] > m) m = g->strides[l];
+/* The largest downsampling of the image along `axis` (0 height, 1 width) that any node's output
+ * reaches, at least m. */
+static int64_t max_stride_axis(const yp_graph *g, int axis, int64_t m) {
     /* each node's downsampling, as a fraction num/den of the image (exact: the strides are whole
      * numbers wherever the graph checks; capped so that a hostile graph cannot overflow) */
     int64_t *num = malloc((size_t)g->n_nodes * sizeof *num), *den = malloc((size_t)g->n_nodes * sizeof *den);
@@ -21,7 +20,7 @@ int yp_graph_max_stride(const yp_graph *g) {
         }
         const yp_op_info *op = (unsigned)n->op < YP_OP_COUNT ? yp_op_get(n->op) : NULL;
         int down = 1, up = 1;
-        if (op && op->resample && n->op != YP_OP_DETECT) op->resample(n, &down, &up);
+        if (op && op->resample && n->op != YP_OP_DETECT) op->resample(n, axis, &down, &up);
         a *= down > 0 ? down : 1, b *= up > 0 ? up : 1;
         while (a % 2 == 0 && b % 2 == 0) a /= 2, b /= 2;
         if (a > (1 << 20)) a = 1 << 20;
@@ -31,6 +30,14 @@ int yp_graph_max_stride(const yp_graph *g) {
     }
     free(num);
     free(den);
+    return m;
+}
+
+int yp_graph_max_stride(const yp_graph *g) {
+    int64_t m = 1;
+    for (int l = 0; l < g->nl; l++)
+        if (g->strides[l] > m) m = g->strides[l];
+    m = max_stride_axis(g, 1, max_stride_axis(g, 0, m)); /* square images: the larger axis's */
     return (int)(m < (1 << 20) ? m : (1 << 20));
 }
 

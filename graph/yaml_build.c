@@ -89,8 +89,11 @@ const char *yb_pfx(char *buf, const char *fmt, ...) {
     return buf;
 }
 
-yp_conv_attrs yb_conv_attrs(int c_in, int c_out, int k, int s) {
-    return (yp_conv_attrs){.c_in = c_in, .c_out = c_out, .k = k, .s = s, .p = k / 2, .groups = 1, .bias = 0};
+yp_conv_attrs yb_conv_attrs(int c_in, int c_out, int k, int s) { return yb_conv_attrs_hw(c_in, c_out, k, k, s, s); }
+
+yp_conv_attrs yb_conv_attrs_hw(int c_in, int c_out, int kh, int kw, int sh, int sw) {
+    return (yp_conv_attrs){.c_in = c_in, .c_out = c_out, .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = kh / 2,
+                           .pw = kw / 2, .groups = 1, .bias = 0};
 }
 
 /* Ultralytics Conv: conv2d (no bias) -> batchnorm2d -> silu, named PRE.conv/.bn/.act.

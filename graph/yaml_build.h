@@ -102,6 +102,9 @@ const char *yb_pfx(char *buf, const char *fmt, ...)
     ;
 /* k x k conv, stride s, autopad, groups 1, no bias. */
 yp_conv_attrs yb_conv_attrs(int c_in, int c_out, int k, int s);
+/* kh x kw conv, stride sh x sw, autopad per axis (YOLOv5's autopad of a list: [kh // 2, kw // 2]),
+ * groups 1, no bias: Conv(c1, c2, (kh, kw), (sh, sw)). */
+yp_conv_attrs yb_conv_attrs_hw(int c_in, int c_out, int kh, int kw, int sh, int sw);
 /* Ultralytics Conv: conv2d (no bias) -> batchnorm2d -> the default activation, named
  * PRE.conv/.bn/.act. Returns the output's id, or NO_NODE. */
 int yb_add_conv(builder *b, const char *pre, int in, yp_conv_attrs a);

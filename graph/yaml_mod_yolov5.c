@@ -16,7 +16,8 @@ int ym_conv(builder *b, const row *r) {
     if (r->c1 % g || c2 % g)
         return yb_fail(b, r->line, "groups %d must divide the input channels %d and the output channels %d", g,
                     r->c1, c2);
-    yp_conv_attrs a = {.c_in = r->c1, .c_out = c2, .k = k, .s = s, .p = p, .groups = g, .bias = 0};
+    yp_conv_attrs a = yb_conv_attrs(r->c1, c2, k, s);
+    a.ph = a.pw = p, a.groups = g;
     int out = yb_add_conv(b, b->prefix, r->in, a);
     return yb_layer_done(b, r, out, c2, r->in_stride * s, (int[]){r->c1, c2, k, s, p, g}, g == 1 ? 5 : 6);
 }
@@ -121,7 +122,8 @@ int ym_focus(builder *b, const row *r) {
                     4 * r->c1, c2);
     char t[YP_NAME_LEN];
     int x = yb_add_node(b, YP_OP_SPACE_TO_DEPTH, &r->in, 1, (yp_attrs){0}, "%s.space_to_depth", b->prefix);
-    yp_conv_attrs a = {.c_in = 4 * r->c1, .c_out = c2, .k = k, .s = s, .p = p, .groups = g, .bias = 0};
+    yp_conv_attrs a = yb_conv_attrs(4 * r->c1, c2, k, s);
+    a.ph = a.pw = p, a.groups = g;
     int out = yb_add_conv(b, yb_pfx(t, "%s.conv", b->prefix), x, a);
     return yb_layer_done(b, r, out, c2, r->in_stride * 2 * s, (int[]){r->c1, c2, k, s, p, g}, g == 1 ? 5 : 6);
 }

@@ -45,7 +45,9 @@ typedef enum {
     YP_OP_COUNT
 } yp_op;
 
-typedef struct { int c_in, c_out, k, s, p, groups, bias; } yp_conv_attrs;
+/* Kernel, stride and zero padding per axis, height then width (PyTorch's kernel_size=(kh, kw),
+ * stride=(sh, sw), padding=(ph, pw)); YOLOv5's CrossConv is the one non-square user. */
+typedef struct { int c_in, c_out, kh, kw, sh, sw, ph, pw, groups, bias; } yp_conv_attrs;
 typedef struct { int c; double eps, momentum; } yp_bn_attrs;
 typedef struct { int axis; } yp_concat_attrs;
 typedef struct { int scale; } yp_upsample_attrs;
@@ -199,10 +201,10 @@ typedef struct {
     int (*load_attrs)(const yp_attrs_in *in, yp_node *n);
     /* Writes node n's attrs in a stable key order (nothing for ops without attrs). */
     void (*write_attrs)(const yp_node *n, yp_attrs_out *out);
-    /* How node n rescales its input's grid: its output's stride is the input's times down / up
-     * (conv s/1, maxpool s/1, space_to_depth 2/1, upsample 1/scale). NULL: it keeps the stride of
-     * its inputs (the largest, for concat and add). */
-    void (*resample)(const yp_node *n, int *down, int *up);
+    /* How node n rescales its input's grid along `axis` (0 height, 1 width): its output's stride
+     * there is the input's times down / up (conv sh/1 and sw/1, maxpool s/1, space_to_depth 2/1,
+     * upsample 1/scale). NULL: it keeps the strides of its inputs (the largest, for concat and add). */
+    void (*resample)(const yp_node *n, int axis, int *down, int *up);
 } yp_op_info;
 
 const yp_op_info *yp_op_get(yp_op op);

@@ -120,7 +120,7 @@ const char *yp_fused_name(yp_fused f);
 /* One conv as a scratch rule sees it (a Detect level is a 1x1 conv with bias). */
 typedef struct {
     yp_shape in, out;
-    int k, s, p, groups, bias;
+    int kh, kw, sh, sw, ph, pw, groups, bias; /* yp_conv_attrs' */
     int backward;   /* 0: forward (also recompute); 1: backward-data and backward-weights */
     yp_dtype dtype; /* of the activations (yp_sched_opts.act_dtype) */
 } yp_conv_query;

@@ -13,7 +13,7 @@
  *
  * The bound (yp_cudnn_scratch_bound), what a plan grants each conv without asking a device: in
  * floats, per_image = cap(d) / 4 rounded up (the "ws:" tensor) and fixed = the weights reordered
- * to KRSC for k > 1, c_out x (c_in / groups) x k x k (the "wt:" tensor), none for k == 1 (the two
+ * to KRSC past 1x1, c_out x (c_in / groups) x kh x kw (the "wt:" tensor), none for a 1x1 (the two
  * layouts are the same bytes). Grouped and depthwise convs (groups > 1: cuDNN's group count, the
  * KRSC reorder per output channel) follow the same rule: their filter is c_in / groups deep, and
  * cuDNN's grouped algorithms are chosen within the same cap. It is conservative: conv2d_scratch
@@ -34,9 +34,9 @@ static inline int64_t yp_cudnn_workspace_cap(const yp_conv_desc *d) {
     return act > YP_CUDNN_WORKSPACE_FLOOR ? act : YP_CUDNN_WORKSPACE_FLOOR;
 }
 
-/* Floats of fixed scratch: the KRSC weights (or their gradient) of a k > 1 conv, none for k == 1. */
+/* Floats of fixed scratch: the KRSC weights (or their gradient) of a conv past 1x1, none for 1x1. */
 static inline int64_t yp_cudnn_fixed_floats(const yp_conv_desc *d) {
-    return d->k == 1 ? 0 : d->out.c * (d->in.c / d->groups) * d->k * d->k;
+    return yp_conv_taps(d) == 1 ? 0 : d->out.c * (d->in.c / d->groups) * yp_conv_taps(d);
 }
 
 /* The bound of conv d at either stage (forward, or backward-data and backward-weights in turn,

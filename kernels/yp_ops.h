@@ -50,10 +50,13 @@ typedef struct {
 } yp_dims;
 
 typedef struct {
-    yp_dims in, out;    /* out.h = (in.h + 2p - k)/s + 1, out.c = c_out */
-    int k, s, p, groups;
+    yp_dims in, out;    /* out.h = (in.h + 2 ph - kh) / sh + 1, out.w likewise, out.c = c_out */
+    int kh, kw, sh, sw, ph, pw, groups; /* kernel, stride, padding per axis (height, width) */
     yp_elem dtype;
 } yp_conv_desc;
+
+/* Taps of d's kernel (kh * kw): 1 for a pointwise conv, whose weights are a plain matrix. */
+static inline int64_t yp_conv_taps(const yp_conv_desc *d) { return (int64_t)d->kh * d->kw; }
 
 typedef struct {
     yp_dims dims;

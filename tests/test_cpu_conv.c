@@ -7,10 +7,15 @@
 
 /* ---- conv ---- */
 
-static yp_conv_desc conv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int k, int s, int p) {
-    yp_conv_desc d = {.in = {n, h, w, cin}, .k = k, .s = s, .p = p, .groups = 1};
-    d.out = (yp_dims){n, (h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1, cout};
+/* A conv of kernel kh x kw, stride sh x sw, padding ph x pw (CrossConv's 1x3 and 3x1). */
+static yp_conv_desc conv_desc_hw(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int kh, int kw, int sh,
+                                 int sw, int ph, int pw) {
+    yp_conv_desc d = {.in = {n, h, w, cin}, .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw, .groups = 1};
+    d.out = (yp_dims){n, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1, cout};
     return d;
+}
+static yp_conv_desc conv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int k, int s, int p) {
+    return conv_desc_hw(n, cin, h, w, cout, k, k, s, s, p, p);
 }
 
 static void test_conv_k3s1p1(void) {
@@ -42,13 +47,13 @@ static void conv_ref(const yp_conv_desc *d, const double *x, const double *w, do
                 for (int64_t co = 0; co < d->out.c; co++) {
                     double acc = 0;
                     for (int64_t ci = 0; ci < d->in.c; ci++)
-                        for (int kh = 0; kh < d->k; kh++)
-                            for (int kw = 0; kw < d->k; kw++) {
-                                int64_t iy = oy * d->s - d->p + kh, ix = ox * d->s - d->p + kw;
+                        for (int kh = 0; kh < d->kh; kh++)
+                            for (int kw = 0; kw < d->kw; kw++) {
+                                int64_t iy = oy * d->sh - d->ph + kh, ix = ox * d->sw - d->pw + kw;
                                 if (iy < 0 || iy >= d->in.h || ix < 0 || ix >= d->in.w)
                                     continue;
                                 acc += x[((i * d->in.h + iy) * d->in.w + ix) * d->in.c + ci] *
-                                       w[((co * d->in.c + ci) * d->k + kh) * d->k + kw];
+                                       w[((co * d->in.c + ci) * d->kh + kh) * d->kw + kw];
                             }
                     y[((i * d->out.h + oy) * d->out.w + ox) * d->out.c + co] = acc;
                 }
@@ -59,20 +64,20 @@ static void conv_ref(const yp_conv_desc *d, const double *x, const double *w, do
 static void conv_ref_grads(const yp_conv_desc *d, const double *x, const double *w, const double *dy, double *dx,
                            double *dw) {
     memset(dx, 0, (size_t)dims_count(d->in) * sizeof *dx);
-    memset(dw, 0, (size_t)(d->out.c * d->in.c * d->k * d->k) * sizeof *dw);
+    memset(dw, 0, (size_t)(d->out.c * d->in.c * d->kh * d->kw) * sizeof *dw);
     for (int64_t i = 0; i < d->out.n; i++)
         for (int64_t oy = 0; oy < d->out.h; oy++)
             for (int64_t ox = 0; ox < d->out.w; ox++)
                 for (int64_t co = 0; co < d->out.c; co++) {
                     double g = dy[((i * d->out.h + oy) * d->out.w + ox) * d->out.c + co];
                     for (int64_t ci = 0; ci < d->in.c; ci++)
-                        for (int kh = 0; kh < d->k; kh++)
-                            for (int kw = 0; kw < d->k; kw++) {
-                                int64_t iy = oy * d->s - d->p + kh, ix = ox * d->s - d->p + kw;
+                        for (int kh = 0; kh < d->kh; kh++)
+                            for (int kw = 0; kw < d->kw; kw++) {
+                                int64_t iy = oy * d->sh - d->ph + kh, ix = ox * d->sw - d->pw + kw;
                                 if (iy < 0 || iy >= d->in.h || ix < 0 || ix >= d->in.w)
                                     continue;
                                 int64_t xi = ((i * d->in.h + iy) * d->in.w + ix) * d->in.c + ci;
-                                int64_t wi = ((co * d->in.c + ci) * d->k + kh) * d->k + kw;
+                                int64_t wi = ((co * d->in.c + ci) * d->kh + kh) * d->kw + kw;
                                 dx[xi] += g * w[wi];
                                 dw[wi] += g * x[xi];
                             }
@@ -106,7 +111,7 @@ static double conv_loss(const yp_conv_desc *d, const double *x, const double *w,
  * rounding (~1e-13); what remains is the kernels' fp32 error, ~1e-6 of the largest gradient. The
  * forward is checked against the double reference first (same bound). */
 static void conv_fd(yp_conv_desc d) {
-    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.k * d.k;
+    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.kh * d.kw;
     float *x = rand_buf(nx, 21, -1, 1), *w = rand_buf(nw, 22, -0.5, 0.5), *r = rand_buf(ny, 23, -1, 1);
     double *xd = malloc((size_t)nx * sizeof *xd), *wd = malloc((size_t)nw * sizeof *wd);
     double *rd = malloc((size_t)ny * sizeof *rd), *yd = malloc((size_t)ny * sizeof *yd);
@@ -143,7 +148,8 @@ static void conv_fd(yp_conv_desc d) {
     CHECK(ops->conv2d_backward_data(cpu, &d, r, w, dx, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
     CHECK(ops->conv2d_backward_weights(cpu, &d, x, r, dw, NULL, 0.0f, WS_ARGS(&d, 0, ws)) == 0);
     char label[96];
-    snprintf(label, sizeof label, "conv k%d s%d p%d %lldx%lld", d.k, d.s, d.p, (long long)d.in.h, (long long)d.in.w);
+    snprintf(label, sizeof label, "conv k%dx%d s%dx%d p%dx%d %lldx%lld", d.kh, d.kw, d.sh, d.sw, d.ph, d.pw,
+             (long long)d.in.h, (long long)d.in.w);
     const char *names[] = {"y", "dx (fd)", "dw (fd)"};
     double errs[] = {rel_err_d(y, yd, ny), rel_err_d(dx, gx, nx), rel_err_d(dw, gw, nw)};
     check_errors(label, 3, names, errs);
@@ -172,7 +178,7 @@ static void test_conv_finite_diff(void) {
  * double loops, beta 0 then beta 1. Winograd's transforms round more than a direct sum: ~1e-5 of
  * the largest value here; the bound is the issue's 1e-4. */
 static void conv_large_case(yp_conv_desc d) {
-    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.k * d.k;
+    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.kh * d.kw;
     float *x = rand_buf(nx, 41, -1, 1), *w = rand_buf(nw, 42, -0.2, 0.2), *dy = rand_buf(ny, 43, -1, 1);
     double *xd = malloc((size_t)nx * sizeof *xd), *wd = malloc((size_t)nw * sizeof *wd);
     double *dyd = malloc((size_t)ny * sizeof *dyd), *yd = malloc((size_t)ny * sizeof *yd);
@@ -204,8 +210,8 @@ static void conv_large_case(yp_conv_desc d) {
     CHECK_CLOSE("conv2d_backward dw", dw2, dw1, nw, 0.0);
     free(dx1), free(dw1), free(dx2), free(dw2);
     char label[128];
-    snprintf(label, sizeof label, "conv %lld->%lld k%d s%d on %lldx%lld (scratch %lld + %lld floats)",
-             (long long)d.in.c, (long long)d.out.c, d.k, d.s, (long long)d.in.h, (long long)d.in.w,
+    snprintf(label, sizeof label, "conv %lld->%lld k%dx%d s%dx%d on %lldx%lld (scratch %lld + %lld floats)",
+             (long long)d.in.c, (long long)d.out.c, d.kh, d.kw, d.sh, d.sw, (long long)d.in.h, (long long)d.in.w,
              (long long)per_image, (long long)fixed);
     const char *names[] = {"y", "dx", "dw", "dx (beta 1)", "dw (beta 1)"};
     check_errors(label, 5, names, errs);
@@ -284,7 +290,7 @@ static void test_conv_instances(void) {
     CHECK(omp_get_max_threads() == 1);
 
     /* the same conv on both instances, alternately, each with the scratch it asked for */
-    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.k * d.k;
+    const int64_t nx = dims_count(d.in), ny = dims_count(d.out), nw = d.out.c * d.in.c * d.kh * d.kw;
     float *x = rand_buf(nx, 91, -1, 1), *w = rand_buf(nw, 92, -1, 1), *y1 = nan_buf(ny), *y3 = nan_buf(ny);
     float *ws1 = nan_buf(p[0][0] + f[0][0] + 16), *ws3 = nan_buf(p[0][1] + f[0][1] + 16);
     for (int rep = 0; rep < 2; rep++) {

@@ -10,7 +10,7 @@
 
 static yp_conv_desc gconv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int k, int s, int p,
                                int groups) {
-    yp_conv_desc d = {.in = {n, h, w, cin}, .k = k, .s = s, .p = p, .groups = groups};
+    yp_conv_desc d = {.in = {n, h, w, cin}, .kh = k, .kw = k, .sh = s, .sw = s, .ph = p, .pw = p, .groups = groups};
     d.out = (yp_dims){n, (h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1, cout};
     return d;
 }
@@ -36,12 +36,12 @@ static void gconv_ref(const yp_conv_desc *d, const double *x, const double *w, c
                     double acc = b ? b[co] : 0, g = dy ? dy[yi] : 0;
                     if (dy) db[co] += g;
                     for (int64_t ci = 0; ci < cig; ci++)
-                        for (int kh = 0; kh < d->k; kh++)
-                            for (int kw = 0; kw < d->k; kw++) {
-                                int64_t iy = oy * d->s - d->p + kh, ix = ox * d->s - d->p + kw;
+                        for (int kh = 0; kh < d->kh; kh++)
+                            for (int kw = 0; kw < d->kw; kw++) {
+                                int64_t iy = oy * d->sh - d->ph + kh, ix = ox * d->sw - d->pw + kw;
                                 if (iy < 0 || iy >= d->in.h || ix < 0 || ix >= d->in.w) continue;
                                 int64_t xi = ((i * d->in.h + iy) * d->in.w + ix) * d->in.c + c0 + ci;
-                                int64_t wi = ((co * cig + ci) * d->k + kh) * d->k + kw;
+                                int64_t wi = ((co * cig + ci) * d->kh + kh) * d->kw + kw;
                                 acc += x[xi] * w[wi];
                                 if (dy) dx[xi] += g * w[wi], dw[wi] += g * x[xi];
                             }
@@ -97,7 +97,7 @@ static void large_case(yp_conv_desc d, int bias) {
     for (int i = 0; i < 7; i++) bad |= !(errs[i] <= 1e-4);
     if (verbose || bad) {
         printf("    conv %lld->%lld groups %d k%d s%d p%d on %lldx%lld (scratch %lld + %lld floats):",
-               (long long)d.in.c, (long long)d.out.c, d.groups, d.k, d.s, d.p, (long long)d.in.h,
+               (long long)d.in.c, (long long)d.out.c, d.groups, d.kh, d.sh, d.ph, (long long)d.in.h,
                (long long)d.in.w, (long long)per_image, (long long)fixed);
         for (int i = 0; i < 7; i++) printf("%s %s %.3g", i ? "," : "", names[i], errs[i]);
         printf("\n");

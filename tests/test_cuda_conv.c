@@ -90,10 +90,14 @@ static int ok(yp_backend *be, int rc) {
 
 /* ---- conv ---- */
 
+/* A conv of kernel kh x kw, stride sh x sw, padding ph x pw (CrossConv's 1x3 and 3x1). */
+static yp_conv_desc conv_desc_hw(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int kh, int kw, int sh,
+                                 int sw, int ph, int pw) {
+    return (yp_conv_desc){.in = {n, h, w, cin}, .out = {n, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1, cout},
+                          .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw, .groups = 1, .dtype = YP_ELEM_F32};
+}
 static yp_conv_desc conv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int k, int s, int p) {
-    yp_conv_desc d = {{n, h, w, cin}, {n, (h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1, cout}, k, s, p, 1,
-                      YP_ELEM_F32};
-    return d;
+    return conv_desc_hw(n, cin, h, w, cout, k, k, s, s, p, p);
 }
 
 static int64_t count_of(yp_dims d) {
@@ -114,7 +118,7 @@ static int scratch_both(yp_backend *be, const yp_conv_desc *d, int bias, int64_t
 /* One conv: CPU reference (forward, backward-data and -weights with beta 0, then beta 1 onto
  * random contents) and the same on the GPU, plus the combined backward with betas (1, 0). */
 static void conv_case(const char *name, yp_conv_desc d, int bias, uint64_t seed) {
-    const int64_t nx = count_of(d.in), ny = count_of(d.out), nw = d.out.c * (d.in.c / d.groups) * d.k * d.k;
+    const int64_t nx = count_of(d.in), ny = count_of(d.out), nw = d.out.c * (d.in.c / d.groups) * d.kh * d.kw;
     const int64_t nb = d.out.c;
     float *x = rand_host(nx, seed, -1, 1), *w = rand_host(nw, seed + 1, -0.5f, 0.5f);
     float *b = rand_host(nb, seed + 2, -1, 1), *dy = rand_host(ny, seed + 3, -1, 1);
@@ -128,9 +132,9 @@ static void conv_case(const char *name, yp_conv_desc d, int bias, uint64_t seed)
     float *g_ws = NULL, *g_wt = NULL;
     char what[96];
     int64_t pi, fx;
-    fprintf(stderr, "conv %s: n %lld, %lldx%lldx%lld -> %lldx%lldx%lld, k %d s %d p %d groups %d%s\n", name,
+    fprintf(stderr, "conv %s: n %lld, %lldx%lldx%lld -> %lldx%lldx%lld, k %dx%d s %dx%d p %dx%d groups %d%s\n", name,
             (long long)d.in.n, (long long)d.in.h, (long long)d.in.w, (long long)d.in.c, (long long)d.out.h,
-            (long long)d.out.w, (long long)d.out.c, d.k, d.s, d.p, d.groups, bias ? ", bias" : "");
+            (long long)d.out.w, (long long)d.out.c, d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.groups, bias ? ", bias" : "");
 
     /* CPU reference */
     REQUIRE(scratch_both(cpu, &d, bias, &pi, &fx) == 0);
@@ -160,8 +164,8 @@ static void conv_case(const char *name, yp_conv_desc d, int bias, uint64_t seed)
     CHECK_EQ_I64(g1, f1);
     CHECK(p0 >= 0 && p1 >= 0);
     /* the fixed scratch holds the reordered weights for k > 1, nothing for 1x1 */
-    CHECK_EQ_I64(f0, d.k == 1 ? 0 : nw);
-    CHECK_EQ_I64(f1, d.k == 1 ? 0 : nw);
+    CHECK_EQ_I64(f0, yp_conv_taps(&d) == 1 ? 0 : nw);
+    CHECK_EQ_I64(f1, yp_conv_taps(&d) == 1 ? 0 : nw);
     fprintf(stderr, "  cuda scratch: forward %lld + %lld floats, backward %lld + %lld\n", (long long)p0,
             (long long)f0, (long long)p1, (long long)f1);
     /* exactly what was asked, NaN-filled: an op that reads scratch it did not write shows */

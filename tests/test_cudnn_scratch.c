@@ -17,8 +17,8 @@
 static yp_conv_desc conv(int64_t n, int64_t h, int64_t c_in, int64_t c_out, int k, int s, int groups) {
     int p = k / 2;
     int64_t oh = (h + 2 * p - k) / s + 1;
-    yp_conv_desc d = {{n, h, h, c_in}, {n, oh, oh, c_out}, k, s, p, groups, YP_ELEM_F32};
-    return d;
+    return (yp_conv_desc){.in = {n, h, h, c_in}, .out = {n, oh, oh, c_out}, .kh = k, .kw = k, .sh = s, .sw = s, .ph = p,
+                          .pw = p, .groups = groups, .dtype = YP_ELEM_F32};
 }
 
 static void test_bound(void) {
@@ -58,7 +58,8 @@ static void test_resolver(void) {
     yp_err err;
     REQUIRE(yp_scratch_resolve("cuda", yp_exec_scratch_resolver(), &rule, &err) == 0);
     REQUIRE(rule.fn != NULL);
-    yp_conv_query q = {{64, 32, 160, 160}, {64, 64, 80, 80}, 3, 2, 1, 1, 0, 1, YP_DTYPE_F32};
+    yp_conv_query q = {.in = {64, 32, 160, 160}, .out = {64, 64, 80, 80}, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1,
+                       .pw = 1, .groups = 1, .backward = 1, .dtype = YP_DTYPE_F32};
     int64_t pi = -1, fx = -1, want_pi, want_fx;
     CHECK(rule.fn(rule.ctx, &q, &pi, &fx, &err) == 0);
     yp_conv_desc d = conv(64, 160, 32, 64, 3, 2, 1);

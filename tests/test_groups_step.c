@@ -72,7 +72,7 @@ static int copy_params(const yp_exec *a, const yp_graph *ga, yp_exec *b) {
         if (tt->role == YP_ROLE_CONV_WEIGHT && ga->nodes[tt->node].op == YP_OP_CONV2D &&
             ga->nodes[tt->node].a.conv.groups > 1) {
             const yp_conv_attrs *c = &ga->nodes[tt->node].a.conv;
-            const int64_t kk = (int64_t)c->k * c->k, cig = c->c_in / c->groups, cog = c->c_out / c->groups;
+            const int64_t kk = (int64_t)c->kh * c->kw, cig = c->c_in / c->groups, cog = c->c_out / c->groups;
             if (n != c->c_out * cig * kk) return -1;
             n = (int64_t)c->c_out * c->c_in * kk;
             dense = calloc((size_t)n, sizeof *dense);
@@ -94,7 +94,7 @@ static int copy_params(const yp_exec *a, const yp_graph *ga, yp_exec *b) {
 
 /* max |grouped - dense block| / max |dense block| over a grouped conv's weight gradient. */
 static double block_err(const yp_conv_attrs *c, const float *g, const float *dense) {
-    const int64_t kk = (int64_t)c->k * c->k, cig = c->c_in / c->groups, cog = c->c_out / c->groups;
+    const int64_t kk = (int64_t)c->kh * c->kw, cig = c->c_in / c->groups, cog = c->c_out / c->groups;
     double num = 0, den = 0;
     for (int64_t o = 0; o < c->c_out; o++)
         for (int64_t i = 0; i < cig; i++)

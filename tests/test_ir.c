@@ -13,7 +13,7 @@ static void test_load_tiny(void) {
     CHECK_EQ_I64(g->n_nodes, 8);
     CHECK_EQ_I64(g->nl, 1);
     CHECK_EQ_I64(g->na, 1);
-    CHECK(g->nodes[0].op == YP_OP_CONV2D && g->nodes[0].a.conv.k == 3 && g->nodes[0].inputs[0] == YP_INPUT_IMAGE);
+    CHECK(g->nodes[0].op == YP_OP_CONV2D && g->nodes[0].a.conv.kh == 3 && g->nodes[0].a.conv.kw == 3 && g->nodes[0].inputs[0] == YP_INPUT_IMAGE);
     CHECK(g->nodes[1].a.bn.eps == 0.001);
     CHECK(strcmp(g->nodes[7].name, "model.3") == 0);
     CHECK_EQ_I64(g->layers[2].from[1], 1);

@@ -218,7 +218,7 @@ static void test_c3tr_import(void) {
     }
     int lin = find_node(g, "model.8.m.linear"), ip = find_node(g, "model.8.m.tr.0.ma.in_proj.v"),
         q = find_node(g, "model.8.m.tr.0.q");
-    CHECK(lin >= 0 && g->nodes[lin].a.conv.bias && g->nodes[lin].a.conv.c_in == 256 && g->nodes[lin].a.conv.k == 1);
+    CHECK(lin >= 0 && g->nodes[lin].a.conv.bias && g->nodes[lin].a.conv.c_in == 256 && g->nodes[lin].a.conv.kh == 1 && g->nodes[lin].a.conv.kw == 1);
     CHECK(ip >= 0 && g->nodes[ip].a.conv.bias);
     CHECK(q >= 0 && !g->nodes[q].a.conv.bias);
     char *json = yp_ir_write_string(g); /* the IR keeps heads */

@@ -27,7 +27,7 @@ static int64_t node_params(const yp_node *n) {
     switch (n->op) {
     case YP_OP_CONV2D: {
         const yp_conv_attrs *a = &n->a.conv;
-        return (int64_t)a->c_in / a->groups * a->c_out * a->k * a->k + (a->bias ? a->c_out : 0);
+        return (int64_t)a->c_in / a->groups * a->c_out * a->kh * a->kw + (a->bias ? a->c_out : 0);
     }
     case YP_OP_BATCHNORM2D: return 2 * (int64_t)n->a.bn.c;
     case YP_OP_DETECT: {
@@ -205,7 +205,8 @@ static void test_yolov5s_nodes(void) {
     const yp_node *c0 = find_node(g, "model.0.conv"), *bn = find_node(g, "model.0.bn");
     if (c0 && bn) {
         CHECK_EQ_I64(c0->inputs[0], YP_INPUT_IMAGE);
-        CHECK(c0->a.conv.k == 6 && c0->a.conv.s == 2 && c0->a.conv.p == 2 && c0->a.conv.bias == 0);
+        CHECK(c0->a.conv.kh == 6 && c0->a.conv.kw == 6 && c0->a.conv.sh == 2 && c0->a.conv.sw == 2 && c0->a.conv.ph == 2 &&
+              c0->a.conv.pw == 2 && c0->a.conv.bias == 0);
         CHECK(bn->a.bn.eps == 1e-3 && bn->a.bn.momentum == 0.03);
     }
     const yp_node *cat = find_node(g, "model.2.cat"), *add = find_node(g, "model.2.m.0.add");

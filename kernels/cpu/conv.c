@@ -70,23 +70,26 @@ static int conv_check(const char *op, const yp_conv_desc *d) {
     if (d->groups < 1 || d->in.c % d->groups || d->out.c % d->groups)
         return yp_cpu_fail("%s: groups %d must be >= 1 and divide c_in %lld and c_out %lld", op, d->groups,
                            (long long)d->in.c, (long long)d->out.c);
-    if (d->k < 1 || d->s < 1 || d->p < 0)
-        return yp_cpu_fail("%s: bad kernel %d / stride %d / padding %d", op, d->k, d->s, d->p);
+    if (d->kh < 1 || d->kw < 1 || d->sh < 1 || d->sw < 1 || d->ph < 0 || d->pw < 0)
+        return yp_cpu_fail("%s: bad kernel %dx%d / stride %dx%d / padding %dx%d", op, d->kh, d->kw, d->sh, d->sw,
+                           d->ph, d->pw);
     if (yp_cpu_check_dims(op, "input", d->in) || yp_cpu_check_dims(op, "output", d->out)) return -1;
-    int64_t oh = (d->in.h + 2 * d->p - d->k) / d->s + 1, ow = (d->in.w + 2 * d->p - d->k) / d->s + 1;
-    if (d->in.h + 2 * d->p < d->k || d->in.w + 2 * d->p < d->k || d->out.h != oh || d->out.w != ow ||
+    int64_t oh = (d->in.h + 2 * d->ph - d->kh) / d->sh + 1, ow = (d->in.w + 2 * d->pw - d->kw) / d->sw + 1;
+    if (d->in.h + 2 * d->ph < d->kh || d->in.w + 2 * d->pw < d->kw || d->out.h != oh || d->out.w != ow ||
         d->out.n != d->in.n)
-        return yp_cpu_fail("%s: output %lldx%lldx%lld does not follow from input %lldx%lldx%lld with k %d "
-                           "s %d p %d",
+        return yp_cpu_fail("%s: output %lldx%lldx%lld does not follow from input %lldx%lldx%lld with k %dx%d "
+                           "s %dx%d p %dx%d",
                            op, (long long)d->out.n, (long long)d->out.h, (long long)d->out.w,
-                           (long long)d->in.n, (long long)d->in.h, (long long)d->in.w, d->k, d->s, d->p);
+                           (long long)d->in.n, (long long)d->in.h, (long long)d->in.w, d->kh, d->kw, d->sh, d->sw,
+                           d->ph, d->pw);
     return 0;
 }
 
 static int same_desc(const yp_conv_desc *a, const yp_conv_desc *b) {
     return a->in.n == b->in.n && a->in.h == b->in.h && a->in.w == b->in.w && a->in.c == b->in.c &&
            a->out.n == b->out.n && a->out.h == b->out.h && a->out.w == b->out.w && a->out.c == b->out.c &&
-           a->k == b->k && a->s == b->s && a->p == b->p && a->groups == b->groups && a->dtype == b->dtype;
+           a->kh == b->kh && a->kw == b->kw && a->sh == b->sh && a->sw == b->sw && a->ph == b->ph && a->pw == b->pw &&
+           a->groups == b->groups && a->dtype == b->dtype;
 }
 
 /* Builds e's stage (dry: sizes only) with the instance's OpenMP thread count, which oneDNN reads
@@ -297,7 +300,7 @@ static int bwd_weights_run(const char *op, dnnl_stream_t str, conv_entry *e, con
                            float *dw, float *dbias, float beta, float *wt, int staged) {
     const yp_conv_desc *d = &e->d;
     if (beta != 0.0f && beta != 1.0f) {
-        yp_cpu_scale_beta(dw, d->out.c * (d->in.c / d->groups) * d->k * d->k, beta);
+        yp_cpu_scale_beta(dw, d->out.c * (d->in.c / d->groups) * d->kh * d->kw, beta);
         if (dbias) yp_cpu_scale_beta(dbias, d->out.c, beta);
     }
     const void *bufs[] = {dy, x, dw, dbias};

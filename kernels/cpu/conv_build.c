@@ -49,14 +49,14 @@ typedef struct {
     dnnl_dims_t strides, pad_l, pad_r;
 } conv_mds;
 
-/* Weights: OIHW (c_out, c_in, k, k), or for groups g > 1 oneDNN's grouped GOIHW (g, c_out/g,
- * c_in/g, k, k) over the same bytes as PyTorch's (c_out, c_in/g, k, k): output channel o is
+/* Weights: OIHW (c_out, c_in, kh, kw), or for groups g > 1 oneDNN's grouped GOIHW (g, c_out/g,
+ * c_in/g, kh, kw) over the same bytes as PyTorch's (c_out, c_in/g, kh, kw): output channel o is
  * row o % (c_out/g) of group o / (c_out/g) either way. */
 static int mds_init(const char *op, const yp_conv_desc *d, int64_t n, conv_mds *m) {
     const int64_t g = d->groups;
     dnnl_dims_t s = {n, d->in.c, d->in.h, d->in.w}, t = {n, d->out.c, d->out.h, d->out.w},
-                w = {d->out.c, d->in.c, d->k, d->k}, b = {d->out.c};
-    if (g > 1) w[0] = g, w[1] = d->out.c / g, w[2] = d->in.c / g, w[3] = w[4] = d->k;
+                w = {d->out.c, d->in.c, d->kh, d->kw}, b = {d->out.c};
+    if (g > 1) w[0] = g, w[1] = d->out.c / g, w[2] = d->in.c / g, w[3] = d->kh, w[4] = d->kw;
     const int wn = g > 1 ? 5 : 4;
     DN(op, "source layout", dnnl_memory_desc_init_by_tag(&m->src, 4, s, dnnl_f32, dnnl_nhwc));
     DN(op, "destination layout", dnnl_memory_desc_init_by_tag(&m->dst, 4, t, dnnl_f32, dnnl_nhwc));
@@ -67,15 +67,16 @@ static int mds_init(const char *op, const yp_conv_desc *d, int64_t n, conv_mds *
     DN(op, "weights layout", dnnl_memory_desc_init_by_tag(&m->w_any, wn, w, dnnl_f32, dnnl_format_tag_any));
     /* PyTorch's symmetric padding: oneDNN checks out = (in + pad_l + pad_r - k) / s + 1 with the
      * same floor, and windows past the last one are simply not computed */
-    m->strides[0] = m->strides[1] = d->s;
-    m->pad_l[0] = m->pad_l[1] = m->pad_r[0] = m->pad_r[1] = d->p;
+    m->strides[0] = d->sh, m->strides[1] = d->sw;
+    m->pad_l[0] = m->pad_r[0] = d->ph, m->pad_l[1] = m->pad_r[1] = d->pw;
     return 0;
 }
 
 static int winograd_wanted(const yp_conv_desc *d) {
     const char *env = getenv("YP_CONV_WINOGRAD");
     if (env && !strcmp(env, "0")) return 0;
-    return d->groups == 1 && d->k == 3 && d->s == 1 && d->p == 1 && d->in.c % 16 == 0 && d->out.c % 16 == 0 &&
+    return d->groups == 1 && d->kh == 3 && d->kw == 3 && d->sh == 1 && d->sw == 1 && d->ph == 1 && d->pw == 1 &&
+           d->in.c % 16 == 0 && d->out.c % 16 == 0 &&
            d->out.h * d->out.w >= 400;
 }
 
@@ -278,7 +279,7 @@ static int build_bwd_weights(const conv_bld *b, const char *op, conv_entry *e) {
  * 0 when built, 1 when oneDNN has no such matmul here (the caller falls back), -1 on error. */
 static int build_bwd_data_add(const conv_bld *b, const char *op, conv_entry *e) {
     const yp_conv_desc *d = &e->d;
-    if (d->k != 1 || d->s != 1 || d->p != 0 || d->groups != 1) return 1; /* a grouped one is g matmuls */
+    if (yp_conv_taps(d) != 1 || d->sh != 1 || d->sw != 1 || d->ph || d->pw || d->groups != 1) return 1; /* a grouped one is g matmuls */
     const int64_t rows = d->in.n * d->in.h * d->in.w;
     dnnl_dims_t s = {rows, d->out.c}, w = {d->out.c, d->in.c}, t = {rows, d->in.c};
     dnnl_memory_desc_t src, wei, dst;

@@ -1,11 +1,11 @@
 // conv.cu - conv2d through cuDNN 9's legacy convolution API, fp32 (contracts in kernels/yp_ops.h).
 //
 // Layouts. Activations are NHWC (CUDNN_TENSOR_NHWC descriptors over the caller's buffers).
-// Weights are PyTorch's OIHW (c_out, c_in/groups, k, k), the CPU backend's layout. cuDNN's
-// NHWC convolutions want the filter NHWC too (KRSC: c_out, k, k, c_in/groups), so for k > 1 the
+// Weights are PyTorch's OIHW (c_out, c_in/groups, kh, kw), the CPU backend's layout. cuDNN's
+// NHWC convolutions want the filter NHWC too (KRSC: c_out, kh, kw, c_in/groups), so for kh*kw > 1 the
 // weights are reordered into the fixed scratch `wt` before forward and backward-data, and the
 // weight gradient is computed there in KRSC and reordered back onto dw (with beta) after
-// backward-weights. For k == 1 the two layouts are the same bytes: no reorder, no fixed scratch.
+// backward-weights. For a 1x1 the two layouts are the same bytes: no reorder, no fixed scratch.
 // Grouped and depthwise convs (groups > 1) go through cudnnSetConvolutionGroupCount with the
 // filter c_in/groups deep; the reorder is per output channel, so it needs nothing per group.
 //
@@ -46,7 +46,7 @@ static int grid_size(int64_t n) {
 // ----------------------------------------------------------------------------
 // kernels
 
-// wt[o][r][s][i] = w[o][i][r][s] (OIHW -> OHWI), ci = c_in/groups, kk = k*k.
+// wt[o][r][s][i] = w[o][i][r][s] (OIHW -> OHWI), ci = c_in/groups, kk = kh*kw.
 static __global__ void oihw_to_ohwi_kernel(const float *__restrict__ w, float *__restrict__ wt, int64_t co,
                                            int64_t ci, int64_t kk) {
     int64_t n = co * ci * kk, stride = (int64_t)blockDim.x * gridDim.x;
@@ -103,7 +103,7 @@ static __global__ void bias_grad_kernel(const float *__restrict__ dy, float *db,
 // the per-shape cache
 
 struct conv_entry {
-    yp_conv_desc key;  // in, out, k, s, p, groups, dtype (compared field by field)
+    yp_conv_desc key;  // in, out, kernel, stride, padding, groups, dtype (compared field by field)
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
@@ -124,8 +124,8 @@ static int same_dims(const yp_dims &a, const yp_dims &b) {
 }
 
 static int same_key(const yp_conv_desc &a, const yp_conv_desc &b) {
-    return same_dims(a.in, b.in) && same_dims(a.out, b.out) && a.k == b.k && a.s == b.s && a.p == b.p &&
-           a.groups == b.groups && a.dtype == b.dtype;
+    return same_dims(a.in, b.in) && same_dims(a.out, b.out) && a.kh == b.kh && a.kw == b.kw && a.sh == b.sh &&
+           a.sw == b.sw && a.ph == b.ph && a.pw == b.pw && a.groups == b.groups && a.dtype == b.dtype;
 }
 
 static const char *cudnn_err(cudnnStatus_t s) {
@@ -176,17 +176,19 @@ static int check_desc(const char *op, const yp_conv_desc *d) {
             return yp_cuda_fail("%s: %s extents (%lld, %lld, %lld, %lld) must be in 1..%d", op,
                                 k ? "output" : "input", (long long)ds[k]->n, (long long)ds[k]->h,
                                 (long long)ds[k]->w, (long long)ds[k]->c, INT_MAX);
-    if (d->k < 1 || d->s < 1 || d->p < 0 || d->groups < 1)
-        return yp_cuda_fail("%s: k %d, s %d, p %d, groups %d out of range", op, d->k, d->s, d->p, d->groups);
+    if (d->kh < 1 || d->kw < 1 || d->sh < 1 || d->sw < 1 || d->ph < 0 || d->pw < 0 || d->groups < 1)
+        return yp_cuda_fail("%s: k %dx%d, s %dx%d, p %dx%d, groups %d out of range", op, d->kh, d->kw, d->sh, d->sw,
+                            d->ph, d->pw, d->groups);
     if (d->in.c % d->groups || d->out.c % d->groups)
         return yp_cuda_fail("%s: channels %lld -> %lld not divisible by groups %d", op, (long long)d->in.c,
                             (long long)d->out.c, d->groups);
-    int64_t oh = (d->in.h + 2 * d->p - d->k) / d->s + 1, ow = (d->in.w + 2 * d->p - d->k) / d->s + 1;
-    if (d->in.h + 2 * d->p < d->k || d->in.w + 2 * d->p < d->k || d->out.n != d->in.n || d->out.h != oh ||
+    int64_t oh = (d->in.h + 2 * d->ph - d->kh) / d->sh + 1, ow = (d->in.w + 2 * d->pw - d->kw) / d->sw + 1;
+    if (d->in.h + 2 * d->ph < d->kh || d->in.w + 2 * d->pw < d->kw || d->out.n != d->in.n || d->out.h != oh ||
         d->out.w != ow)
-        return yp_cuda_fail("%s: output (%lld, %lld, %lld) is not that of input (%lld, %lld, %lld) with k %d, s %d, "
-                            "p %d", op, (long long)d->out.n, (long long)d->out.h, (long long)d->out.w,
-                            (long long)d->in.n, (long long)d->in.h, (long long)d->in.w, d->k, d->s, d->p);
+        return yp_cuda_fail("%s: output (%lld, %lld, %lld) is not that of input (%lld, %lld, %lld) with k %dx%d, "
+                            "s %dx%d, p %dx%d", op, (long long)d->out.n, (long long)d->out.h, (long long)d->out.w,
+                            (long long)d->in.n, (long long)d->in.h, (long long)d->in.w, d->kh, d->kw, d->sh, d->sw,
+                            d->ph, d->pw);
     return 0;
 }
 
@@ -206,23 +208,23 @@ static int entry_build(const char *op, const yp_conv_desc *d, conv_entry *e) {
                                        (int)d->out.h, (int)d->out.w);
     if (s == CUDNN_STATUS_SUCCESS)
         s = cudnnSetFilter4dDescriptor(e->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, (int)d->out.c,
-                                       (int)(d->in.c / d->groups), d->k, d->k);
+                                       (int)(d->in.c / d->groups), d->kh, d->kw);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetConvolution2dDescriptor(e->conv, d->p, d->p, d->s, d->s, 1, 1, CUDNN_CROSS_CORRELATION,
+        s = cudnnSetConvolution2dDescriptor(e->conv, d->ph, d->pw, d->sh, d->sw, 1, 1, CUDNN_CROSS_CORRELATION,
                                             CUDNN_DATA_FLOAT);
     if (s == CUDNN_STATUS_SUCCESS) s = cudnnSetConvolutionGroupCount(e->conv, d->groups);
     if (s == CUDNN_STATUS_SUCCESS) s = cudnnSetConvolutionMathType(e->conv, CUDNN_FMA_MATH);
     if (s != CUDNN_STATUS_SUCCESS) {
         entry_destroy(e);
-        return yp_cuda_fail("%s: cuDNN descriptors of conv k %d s %d p %d groups %d: %s", op, d->k, d->s, d->p,
-                            d->groups, cudnn_err(s));
+        return yp_cuda_fail("%s: cuDNN descriptors of conv k %dx%d s %dx%d p %dx%d groups %d: %s", op, d->kh, d->kw,
+                            d->sh, d->sw, d->ph, d->pw, d->groups, cudnn_err(s));
     }
     int n, c, h, w;
     s = cudnnGetConvolution2dForwardOutputDim(e->conv, e->x, e->w, &n, &c, &h, &w);
     if (s != CUDNN_STATUS_SUCCESS || n != d->out.n || c != d->out.c || h != d->out.h || w != d->out.w) {
         entry_destroy(e);
-        return yp_cuda_fail("%s: cuDNN's output of conv k %d s %d p %d disagrees with the descriptor's", op, d->k,
-                            d->s, d->p);
+        return yp_cuda_fail("%s: cuDNN's output of conv k %dx%d s %dx%d p %dx%d disagrees with the descriptor's", op,
+                            d->kh, d->kw, d->sh, d->sw, d->ph, d->pw);
     }
     return 0;
 }
@@ -264,10 +266,10 @@ static int plain_fp32(cudnnMathType_t m) {
                 small = i, small_ws = ws;                                                                     \
         }                                                                                                     \
         if (best < 0 && small < 0)                                                                            \
-            return yp_cuda_fail("%s: cuDNN offers no fp32 %s algorithm for conv (%lld, %lld, %lld, %lld) k %d s " \
-                                "%d p %d groups %d", op, what, (long long)e->key.in.n, (long long)e->key.in.h, \
-                                (long long)e->key.in.w, (long long)e->key.in.c, e->key.k, e->key.s, e->key.p,  \
-                                e->key.groups);                                                               \
+            return yp_cuda_fail("%s: cuDNN offers no fp32 %s algorithm for conv (%lld, %lld, %lld, %lld) k %dx%d " \
+                                "s %dx%d groups %d", op, what, (long long)e->key.in.n, (long long)e->key.in.h, \
+                                (long long)e->key.in.w, (long long)e->key.in.c, e->key.kh, e->key.kw,         \
+                                e->key.sh, e->key.sw, e->key.groups);                                         \
         if (best < 0)                                                                                         \
             best = small, best_ws = small_ws;                                                                 \
         *algo_out = perf[best].algo;                                                                          \
@@ -357,9 +359,9 @@ static conv_entry *cache_get(const char *op, yp_cuda_backend *cb, const yp_conv_
     return entry_stage(op, cb->cudnn, e, stage) ? nullptr : e;
 }
 
-// Floats of a conv's weights (what the KRSC reorders move; the fixed scratch of a k > 1 conv).
+// Floats of a conv's weights (what the KRSC reorders move; the fixed scratch of a conv past 1x1).
 static int64_t weight_floats(const yp_conv_desc *d) {
-    return d->out.c * (d->in.c / d->groups) * d->k * d->k;
+    return d->out.c * (d->in.c / d->groups) * yp_conv_taps(d);
 }
 static int64_t floats_of(size_t bytes) {
     return (int64_t)((bytes + sizeof(float) - 1) / sizeof(float));
@@ -410,16 +412,16 @@ extern "C" int yp_cuda_conv2d_prepare(yp_backend *be, const yp_conv_desc *d, int
     return cache_get(op, cb, d, stage) ? 0 : -1;
 }
 
-// The weights as cuDNN reads them: w itself for k == 1, else reordered into wt.
+// The weights as cuDNN reads them: w itself for a 1x1, else reordered into wt.
 static const float *filter_of(const char *op, yp_cuda_backend *cb, const yp_conv_desc *d, const float *w, float *wt) {
-    if (d->k == 1) return w;
+    if (yp_conv_taps(d) == 1) return w;
     if (!wt) {
-        yp_cuda_fail("%s: NULL fixed scratch (the KRSC weights of a %dx%d conv)", op, d->k, d->k);
+        yp_cuda_fail("%s: NULL fixed scratch (the KRSC weights of a %dx%d conv)", op, d->kh, d->kw);
         return nullptr;
     }
     int64_t n = weight_floats(d);
     oihw_to_ohwi_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(w, wt, d->out.c, d->in.c / d->groups,
-                                                                       (int64_t)d->k * d->k);
+                                                                       yp_conv_taps(d));
     return yp_cuda_check_launch(op) ? nullptr : wt;
 }
 
@@ -478,20 +480,22 @@ extern "C" int yp_cuda_conv2d_backward_weights(yp_backend *be, const yp_conv_des
     yp_cuda_backend *cb = yp_cuda_of(be);
     if (check_desc(op, d)) return -1;
     if (!x || !dy || !dw) return yp_cuda_fail("%s: NULL x, dy or dw", op);
-    if (d->k > 1 && !wt) return yp_cuda_fail("%s: NULL fixed scratch (the KRSC gradient of a %dx%d conv)", op, d->k, d->k);
+    const int pointwise = yp_conv_taps(d) == 1;
+    if (!pointwise && !wt)
+        return yp_cuda_fail("%s: NULL fixed scratch (the KRSC gradient of a %dx%d conv)", op, d->kh, d->kw);
     if (yp_cuda_use(op, cb)) return -1;
     conv_entry *e = cache_get(op, cb, d, YP_CONV_BACKWARD);
     if (!e || need_ws(op, e->bwd_filter_ws, ws)) return -1;
     const float one = 1.0f, zero = 0.0f;
-    // k == 1: KRSC is OIHW, cuDNN accumulates with beta itself; else into wt, then reordered.
-    float *out = d->k == 1 ? dw : wt;
+    // 1x1: KRSC is OIHW, cuDNN accumulates with beta itself; else into wt, then reordered.
+    float *out = pointwise ? dw : wt;
     if (cudnn_ok(op, cudnnConvolutionBackwardFilter(cb->cudnn, &one, e->x, x, e->y, dy, e->conv, e->bwd_filter, ws,
-                                                    e->bwd_filter_ws, d->k == 1 ? &beta : &zero, e->w, out)))
+                                                    e->bwd_filter_ws, pointwise ? &beta : &zero, e->w, out)))
         return -1;
-    if (d->k > 1) {
+    if (!pointwise) {
         int64_t n = weight_floats(d);
         ohwi_to_oihw_acc_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(wt, dw, d->out.c, d->in.c / d->groups,
-                                                                              (int64_t)d->k * d->k, beta);
+                                                                              yp_conv_taps(d), beta);
         if (yp_cuda_check_launch(op)) return -1;
     }
     if (dbias) {
