@@ -166,6 +166,8 @@ int ym_segment(builder *b, const row *r);
 /* yaml_mod_csp.c: BottleneckCSP (YOLOv5 <= v3.1), C3SPP */
 int ym_bottleneck_csp(builder *b, const row *r);
 int ym_c3spp(builder *b, const row *r);
+int ym_c3x(builder *b, const row *r);
+int ym_cross_conv(builder *b, const row *r);
 /* yaml_mod_ghost.c: GhostNet's modules (depthwise convolutions) */
 int ym_ghost_conv(builder *b, const row *r);
 int ym_dw_conv(builder *b, const row *r);

@@ -27,6 +27,8 @@ static const module_info modules[] = {
     {"nn.ZeroPad2d", ym_zero_pad, 1, 0, 0, "[[left, right, top, bottom]] or [p]"},
     {"nn.BatchNorm2d", ym_batchnorm, 1, 0, 0, "[c1]"},
     {"C3TR", ym_c3tr, 2, 0, 1, "[c2, shortcut=True]"},
+    {"C3x", ym_c3x, 2, 0, 1, "[c2, shortcut=True]"},
+    {"CrossConv", ym_cross_conv, 6, 0, 0, "[c2, k=3, s=1, g=1, e=1.0, shortcut=False]"},
 };
 
 const module_info *yb_module_find(const char *name) {

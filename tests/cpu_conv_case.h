@@ -1,13 +1,13 @@
 /* cpu_conv_case.h - one conv fixture case checked end to end on the CPU backend, shared by
- * test_cpu_conv (groups 1) and test_cpu_conv_groups (grouped, depthwise): include after
- * cpu_ops_fixture.h, whose fixture file the case names come from.
+ * test_cpu_conv (groups 1), test_cpu_conv_groups (grouped, depthwise) and test_cpu_conv_cross
+ * (non-square): include after cpu_ops_fixture.h, whose fixture file the case names come from.
  * Defines: weight_count, conv_fixture_case. */
 #ifndef YP_CPU_CONV_CASE_H
 #define YP_CPU_CONV_CASE_H
 
 #include "cpu_ops_fixture.h"
 
-/* PyTorch's (c_out, c_in / groups, k, k) weight. */
+/* PyTorch's (c_out, c_in / groups, kh, kw) weight. */
 static inline int64_t weight_count(const yp_conv_desc *d) {
     return d->out.c * (d->in.c / d->groups) * d->kh * d->kw;
 }

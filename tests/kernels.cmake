@@ -9,6 +9,7 @@ yp_add_test(test_cpu_attention LIBS yp_kernels ${MATH_LIB} LABELS unit)
 yp_add_test(test_cpu_act LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # Grouped and depthwise convs (GhostConv, DWConv) against tests/data/ops/groups.* and double loops.
 yp_add_test(test_cpu_conv_groups LIBS yp_kernels ${MATH_LIB} LABELS unit)
+yp_add_test(test_cpu_conv_cross LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # The host+device element functions of the CUDA kernels (yp_index_math.h, yp_bn_math.h) run on
 # the host against the CPU backend: needs no GPU, built with or without CUDA.
 yp_add_test(test_kernels_index LIBS yp_kernels ${MATH_LIB} LABELS unit)

@@ -172,6 +172,14 @@ static void test_conv_finite_diff(void) {
     conv_fd(conv_desc(1, 2, 4, 4, 2, 5, 3, 2));
 }
 
+/* Non-square kernels, strides and padding (CrossConv's 1xk then kx1, strided on one axis each),
+ * and one whose every extent differs on the two axes. */
+static void test_conv_finite_diff_hw(void) {
+    conv_fd(conv_desc_hw(2, 3, 5, 7, 4, 1, 3, 1, 2, 0, 1));
+    conv_fd(conv_desc_hw(2, 4, 7, 4, 3, 3, 1, 2, 1, 1, 0));
+    conv_fd(conv_desc_hw(1, 2, 6, 7, 3, 2, 5, 3, 1, 0, 2));
+}
+
 /* Shapes the backend runs another way than the tiny fixtures: a 3x3 stride-1 conv of 16 -> 32
  * channels on a 24x20 map (on an AVX-512 machine oneDNN's Winograd, in its blocked layout, with
  * reorders in and out), a 1x1 conv of 48 -> 16 channels and a stride-2 3x3 one, all against the
@@ -223,6 +231,8 @@ static void test_conv_large(void) {
     conv_large_case(conv_desc(2, 16, 24, 20, 32, 3, 1, 1));
     conv_large_case(conv_desc(2, 48, 12, 10, 16, 1, 1, 0));
     conv_large_case(conv_desc(3, 32, 13, 11, 64, 3, 2, 1));
+    conv_large_case(conv_desc_hw(2, 32, 12, 14, 32, 1, 3, 1, 2, 0, 1)); /* C3x's CrossConv: 1x3 */
+    conv_large_case(conv_desc_hw(2, 32, 12, 7, 48, 3, 1, 2, 1, 1, 0));  /* and 3x1 */
 }
 
 static void test_conv_errors(void) {
@@ -574,6 +584,7 @@ int main(int argc, char **argv) {
     YP_RUN(test_conv_k6s2p2);
     YP_RUN(test_conv_k1_bias);
     YP_RUN(test_conv_finite_diff);
+    YP_RUN(test_conv_finite_diff_hw);
     YP_RUN(test_conv_large);
     YP_RUN(test_conv_errors);
     YP_RUN(test_conv_instances);

@@ -273,6 +273,16 @@ static void test_conv_grouped(void) {
     conv_case("g4 1x1 bias", grouped(conv_desc(2, 32, 8, 7, 64, 1, 1, 0), 4), 1, 116);
 }
 
+/* CrossConv's non-square convs (C3x, and CrossConv strided and grouped): cuDNN's per-axis
+ * padding and strides with the KRSC filter (c_out, kh, kw, c_in/groups), against the CPU
+ * backend's (test_cpu_conv_cross.c checks those against PyTorch). */
+static void test_conv_cross(void) {
+    conv_case("1x3 s1", conv_desc_hw(2, 16, 9, 10, 16, 1, 3, 1, 1, 0, 1), 0, 117);
+    conv_case("3x1 s1", conv_desc_hw(2, 16, 9, 10, 24, 3, 1, 1, 1, 1, 0), 0, 118);
+    conv_case("1x3 s1x2", conv_desc_hw(2, 8, 8, 11, 16, 1, 3, 1, 2, 0, 1), 0, 119);
+    conv_case("3x1 s2x1 g2 bias", grouped(conv_desc_hw(2, 16, 9, 6, 8, 3, 1, 2, 1, 1, 0), 2), 1, 120);
+}
+
 /* Detect's head: a 1x1 conv with bias onto na*(nc+5) = 255 channels, 3x3 grid. */
 static void test_conv_detect_head(void) {
     conv_case("detect head", conv_desc(2, 32, 3, 3, 255, 1, 1, 0), 1, 109);
@@ -467,6 +477,7 @@ int main(void) {
     YP_RUN(test_conv_6x6_s2);
     YP_RUN(test_conv_detect_head);
     YP_RUN(test_conv_grouped);
+    YP_RUN(test_conv_cross);
     YP_RUN(test_conv_errors);
     YP_RUN(test_detect_decode);
     YP_RUN(test_loss_level);

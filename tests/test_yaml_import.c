@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "yp_test.h"
@@ -300,6 +301,49 @@ static void test_bad_inputs(void) {
     check_bad("bad_activation.yaml", 6, "activation: \"nn.GELU()\" is not supported; use one of nn.SiLU(), nn.ReLU()");
     check_bad("bad_anchor_count.yaml", 5, "anchors: 12 anchors per level; use 1 to 8");
     check_bad("repeat_concat.yaml", 10, "number: 2 repeats; Concat cannot repeat");
+    check_bad("bad_crossconv_e.yaml", 10, "args[4] (e): 0 is out of range");
+    check_bad("bad_crossconv_groups.yaml", 10, "groups 3 must divide the hidden channels 64");
+}
+
+static void check_conv(const yp_graph *g, const char *name, int kh, int kw, int sh, int sw, int groups) {
+    const yp_node *n = find_node(g, name);
+    CHECK(n != NULL && n->op == YP_OP_CONV2D);
+    if (!n) return;
+    const yp_conv_attrs *a = &n->a.conv;
+    if (a->kh != kh || a->kw != kw || a->sh != sh || a->sw != sw || a->groups != groups)
+        fprintf(stderr, "  %s: k %dx%d s %dx%d g %d\n", name, a->kh, a->kw, a->sh, a->sw, a->groups);
+    CHECK(a->kh == kh && a->kw == kw && a->sh == sh && a->sw == sw && a->groups == groups);
+    CHECK(a->ph == kh / 2 && a->pw == kw / 2); /* YOLOv5's autopad of a list */
+}
+
+/* C3x and CrossConv (tests/data/zoo/custom/yolov5s-c3x.yaml): 1x3 then 3x1 convs, a stride on
+ * one axis each, groups on the second, the shortcut inside C3x, and a repeated CrossConv. */
+static void test_cross_conv(void) {
+    yp_graph *g = import_path(YP_TEST_DATA "/zoo/custom/yolov5s-c3x.yaml", 0);
+    CHECK(g != NULL);
+    if (!g) return;
+    check_conv(g, "model.2.m.0.cv1.conv", 1, 3, 1, 1, 1); /* C3x's CrossConv(c_, c_, 3, 1, 1, 1.0, True) */
+    check_conv(g, "model.2.m.0.cv2.conv", 3, 1, 1, 1, 1);
+    CHECK(find_node(g, "model.2.m.0.add") != NULL);
+    CHECK(find_node(g, "model.13.m.0.add") == NULL); /* C3x(..., False) */
+    check_conv(g, "model.3.cv1.conv", 1, 3, 1, 2, 1); /* CrossConv(256, 3, 2) */
+    check_conv(g, "model.3.cv2.conv", 3, 1, 2, 1, 1);
+    check_conv(g, "model.7.cv1.conv", 1, 3, 1, 2, 1); /* CrossConv(1024, 3, 2, g=2, e=0.5) */
+    check_conv(g, "model.7.cv2.conv", 3, 1, 2, 1, 2);
+    CHECK(find_node(g, "model.7.cv1.conv")->a.conv.c_out == 256);
+    CHECK(find_node(g, "model.18.1.add") != NULL); /* the second copy, with its shortcut */
+    yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
+    yp_err err;
+    CHECK(info && yp_graph_infer(g, 1, 640, 640, info, &err) == 0);
+    const yp_node *h = find_node(g, "model.3.cv1.act"), *o = find_node(g, "model.3.cv2.act");
+    CHECK(h && o);
+    if (info && h && o) { /* the 1x3 halves the width only, the 3x1 the height */
+        CHECK(info[h->id].out[0].h == 160 && info[h->id].out[0].w == 80);
+        CHECK(info[o->id].out[0].h == 80 && info[o->id].out[0].w == 80);
+    }
+    CHECK(yp_graph_max_stride(g) == 32);
+    free(info);
+    yp_graph_free(g);
 }
 
 /* `number` repeats any module as nn.Sequential (model.i.j), activation: nn.Identity() drops the
@@ -348,6 +392,7 @@ int main(void) {
     YP_RUN(test_nc_override);
     YP_RUN(test_focus_spp);
     YP_RUN(test_bad_inputs);
+    YP_RUN(test_cross_conv);
     YP_RUN(test_repeats_identity);
     YP_RUN(test_file_not_found);
     YP_RUN(test_not_a_regular_file);

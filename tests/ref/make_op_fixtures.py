@@ -47,8 +47,10 @@ def f32(shape, gen, scale=1.0, offset=0.0):
 
 
 def conv_case(name, gen, n, cin, h, w, cout, k, s, p, bias, groups=1):
+    """k, s and p: a number, or (height, width) as PyTorch's kernel_size, stride and padding."""
+    kh, kw = (k, k) if isinstance(k, int) else k
     x = f32((n, cin, h, w), gen).requires_grad_()
-    wt = f32((cout, cin // groups, k, k), gen, scale=1.0 / (cin // groups * k * k) ** 0.5).requires_grad_()
+    wt = f32((cout, cin // groups, kh, kw), gen, scale=1.0 / (cin // groups * kh * kw) ** 0.5).requires_grad_()
     b = f32((cout,), gen).requires_grad_() if bias else None
     y = F.conv2d(x, wt, b, stride=s, padding=p, groups=groups)
     dy = f32(tuple(y.shape), gen)
