@@ -343,12 +343,49 @@ static void to_f32(yp_st_dtype d, const void *raw, float *out, int64_t n) {
     }
 }
 
-/* Whether file entry e can set model tensor item w; when not, one line on log. */
-static int transferable(const yp_st_file *f, const yp_st_entry *e, const item *w, FILE *log) {
+/* The rank of shape[0..ndim) without its trailing 1s: an nn.Linear's (out, in) weight and the
+ * (out, in, 1, 1) of the 1x1 conv2d yoloplan runs it as are the same bytes. */
+static int rank_of(int ndim, const int64_t *shape) {
+    while (ndim > 1 && shape[ndim - 1] == 1) ndim--;
+    return ndim;
+}
+
+/* Whether a file tensor of shape fs[0..fn), `parts` model tensors stacked along its first axis
+ * (nn.MultiheadAttention's packed in_proj: 3), holds model tensor w. */
+static int same_shape(int fn, const int64_t *fs, int parts, const item *w) {
+    int a = rank_of(fn, fs), b = rank_of(w->ndim, w->shape);
+    if (a != b || fs[0] != parts * w->shape[0]) return 0;
+    for (int i = 1; i < a; i++)
+        if (fs[i] != w->shape[i]) return 0;
+    return 1;
+}
+
+/* Where a PyTorch state dict keeps model tensor w when not under w's own name: one of the three
+ * chunks of nn.MultiheadAttention's packed in_proj ("<ma>.in_proj.k.weight" is the second third of
+ * "<ma>.in_proj_weight"; graph/IR.md). Writes the packed name into buf and returns the chunk's
+ * index, or -1 for any other tensor. */
+static int packed_source(const char *name, char *buf, size_t size) {
+    static const char *const kinds[] = {"weight", "bias"};
+    static const char qkv[] = "qkv";
+    const char *dot = strrchr(name, '.');
+    const size_t stem = dot ? (size_t)(dot - name) : 0; /* name[0..stem) is "<ma>.in_proj.q" */
+    const char *part = stem >= 10 ? strchr(qkv, name[stem - 1]) : NULL;
+    if (!part || strncmp(name + stem - 10, ".in_proj.", 9)) return -1;
+    for (int k = 0; k < 2; k++) {
+        if (strcmp(dot + 1, kinds[k])) continue;
+        if (buf && snprintf(buf, size, "%.*s_%s", (int)(stem - 2), name, kinds[k]) >= (int)size) return -1;
+        return (int)(part - qkv);
+    }
+    return -1;
+}
+
+/* Whether file entry e (chunk `part` of a packed one when part >= 0) can set model tensor item w;
+ * when not, one line on log. */
+static int transferable(const yp_st_file *f, const yp_st_entry *e, int part, const item *w, FILE *log) {
     char want[128], got[128];
     yp_st_shape_str(w->ndim, w->shape, want, sizeof want);
     yp_st_shape_str(e->ndim, e->shape, got, sizeof got);
-    if (strcmp(want, got)) {
+    if (e->ndim < 1 || !same_shape(e->ndim, e->shape, part >= 0 ? 3 : 1, w)) {
         if (log) fprintf(log, "%s: %s: shape %s in the file, %s in the model; skipped\n", f->path, w->name, got, want);
         return 0;
     }
@@ -359,30 +396,44 @@ static int transferable(const yp_st_file *f, const yp_st_entry *e, const item *w
     return 1;
 }
 
-/* Transfers every model weight of it[0..n) that the file has, staging in host (8 bytes a value). */
+/* File entry `name` (its EMA's first when ema), or -1. */
+static int find_entry(const yp_st_file *f, const char *name, int ema) {
+    char ema_name[256];
+    int e = -1;
+    if (ema && snprintf(ema_name, sizeof ema_name, "ema.%s", name) < (int)sizeof ema_name) e = yp_st_find(f, ema_name);
+    return e >= 0 ? e : yp_st_find(f, name);
+}
+
+/* Transfers every model weight of it[0..n) that the file has, under its own name or packed
+ * (packed_source), staging in host (8 bytes a value of the largest tensor, packed ones whole). */
 static int transfer(yp_exec *x, const yp_st_file *f, const item *it, int n, int ema, void *host, FILE *log,
                     yp_ckpt_transfer *r, yp_err *err) {
+    unsigned char *used = calloc((size_t)f->n + 1, 1); /* the file's entries some model tensor read */
+    if (!used) return yp_err_set(err, "%s: out of memory", f->path);
     for (int i = 0; i < n; i++) {
-        char ema_name[256];
-        int e = -1;
-        if (ema && snprintf(ema_name, sizeof ema_name, "ema.%s", it[i].name) < (int)sizeof ema_name)
-            e = yp_st_find(f, ema_name);
-        if (e < 0) e = yp_st_find(f, it[i].name);
+        char packed[NAME_MAX_LEN + 8];
+        int e = find_entry(f, it[i].name, ema), part = -1;
+        if (e < 0 && (part = packed_source(it[i].name, packed, sizeof packed)) >= 0) e = find_entry(f, packed, ema);
         if (e < 0) {
             r->missing++;
             continue;
         }
-        if (!transferable(f, &f->e[e], &it[i], log)) {
+        used[e] = 1;
+        if (!transferable(f, &f->e[e], part, &it[i], log)) {
             r->skipped++;
             continue;
         }
         int64_t numel = x->train.s->tensors[it[i].t].shape.w;
-        if (yp_st_read(f, e, host, err)) return -1;
-        to_f32(f->e[e].dtype, host, host, numel);
-        yp_named_tensor nt = {it[i].name, host, numel};
-        if (yp_exec_load_params(x, &nt, 1, err)) return -1;
+        if (yp_st_read(f, e, host, err)) return free(used), -1;
+        to_f32(f->e[e].dtype, host, host, numel * (part >= 0 ? 3 : 1));
+        float *v = (float *)host + (part >= 0 ? part * numel : 0); /* the chunk: contiguous rows */
+        yp_named_tensor nt = {it[i].name, v, numel};
+        if (yp_exec_load_params(x, &nt, 1, err)) return free(used), -1;
         r->loaded++;
     }
+    r->unused = f->n;
+    for (int e = 0; e < f->n; e++) r->unused -= used[e];
+    free(used);
     return 0;
 }
 
@@ -396,13 +447,13 @@ static int load_weights(yp_exec *x, const char *path, int ema, FILE *log, yp_ckp
     for (int i = 0; it && i < n; i++) {
         if (x->train.s->tensors[it[i].t].kind != YP_KIND_WEIGHT) continue;
         it[k++] = it[i]; /* the weights only, in schedule order */
-        if (x->train.s->tensors[it[i].t].shape.w > most) most = x->train.s->tensors[it[i].t].shape.w;
+        int64_t w = x->train.s->tensors[it[i].t].shape.w * (packed_source(it[i].name, NULL, 0) >= 0 ? 3 : 1);
+        if (w > most) most = w;
     }
     void *host = malloc((size_t)most * 8);
     if (!it || !host) yp_err_set(err, "%s: out of memory", path);
     else rc = transfer(x, &f, it, k, ema, host, log, out, err);
     if (!rc) {
-        out->unused = f.n - out->loaded - out->skipped;
         if (log)
             fprintf(log, "%s: transferred %d/%d model tensors (%d skipped, %d not in the file; %d tensors of the file "
                     "unused)\n", path, out->loaded, k, out->skipped, out->missing, out->unused);

@@ -8,11 +8,14 @@
  *     backward's scratch holds it again;
  *   - one CPU training step (batch 2, 12x12) gives PyTorch's loss and every parameter gradient
  *     (tests/data/step/transformer.bin), and every saving policy the same gradients;
+ *   - --weights from PyTorch's state dict of it (packed in_proj, nn.Linear's 2-D weights) loads
+ *     every weight;
  *   - the importer's C3TR: yolov5s-transformer.yaml has Ultralytics' parameter count, state-dict
  *     node names, survives the IR round trip, and a C3TR whose heads do not divide c_ is refused. */
 #include <math.h>
 
 #include "step_fixture.h"
+#include "yp_checkpoint.h"
 #include "yp_executor.h"
 #include "yp_executor_internal.h"
 #include "yp_ir.h"
@@ -185,6 +188,53 @@ static void test_step_matches_pytorch(void) {
     yp_exec_free(&a), yp_plan_free(&base);
 }
 
+/* --weights from PyTorch's own state dict of the same network (transformer_state.safetensors):
+ * nn.Linear's (out, in) weights go into the 1x1 convs, and nn.MultiheadAttention's packed
+ * in_proj_weight / in_proj_bias into in_proj.{q,k,v}, a third each; every weight ends as the
+ * fixture's (IR-named) initial value, with nothing skipped or missing. The model's weights are
+ * NaN before, so a tensor the load leaves alone shows. */
+static void test_weights_from_pytorch_state_dict(void) {
+    yp_plan p;
+    yp_exec x;
+    REQUIRE(make_exec(&p, &x, YP_SAVE_YOLOPLAN) == 0);
+    int weights = 0;
+    for (int t = 0; t < x.train.s->n_tensors; t++) {
+        const yp_tensor *w = &x.train.s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT) continue;
+        float *v = yp_exec_tensor(&x, t);
+        for (int64_t j = 0; j < w->shape.w; j++) v[j] = NAN;
+        weights++;
+    }
+    yp_ckpt_transfer r;
+    yp_err err;
+    char log[4096] = "";
+    FILE *lf = fmemopen(log, sizeof log, "w");
+    REQUIRE(lf != NULL);
+    int rc = yp_ckpt_load_weights(&x, YP_TEST_DATA "/step/transformer_state.safetensors", lf, &r, &err);
+    fclose(lf);
+    if (rc) fprintf(stderr, "  %s\n", err.msg);
+    CHECK(rc == 0);
+    printf("  %s", log);
+    CHECK_EQ_I64(r.loaded, weights);
+    CHECK_EQ_I64(r.skipped, 0);
+    CHECK_EQ_I64(r.missing, 0);
+    CHECK_EQ_I64(r.unused, 2); /* the two BNs' num_batches_tracked */
+    int compared = 0;
+    for (int i = 0; i < fx.n; i++) {
+        if (strncmp(fx.r[i].name, "init/", 5)) continue;
+        int t = yp_schedule_find(x.train.s, fx.r[i].name + 5);
+        CHECK(t >= 0);
+        if (t < 0) continue;
+        const float *v = yp_exec_tensor(&x, t);
+        int same = memcmp(v, fx.r[i].data, (size_t)fx.r[i].numel * sizeof *v) == 0;
+        if (!same) fprintf(stderr, "  %s differs from PyTorch's\n", fx.r[i].name + 5);
+        CHECK(same);
+        compared++;
+    }
+    CHECK_EQ_I64(compared, weights);
+    yp_exec_free(&x), yp_plan_free(&p);
+}
+
 /* ---------------------------------------------------------------- the importer's C3TR */
 
 static int find_node(const yp_graph *g, const char *name) {
@@ -261,6 +311,7 @@ int main(void) {
     YP_RUN(test_saved_bytes_equal_pytorch);
     YP_RUN(test_probs_kept_under_pytorch_only);
     YP_RUN(test_step_matches_pytorch);
+    YP_RUN(test_weights_from_pytorch_state_dict);
     YP_RUN(test_c3tr_import);
     YP_RUN(test_c3tr_heads_must_divide);
     yp_backend_free(cpu);

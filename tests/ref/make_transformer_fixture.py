@@ -22,6 +22,10 @@ weights ("init/<name>"), the images (NHWC), the targets, the loss ("loss/1": lbo
 total) and every parameter's gradient ("grad/<name>"). The names are the IR's: nn.MultiheadAttention's
 in_proj_weight and in_proj_bias are written as their three chunks, <prefix>.ma.in_proj.{q,k,v}.
 
+tests/data/step/transformer_state.safetensors: the step's initial weights as PyTorch's state dict
+(its names and shapes: nn.Linear weights (out, in), nn.MultiheadAttention's packed in_proj_weight
+and in_proj_bias), written as scripts/pt2safetensors.py writes a converted plain state dict.
+
     /usr/bin/python3 tests/ref/make_transformer_fixture.py
 Deterministic (torch.manual_seed(0)): the bytes depend on the shapes only.
 """
@@ -41,8 +45,12 @@ import yolov5  # noqa: E402  (Conv, Detect)
 sys.path.insert(0, HERE)
 from make_step_fixture import record  # noqa: E402
 
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import pt2safetensors as p2s  # noqa: E402  (its safetensors writer)
+
 OUT = os.path.join(HERE, "..", "data", "transformer_saved.json")
 STEP = os.path.join(HERE, "..", "data", "step", "transformer.bin")
+STATE = os.path.join(HERE, "..", "data", "step", "transformer_state.safetensors")
 SIZES = [(1, 6), (2, 6), (1, 12), (2, 10)]  # (batch, image side); the IR's stride is 2
 
 
@@ -145,6 +153,10 @@ def step_fixture():
         for name, t in m.state_dict().items():
             if "running" in name:
                 record(f, "init/" + name, t.numpy())
+    # the same weights as PyTorch's state dict names and shapes them (nn.Linear (out, in), the packed
+    # in_proj_weight), as scripts/pt2safetensors.py converts a plain state dict: what --weights reads
+    p2s.write_safetensors(STATE, list(m.state_dict().items()), {})
+    with open(STEP, "ab") as f:
         record(f, "images", images.permute(0, 2, 3, 1).numpy())
         record(f, "targets", targets.numpy())
         total, parts = compute(m(images), targets)
