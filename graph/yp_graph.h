@@ -42,6 +42,8 @@ typedef enum {
     YP_OP_LEAKY_RELU,     /* nn.LeakyReLU(slope) */
     YP_OP_HARDSWISH,      /* nn.Hardswish */
     YP_OP_ZERO_PAD,       /* nn.ZeroPad2d((left, right, top, bottom)) */
+    YP_OP_CONTRACT,       /* YOLOv5's Contract(gain): gain x gain pixel blocks to channels, c -> gain^2 c */
+    YP_OP_EXPAND,         /* YOLOv5's Expand(gain): Contract's inverse, c -> c / gain^2 */
     YP_OP_COUNT
 } yp_op;
 
@@ -56,6 +58,9 @@ typedef struct { int nc, na, nl; int c_in[YP_MAX_LEVELS]; } yp_detect_attrs;
 typedef struct { int heads; } yp_attn_attrs;
 typedef struct { double slope; } yp_leaky_attrs;                 /* negative slope, 0..1 */
 typedef struct { int left, right, top, bottom; } yp_pad_attrs;   /* zeros added on each side */
+/* Contract, Expand: the block side, 2..YP_MAX_GAIN (gain 1 would change nothing). */
+typedef struct { int gain; } yp_s2d_attrs;
+#define YP_MAX_GAIN 16
 
 typedef union {
     yp_conv_attrs conv;
@@ -67,6 +72,7 @@ typedef union {
     yp_attn_attrs attn;
     yp_leaky_attrs leaky;
     yp_pad_attrs pad;
+    yp_s2d_attrs s2d;
 } yp_attrs;
 
 typedef struct {
@@ -142,8 +148,9 @@ typedef struct {
 static inline int64_t yp_shape_numel(yp_shape s) { return s.n * s.c * s.h * s.w; }
 
 /* Largest stride of the network: of its Detect levels and of every node's real downsampling of
- * the image (yolov5-p34's backbone reaches 32 while its heads stop at 16); the input size must
- * be a multiple of it. */
+ * the image (yolov5-p34's backbone reaches 32 while its heads stop at 16), as their least common
+ * multiple (a Contract of gain 3 in a stride-32 network needs multiples of 96); the input size
+ * must be a multiple of it. */
 int yp_graph_max_stride(const yp_graph *g);
 
 /* Infers every node's output shapes, params and FLOPs for a batch of `batch` images of h x w.
@@ -200,8 +207,8 @@ typedef struct {
     /* Writes node n's attrs in a stable key order (nothing for ops without attrs). */
     void (*write_attrs)(const yp_node *n, yp_attrs_out *out);
     /* How node n rescales its input's grid: its output's stride is the input's times down / up
-     * (conv s/1, maxpool s/1, space_to_depth 2/1, upsample 1/scale). NULL: it keeps the stride of
-     * its inputs (the largest, for concat and add). */
+     * (conv s/1, maxpool s/1, space_to_depth 2/1, contract gain/1, upsample and expand 1/scale).
+     * NULL: it keeps the stride of its inputs (the largest, for concat and add). */
     void (*resample)(const yp_node *n, int *down, int *up);
 } yp_op_info;
 
