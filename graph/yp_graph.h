@@ -153,6 +153,20 @@ static inline int64_t yp_shape_numel(yp_shape s) { return s.n * s.c * s.h * s.w;
  * must be a multiple of it. */
 int yp_graph_max_stride(const yp_graph *g);
 
+/* YOLOv5's gs, max(int(model.stride.max()), 32): what train.py rounds --img to and val.py pads
+ * its rectangles to, for a largest stride `stride`. Strides that are powers of two give the larger
+ * of the two; in general this is their least common multiple, so that every size it makes is a
+ * multiple of the stride too (a Contract of gain 3 at stride 8 makes 24: gs 96, where YOLOv5's 32
+ * would leave a size that Contract's view refuses). */
+static inline int64_t yp_stride_gs(int64_t stride) {
+    int64_t a = stride > 0 ? stride : 32, b = 32;
+    while (b) {
+        int64_t t = a % b;
+        a = b, b = t;
+    }
+    return (stride > 0 ? stride : 32) / a * 32;
+}
+
 /* Infers every node's output shapes, params and FLOPs for a batch of `batch` images of h x w.
  * info must hold g->n_nodes entries (caller owns). Returns 0, or -1 with err set (bad size,
  * overflow of 64-bit element counts). */

@@ -274,6 +274,13 @@ static void test_block_ir(void) {
     yp_graph_free(h);
 }
 
+/* YOLOv5's gs = max(stride, 32) that train.py rounds sizes to and val.py pads to: the same for
+ * power-of-two strides, the least common multiple otherwise (a stride of 24 or 12 needs the 3). */
+static void test_stride_gs(void) {
+    const int64_t in[] = {1, 8, 16, 32, 64, 128, 12, 24, 96, 0}, want[] = {32, 32, 32, 32, 64, 128, 96, 96, 96, 32};
+    for (size_t k = 0; k < sizeof in / sizeof *in; k++) CHECK_EQ_I64(yp_stride_gs(in[k]), want[k]);
+}
+
 static void test_unknown_op_lists_rows(void) {
     size_t len = 0;
     char *buf = read_all(YP_TEST_DATA "/ir/tiny.json", &len);
@@ -301,6 +308,7 @@ int main(void) {
     YP_RUN(test_activation_attrs);
     YP_RUN(test_block_rows);
     YP_RUN(test_block_ir);
+    YP_RUN(test_stride_gs);
     YP_RUN(test_unknown_op_lists_rows);
     return yp_test_summary();
 }
