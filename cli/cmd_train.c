@@ -85,9 +85,10 @@ static int host_estimate(const train_run *r, int64_t batch, int64_t arena, int64
 
 /* ---------------------------------------------------------------- planning */
 
-/* train.py's check_img_size: a multiple of gs = max(the largest stride, 32), at least 2 gs. */
+/* train.py's check_img_size: a multiple of gs = max(the largest stride, 32) (yp_stride_gs), at
+ * least 2 gs. */
 static void check_img(train_run *r) {
-    long gs = yp_graph_max_stride(r->g) > 32 ? yp_graph_max_stride(r->g) : 32, s = (r->o.img + gs - 1) / gs * gs;
+    long gs = (long)yp_stride_gs(yp_graph_max_stride(r->g)), s = (r->o.img + gs - 1) / gs * gs;
     if (s < 2 * gs) s = 2 * gs;
     if (s != r->o.img)
         fprintf(stderr, "WARNING: --img %ld must be a multiple of max stride %ld, updating to %ld\n", r->o.img, gs, s);

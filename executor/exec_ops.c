@@ -35,6 +35,10 @@ static const yp_exec_op_row rows[YP_OP_COUNT] = {
         .recompute = yp_exec_hardswish_forward, .backward = yp_exec_hardswish_backward},
     [YP_OP_ZERO_PAD] = {.op = YP_OP_ZERO_PAD, .forward = yp_exec_zero_pad_forward,
         .recompute = yp_exec_zero_pad_forward, .backward = yp_exec_zero_pad_backward},
+    [YP_OP_CONTRACT] = {.op = YP_OP_CONTRACT, .forward = yp_exec_contract_forward,
+        .recompute = yp_exec_contract_forward, .backward = yp_exec_contract_backward},
+    [YP_OP_EXPAND] = {.op = YP_OP_EXPAND, .forward = yp_exec_expand_forward,
+        .recompute = yp_exec_expand_forward, .backward = yp_exec_expand_backward},
 };
 
 const yp_exec_op_row *yp_exec_op_row_get(yp_op op) {

@@ -6,9 +6,9 @@
  * Nothing else in the executor switches on an op. The adapters live by family, one idea a file:
  * exec_conv.c (conv2d, detect), exec_bn.c (batchnorm2d, and the BN applied inside SiLU steps),
  * exec_pointwise.c (silu, relu, leaky_relu, hardswish), exec_join.c (add, concat),
- * exec_resample.c (upsample_nearest, maxpool2d, space_to_depth, zero_pad), exec_attention.c
- * (attention); exec_ops.c holds the table. The helpers below read a step's operands (yp_operands,
- * graph/yp_schedule.h) out of the arena. Executor-internal. */
+ * exec_resample.c (upsample_nearest, maxpool2d, space_to_depth, contract, expand, zero_pad),
+ * exec_attention.c (attention); exec_ops.c holds the table. The helpers below read a step's
+ * operands (yp_operands, graph/yp_schedule.h) out of the arena. Executor-internal. */
 #ifndef YP_EXEC_OPS_H
 #define YP_EXEC_OPS_H
 
@@ -132,6 +132,10 @@ int yp_exec_maxpool_forward(const yp_exec_call *c);
 int yp_exec_maxpool_backward(const yp_exec_call *c);
 int yp_exec_s2d_forward(const yp_exec_call *c);
 int yp_exec_s2d_backward(const yp_exec_call *c);
+int yp_exec_contract_forward(const yp_exec_call *c); /* forward and recompute, as expand's */
+int yp_exec_contract_backward(const yp_exec_call *c);
+int yp_exec_expand_forward(const yp_exec_call *c);
+int yp_exec_expand_backward(const yp_exec_call *c);
 int yp_exec_zero_pad_forward(const yp_exec_call *c);
 int yp_exec_zero_pad_backward(const yp_exec_call *c);
 /* exec_attention.c */

@@ -113,8 +113,8 @@ static const char *missing_op(const yp_ops *o) {
     NEED_OP(conv2d_backward_data); NEED_OP(conv2d_backward_weights); NEED_OP(bn_forward_train);
     NEED_OP(bn_apply); NEED_OP(bn_backward); NEED_OP(add_forward); NEED_OP(axpy_grad);
     NEED_OP(concat_forward); NEED_OP(concat_backward); NEED_OP(upsample_forward); NEED_OP(upsample_backward);
-    NEED_OP(maxpool_forward); NEED_OP(maxpool_backward); NEED_OP(space_to_depth_forward);
-    NEED_OP(space_to_depth_backward); NEED_OP(sgd_step); NEED_OP(adam_step); NEED_OP(ema_update);
+    NEED_OP(maxpool_forward); NEED_OP(maxpool_backward); NEED_OP(space_to_depth);
+    NEED_OP(depth_to_space); NEED_OP(sgd_step); NEED_OP(adam_step); NEED_OP(ema_update);
     NEED_OP(sum_squares); NEED_OP(loss_level); NEED_OP(attention_forward); NEED_OP(attention_backward);
     NEED_OP(relu_forward); NEED_OP(relu_backward); NEED_OP(leaky_relu_forward); NEED_OP(leaky_relu_backward);
     NEED_OP(hardswish_forward); NEED_OP(hardswish_backward); NEED_OP(zero_pad_forward); NEED_OP(zero_pad_backward);

@@ -6,7 +6,7 @@
 #include "yp_val_rect.h"
 
 yp_eval_shape yp_eval_shape_for(const yp_graph *g, int64_t batch, int64_t imgsz) {
-    int64_t v = yp_val_rect_side(imgsz, yp_graph_max_stride(g) > 32 ? yp_graph_max_stride(g) : 32, YP_VAL_RECT_PAD);
+    int64_t v = yp_val_rect_side(imgsz, yp_stride_gs(yp_graph_max_stride(g)), YP_VAL_RECT_PAD);
     yp_eval_shape e = {2 * batch, v, v, 0, g->nc + 5, imgsz, 1};
     for (int l = 0; l < g->nl; l++) {
         int64_t side = g->strides[l] > 0 ? v / g->strides[l] : 0;

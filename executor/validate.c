@@ -83,8 +83,8 @@ int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val
 
 /* val.py's rect batches of the split, and the pass prepared at each of their shapes. */
 static int prepare_rect(yp_validator *v, yp_err *err) {
-    int gs = yp_graph_max_stride(v->x->train.s->g);
-    if (yp_val_rect_build(v->val, v->e.batch, v->e.img, gs > 32 ? gs : 32, &v->rect, err)) return -1;
+    int64_t gs = yp_stride_gs(yp_graph_max_stride(v->x->train.s->g));
+    if (yp_val_rect_build(v->val, v->e.batch, v->e.img, gs, &v->rect, err)) return -1;
     if (v->rect.max_side != v->e.h)
         return yp_err_set(err, "validation: rect batches at --img %lld reach %lld px, the plan %lld; re-plan",
                           (long long)v->e.img, (long long)v->rect.max_side, (long long)v->e.h);

@@ -1,5 +1,7 @@
 /* op_resample.c - the ops that change a map's spatial size and keep its data per channel:
- * upsample_nearest, maxpool2d, space_to_depth (Focus: 2x2 pixel blocks to channels) and zero_pad. */
+ * upsample_nearest, maxpool2d, space_to_depth (Focus: 2x2 pixel blocks to channels), contract
+ * and expand (YOLOv5's Contract and Expand: gain x gain blocks to channels and back) and
+ * zero_pad. */
 #include "ops_internal.h"
 
 /* ---------------------------------------------------------------- upsample_nearest */
@@ -71,6 +73,59 @@ int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
 void yp_upsample_resample(const yp_node *n, int axis, int *down, int *up) { (void)axis, *down = 1, *up = n->a.up.scale; }
 void yp_maxpool_resample(const yp_node *n, int axis, int *down, int *up) { (void)axis, *down = n->a.pool.s, *up = 1; }
 void yp_s2d_resample(const yp_node *n, int axis, int *down, int *up) { (void)n, (void)axis, *down = 2, *up = 1; }
+
+/* ---------------------------------------------------------------- contract, expand */
+
+int yp_contract_check(const yp_check_ctx *c, const yp_node *n, int *c_out) {
+    int ch = yp_check_channels(c, n->inputs[0]), g2 = n->a.s2d.gain * n->a.s2d.gain;
+    if (ch > YP_LIM_CHANNELS / g2)
+        return yp_err_set(c->err, "%s: nodes[%d]: contract by %d of %d channels makes %lld; a map has at most %d",
+                          c->file, c->i, n->a.s2d.gain, ch, (long long)g2 * ch, YP_LIM_CHANNELS);
+    *c_out = g2 * ch;
+    return 0;
+}
+
+int yp_expand_check(const yp_check_ctx *c, const yp_node *n, int *c_out) {
+    int ch = yp_check_channels(c, n->inputs[0]), g = n->a.s2d.gain;
+    if (ch % (g * g))
+        return yp_err_set(c->err, "%s: nodes[%d]: expand by %d of %d channels: the channels must be a multiple of "
+                          "gain^2 = %d", c->file, c->i, g, ch, g * g);
+    *c_out = ch / (g * g);
+    return 0;
+}
+
+/* Contract's view needs whole blocks (PyTorch refuses the rest); yp_graph_max_stride counts the
+ * gain, so a size it allows always gives them. */
+int yp_contract_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
+    const int g = n->a.s2d.gain;
+    yp_shape *y = &o->out[0];
+    if (y->h % g || y->w % g)
+        return yp_err_set(c->err, "node %d (%s): contract by %d of a %lldx%lld map: its height and width must be "
+                          "multiples of %d; use an image size that is a multiple of %d", n->id, n->name, g,
+                          (long long)y->w, (long long)y->h, g, yp_graph_max_stride(c->g));
+    y->c *= (int64_t)g * g, y->h /= g, y->w /= g;
+    return 0;
+}
+
+int yp_expand_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
+    const int g = n->a.s2d.gain;
+    yp_shape *y = &o->out[0];
+    (void)c;
+    y->c /= (int64_t)g * g, y->h *= g, y->w *= g;
+    return 0;
+}
+
+int yp_s2d_gain_load(const yp_attrs_in *in, yp_node *n) {
+    static const char *const keys[] = {"gain", NULL};
+    return yp_attr_keys(in, keys) || yp_attr_int(in, "gain", 2, YP_MAX_GAIN, &n->a.s2d.gain) ? -1 : 0;
+}
+
+void yp_s2d_gain_write(const yp_node *n, yp_attrs_out *out) {
+    cJSON_AddNumberToObject(out->obj, "gain", n->a.s2d.gain);
+}
+
+void yp_contract_resample(const yp_node *n, int axis, int *down, int *up) { (void)axis, *down = n->a.s2d.gain, *up = 1; }
+void yp_expand_resample(const yp_node *n, int axis, int *down, int *up) { (void)axis, *down = 1, *up = n->a.s2d.gain; }
 
 /* ---------------------------------------------------------------- zero_pad */
 

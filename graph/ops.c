@@ -67,6 +67,14 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = 0,
         .check = yp_op_same_channels, .infer = yp_zero_pad_infer, .eltwise_flops = yp_op_numel_flops,
         .load_attrs = yp_zero_pad_load, .write_attrs = yp_zero_pad_write},
+    [YP_OP_CONTRACT] = {.op = YP_OP_CONTRACT, .name = "contract",
+        .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = 0,
+        .check = yp_contract_check, .infer = yp_contract_infer, .eltwise_flops = yp_op_numel_flops,
+        .load_attrs = yp_s2d_gain_load, .write_attrs = yp_s2d_gain_write, .resample = yp_contract_resample},
+    [YP_OP_EXPAND] = {.op = YP_OP_EXPAND, .name = "expand",
+        .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = 0,
+        .check = yp_expand_check, .infer = yp_expand_infer, .eltwise_flops = yp_op_numel_flops,
+        .load_attrs = yp_s2d_gain_load, .write_attrs = yp_s2d_gain_write, .resample = yp_expand_resample},
 };
 
 const yp_op_info *yp_op_get(yp_op op) {

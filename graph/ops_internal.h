@@ -3,7 +3,7 @@
  * internal: yp_graph.h is the interface and declares the contexts only by name.
  * Per-op files: op_conv.c (conv2d, detect), op_pointwise.c (batchnorm2d and the activations silu,
  * relu, leaky_relu, hardswish), op_join.c (add, concat), op_resample.c (upsample_nearest, maxpool2d,
- * space_to_depth, zero_pad), op_attention.c (attention); ops.c holds the table and
+ * space_to_depth, contract, expand, zero_pad), op_attention.c (attention); ops.c holds the table and
  * the defaults several rows share.
  * Defines: yp_check_ctx, yp_infer_ctx, yp_attrs_in, yp_attrs_out and their helpers. */
 #ifndef YP_OPS_INTERNAL_H
@@ -153,6 +153,14 @@ void yp_maxpool_resample(const yp_node *n, int axis, int *down, int *up);
 int yp_s2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 void yp_s2d_resample(const yp_node *n, int axis, int *down, int *up);
+int yp_contract_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
+int yp_expand_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
+int yp_contract_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
+int yp_expand_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
+int yp_s2d_gain_load(const yp_attrs_in *in, yp_node *n); /* contract and expand: {"gain": g} */
+void yp_s2d_gain_write(const yp_node *n, yp_attrs_out *out);
+void yp_contract_resample(const yp_node *n, int axis, int *down, int *up);
+void yp_expand_resample(const yp_node *n, int axis, int *down, int *up);
 int yp_zero_pad_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_zero_pad_load(const yp_attrs_in *in, yp_node *n);
 void yp_zero_pad_write(const yp_node *n, yp_attrs_out *out);

@@ -4,11 +4,27 @@
 
 #include "ops_internal.h"
 
-/* The largest downsampling of the image along `axis` (0 height, 1 width) that any node's output
- * reaches, at least m. */
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* lcm(m, a), capped at 2^20 (m, a in 1..2^20, so the product fits). */
+static int64_t lcm_capped(int64_t m, int64_t a) {
+    int64_t l = m / gcd64(m, a) * a;
+    return l < (1 << 20) ? l : (1 << 20);
+}
+
+/* The least common multiple of m and of every node output's downsampling of the image along
+ * `axis` (0 height, 1 width): what the image's side must be a multiple of. */
 static int64_t max_stride_axis(const yp_graph *g, int axis, int64_t m) {
-    /* each node's downsampling, as a fraction num/den of the image (exact: the strides are whole
-     * numbers wherever the graph checks; capped so that a hostile graph cannot overflow) */
+    /* each node's downsampling, as a fraction num/den of the image in lowest terms (exact: capped
+     * only so that a hostile graph cannot overflow). Its map is the image times den/num, a whole
+     * size exactly where num divides the image: every num counts, also after an upsampling (an
+     * Expand then a Contract of gain 3 is stride 3/2, which needs multiples of 3). */
     int64_t *num = malloc((size_t)g->n_nodes * sizeof *num), *den = malloc((size_t)g->n_nodes * sizeof *den);
     for (int i = 0; num && den && i < g->n_nodes; i++) {
         const yp_node *n = &g->nodes[i];
@@ -22,11 +38,12 @@ static int64_t max_stride_axis(const yp_graph *g, int axis, int64_t m) {
         int down = 1, up = 1;
         if (op && op->resample && n->op != YP_OP_DETECT) op->resample(n, axis, &down, &up);
         a *= down > 0 ? down : 1, b *= up > 0 ? up : 1;
-        while (a % 2 == 0 && b % 2 == 0) a /= 2, b /= 2;
+        int64_t d = gcd64(a, b);
+        a /= d, b /= d;
         if (a > (1 << 20)) a = 1 << 20;
         if (b > (1 << 20)) b = 1 << 20;
         num[i] = a, den[i] = b;
-        if (b == 1 && a > m) m = a;
+        m = lcm_capped(m, a);
     }
     free(num);
     free(den);
@@ -36,9 +53,8 @@ static int64_t max_stride_axis(const yp_graph *g, int axis, int64_t m) {
 int yp_graph_max_stride(const yp_graph *g) {
     int64_t m = 1;
     for (int l = 0; l < g->nl; l++)
-        if (g->strides[l] > m) m = g->strides[l];
-    m = max_stride_axis(g, 1, max_stride_axis(g, 0, m)); /* square images: the larger axis's */
-    return (int)(m < (1 << 20) ? m : (1 << 20));
+        if (g->strides[l] > 0) m = lcm_capped(m, g->strides[l] < (1 << 20) ? g->strides[l] : (1 << 20));
+    return (int)max_stride_axis(g, 1, max_stride_axis(g, 0, m)); /* square images: both axes' */
 }
 
 /* The checks every op's outputs get: non-empty, and element counts and FLOPs within 64 bits. */

@@ -159,6 +159,8 @@ int ym_bottleneck(builder *b, const row *r);
 int ym_sppf(builder *b, const row *r);
 int ym_spp(builder *b, const row *r);
 int ym_focus(builder *b, const row *r);
+int ym_contract(builder *b, const row *r);
+int ym_expand(builder *b, const row *r);
 int ym_upsample(builder *b, const row *r);
 int ym_concat(builder *b, const row *r);
 int ym_detect(builder *b, const row *r);

@@ -1,6 +1,6 @@
 /* yaml_mod_yolov5.c - the modules of YOLOv5's own models (Conv, C3, Bottleneck, SPPF, SPP,
- * Focus, nn.Upsample, Concat, Detect), expanded into primitive nodes named after the Ultralytics
- * state dict ("model.2.m.0.cv1.conv"), in the order PyTorch runs them. */
+ * Focus, Contract, Expand, nn.Upsample, Concat, Detect), expanded into primitive nodes named
+ * after the Ultralytics state dict ("model.2.m.0.cv1.conv"), in the order PyTorch runs them. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -126,6 +126,62 @@ int ym_focus(builder *b, const row *r) {
     a.ph = a.pw = p, a.groups = g;
     int out = yb_add_conv(b, yb_pfx(t, "%s.conv", b->prefix), x, a);
     return yb_layer_done(b, r, out, c2, r->in_stride * 2 * s, (int[]){r->c1, c2, k, s, p, g}, g == 1 ? 5 : 6);
+}
+
+/* Contract(gain=2) and Expand(gain=2) (models/common.py): gain x gain pixel blocks to channels
+ * and back. parse_model keeps args as they are and sets c2 = ch[f] * gain**2 (Contract) or
+ * ch[f] // gain**2 (Expand). Returns the gain, or -1 (err set) for a gain out of 2..YP_MAX_GAIN
+ * (gain 1 would change nothing) or for `number` > 1: parse_model makes an nn.Sequential of copies
+ * whose channels it does not follow (it records one copy's c2), so the next layer is built for
+ * channels it never gets and YOLOv5 cannot run the model. */
+static int block_gain(builder *b, const row *r) {
+    const yp_ynode *n = yb_arg_node(r, 0);
+    int gain = 2, reps = r->L->repeats;
+    if (n && yb_get_int(b, n, "args[0] (gain)", 2, YP_MAX_GAIN, &gain)) return -1;
+    if (reps > 1) {
+        int64_t total = 1;
+        for (int k = 0; k < reps && total <= YP_MAX_GAIN; k++) total *= gain;
+        char alt[64] = "";
+        if (total <= YP_MAX_GAIN)
+            snprintf(alt, sizeof alt, " (one %s with gain %lld gives the same shapes)", r->mi->name, (long long)total);
+        return yb_fail(b, r->line, "number: %d repeats of %s, but parse_model records one copy's channels for the "
+                       "nn.Sequential of copies, so the next layer would be built for the wrong channel count and "
+                       "YOLOv5 cannot run the model; use 1%s", reps, r->mi->name, alt);
+    }
+    return gain;
+}
+
+/* Contract(gain): c -> gain^2 c at 1/gain of the size (the size must split into whole blocks:
+ * the graph's largest stride counts the gain). */
+int ym_contract(builder *b, const row *r) {
+    int g = block_gain(b, r);
+    if (g < 0) return -1;
+    if (r->c1 > MAX_CH / (g * g))
+        return yb_fail(b, r->line, "Contract(%d) of %d channels makes %lld; at most %d", g, r->c1,
+                       (long long)r->c1 * g * g, MAX_CH);
+    int out = yb_add_node(b, YP_OP_CONTRACT, &r->in, 1, (yp_attrs){.s2d = {.gain = g}}, "%s", b->prefix);
+    return yb_layer_done(b, r, out, r->c1 * g * g, r->in_stride * g, &g, 1);
+}
+
+/* Expand(gain): c -> c / gain^2 at gain times the size; PyTorch's view needs c % gain^2 == 0. */
+int ym_expand(builder *b, const row *r) {
+    int g = block_gain(b, r);
+    if (g < 0) return -1;
+    const int g2 = g * g;
+    if (r->c1 % g2) {
+        char from[32];
+        if (r->L->from[0] == YP_INPUT_IMAGE)
+            snprintf(from, sizeof from, "the image has");
+        else
+            snprintf(from, sizeof from, "layer %d gives", r->L->from[0]);
+        return yb_fail(b, r->line, "Expand(%d) splits its input's channels into %dx%d blocks, so they must be a "
+                       "multiple of gain**2 = %d, but %s %d; make them a multiple of %d or use a gain whose square "
+                       "divides %d", g, g, g, g2, from, r->c1, g2, r->c1);
+    }
+    if (r->in_stride % g)
+        return yb_fail(b, r->line, "expanding stride-%d features by %d leaves a fractional stride", r->in_stride, g);
+    int out = yb_add_node(b, YP_OP_EXPAND, &r->in, 1, (yp_attrs){.s2d = {.gain = g}}, "%s", b->prefix);
+    return yb_layer_done(b, r, out, r->c1 / g2, r->in_stride / g, &g, 1);
 }
 
 /* nn.Upsample(None, scale, 'nearest') */

@@ -13,6 +13,8 @@ static const module_info modules[] = {
     {"SPPF", ym_sppf, 2, 0, 0, "[c2, k=5]"},
     {"SPP", ym_spp, 2, 0, 0, "[c2, [5, 9, 13]]"},
     {"Focus", ym_focus, 5, 0, 0, "[c2, k=1, s=1, p=None, g=1]"},
+    {"Contract", ym_contract, 1, 0, 0, "[gain=2]"},
+    {"Expand", ym_expand, 1, 0, 0, "[gain=2]"},
     {"nn.Upsample", ym_upsample, 3, 0, 0, "[None, 2, 'nearest']"},
     {"Concat", ym_concat, 1, 1, 0, "[1]"},
     {"Detect", ym_detect, 2, 1, 0, "[nc, anchors]"},

@@ -42,6 +42,8 @@ typedef enum {
     YP_OP_LEAKY_RELU,     /* nn.LeakyReLU(slope) */
     YP_OP_HARDSWISH,      /* nn.Hardswish */
     YP_OP_ZERO_PAD,       /* nn.ZeroPad2d((left, right, top, bottom)) */
+    YP_OP_CONTRACT,       /* YOLOv5's Contract(gain): gain x gain pixel blocks to channels, c -> gain^2 c */
+    YP_OP_EXPAND,         /* YOLOv5's Expand(gain): Contract's inverse, c -> c / gain^2 */
     YP_OP_COUNT
 } yp_op;
 
@@ -58,6 +60,9 @@ typedef struct { int nc, na, nl; int c_in[YP_MAX_LEVELS]; } yp_detect_attrs;
 typedef struct { int heads; } yp_attn_attrs;
 typedef struct { double slope; } yp_leaky_attrs;                 /* negative slope, 0..1 */
 typedef struct { int left, right, top, bottom; } yp_pad_attrs;   /* zeros added on each side */
+/* Contract, Expand: the block side, 2..YP_MAX_GAIN (gain 1 would change nothing). */
+typedef struct { int gain; } yp_s2d_attrs;
+#define YP_MAX_GAIN 16
 
 typedef union {
     yp_conv_attrs conv;
@@ -69,6 +74,7 @@ typedef union {
     yp_attn_attrs attn;
     yp_leaky_attrs leaky;
     yp_pad_attrs pad;
+    yp_s2d_attrs s2d;
 } yp_attrs;
 
 typedef struct {
@@ -144,9 +150,24 @@ typedef struct {
 static inline int64_t yp_shape_numel(yp_shape s) { return s.n * s.c * s.h * s.w; }
 
 /* Largest stride of the network: of its Detect levels and of every node's real downsampling of
- * the image (yolov5-p34's backbone reaches 32 while its heads stop at 16); the input size must
- * be a multiple of it. */
+ * the image (yolov5-p34's backbone reaches 32 while its heads stop at 16), as their least common
+ * multiple (a Contract of gain 3 in a stride-32 network needs multiples of 96); the input size
+ * must be a multiple of it. */
 int yp_graph_max_stride(const yp_graph *g);
+
+/* YOLOv5's gs, max(int(model.stride.max()), 32): what train.py rounds --img to and val.py pads
+ * its rectangles to, for a largest stride `stride`. Strides that are powers of two give the larger
+ * of the two; in general this is their least common multiple, so that every size it makes is a
+ * multiple of the stride too (a Contract of gain 3 at stride 8 makes 24: gs 96, where YOLOv5's 32
+ * would leave a size that Contract's view refuses). */
+static inline int64_t yp_stride_gs(int64_t stride) {
+    int64_t a = stride > 0 ? stride : 32, b = 32;
+    while (b) {
+        int64_t t = a % b;
+        a = b, b = t;
+    }
+    return (stride > 0 ? stride : 32) / a * 32;
+}
 
 /* Infers every node's output shapes, params and FLOPs for a batch of `batch` images of h x w.
  * info must hold g->n_nodes entries (caller owns). Returns 0, or -1 with err set (bad size,
@@ -203,7 +224,8 @@ typedef struct {
     void (*write_attrs)(const yp_node *n, yp_attrs_out *out);
     /* How node n rescales its input's grid along `axis` (0 height, 1 width): its output's stride
      * there is the input's times down / up (conv sh/1 and sw/1, maxpool s/1, space_to_depth 2/1,
-     * upsample 1/scale). NULL: it keeps the strides of its inputs (the largest, for concat and add). */
+     * contract gain/1, upsample and expand 1/scale). NULL: it keeps the strides of its inputs (the
+     * largest, for concat and add). */
     void (*resample)(const yp_node *n, int axis, int *down, int *up);
 } yp_op_info;
 

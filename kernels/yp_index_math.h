@@ -1,12 +1,11 @@
-/* yp_index_math.h - the data-movement ops (yp_ops.h: concat, upsample, maxpool, space_to_depth,
- * zero_pad)
- * as one output element at a time, in index arithmetic on NHWC tensors with 64-bit indices:
- * each function computes element `o` (or `e`) of the op's output from its inputs, so a caller
- * that runs it for every index in any order, one thread per index, computes the whole op with
- * no two threads writing one element. The CUDA backend's kernels (kernels/cuda/eltwise.cu) are
- * exactly such loops; the host test test_kernels_index runs the same functions on the CPU
- * against the CPU backend's ops, so the index arithmetic is checked without a GPU.
- * Plain C11 and CUDA: `static inline`, and __host__ __device__ under nvcc.
+/* yp_index_math.h - the data-movement ops (yp_ops.h: concat, upsample, maxpool, space_to_depth
+ * and depth_to_space, zero_pad) as one output element at a time, in index arithmetic on NHWC
+ * tensors with 64-bit indices: each function computes element `o` (or `e`) of the op's output
+ * from its inputs, so a caller that runs it for every index in any order, one thread per index,
+ * computes the whole op with no two threads writing one element. The CUDA backend's kernels
+ * (kernels/cuda/eltwise.cu) are exactly such loops; the host test test_kernels_index runs the
+ * same functions on the CPU against the CPU backend's ops, so the index arithmetic is checked
+ * without a GPU. Plain C11 and CUDA: `static inline`, and __host__ __device__ under nvcc.
  *
  * The backward ops are gathers that add in the CPU backend's order (dx scaled by beta first,
  * then the contributions in output raster order), so with beta 0 or 1 they give its bits. */
@@ -134,27 +133,37 @@ static inline YP_INDEX_HD float yp_pool_grad(const float *x, const float *dy, co
     return g;
 }
 
-/* Focus (space_to_depth): output element o of (n, h/2, w/2, 4c), channel block b of output pixel
- * (oy, ox), copies input pixel (2*oy + (b & 1), 2*ox + (b >> 1)): this input element. */
-static inline YP_INDEX_HD int64_t yp_s2d_source(yp_dims in, int64_t o) {
-    const int64_t C = in.c, C4 = 4 * in.c, oh = in.h / 2, ow = in.w / 2;
-    int64_t cc = o % C4, t = o / C4;
+/* Pixel blocks to channels (yp_s2d_desc, yp_ops.h): the fine pixel offset (sy, sx) of channel
+ * block b of a coarse pixel, in d's block order. */
+static inline YP_INDEX_HD void yp_s2d_block(const yp_s2d_desc *d, int64_t b, int64_t *sy, int64_t *sx) {
+    int64_t hi = b / d->gain, lo = b - hi * d->gain;
+    *sy = d->order == YP_S2D_COL_MAJOR ? lo : hi;
+    *sx = d->order == YP_S2D_COL_MAJOR ? hi : lo;
+}
+
+/* Coarse element o of (n, h/g, w/g, g*g*c): the fine element it holds (space_to_depth copies it
+ * there, depth_to_space back). */
+static inline YP_INDEX_HD int64_t yp_s2d_source(const yp_s2d_desc *d, int64_t o) {
+    const int64_t g = d->gain, C = d->fine.c, CB = g * g * C, oh = d->fine.h / g, ow = d->fine.w / g;
+    int64_t cc = o % CB, t = o / CB;
     int64_t b = cc / C, c = cc - b * C;
     int64_t ox = t % ow;
     t /= ow;
-    int64_t oy = t % oh, i = t / oh;
-    return ((i * in.h + 2 * oy + (b & 1)) * in.w + 2 * ox + (b >> 1)) * C + c;
+    int64_t oy = t % oh, i = t / oh, sy, sx;
+    yp_s2d_block(d, b, &sy, &sx);
+    return ((i * d->fine.h + oy * g + sy) * d->fine.w + ox * g + sx) * C + c;
 }
 
-/* The inverse: the output element that input element e is copied to (exactly one). */
-static inline YP_INDEX_HD int64_t yp_s2d_target(yp_dims in, int64_t e) {
-    const int64_t C = in.c, oh = in.h / 2, ow = in.w / 2;
+/* The inverse: the coarse element that fine element e is copied to (exactly one). */
+static inline YP_INDEX_HD int64_t yp_s2d_target(const yp_s2d_desc *d, int64_t e) {
+    const int64_t g = d->gain, C = d->fine.c, oh = d->fine.h / g, ow = d->fine.w / g;
     int64_t c = e % C, t = e / C;
-    int64_t ix = t % in.w;
-    t /= in.w;
-    int64_t iy = t % in.h, i = t / in.h;
-    int64_t b = (iy & 1) | ((ix & 1) << 1);
-    return ((i * oh + iy / 2) * ow + ix / 2) * 4 * C + b * C + c;
+    int64_t ix = t % d->fine.w;
+    t /= d->fine.w;
+    int64_t iy = t % d->fine.h, i = t / d->fine.h;
+    int64_t sy = iy % g, sx = ix % g;
+    int64_t b = d->order == YP_S2D_COL_MAJOR ? sx * g + sy : sy * g + sx;
+    return ((i * oh + iy / g) * ow + ix / g) * g * g * C + b * C + c;
 }
 
 /* Zero padding (zero_pad): output element o of (n, h + top + bottom, w + left + right, c) copies

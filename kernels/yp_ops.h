@@ -89,6 +89,20 @@ typedef struct {
     yp_elem dtype;
 } yp_pad_desc;
 
+/* Pixel blocks to channels: the fine map `fine` (n, h, w, c) and the coarse map (n, h/gain,
+ * w/gain, gain*gain*c) hold the same values. Coarse pixel (oy, ox) holds gain*gain channel blocks
+ * of c; block b is fine pixel (oy*gain + sy, ox*gain + sx) with
+ *   YP_S2D_COL_MAJOR  b = sx*gain + sy: Focus (gain 2), PyTorch's
+ *                     cat(x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]);
+ *   YP_S2D_ROW_MAJOR  b = sy*gain + sx: YOLOv5's Contract (view, permute(0, 3, 5, 1, 2, 4)), whose
+ *                     inverse is its Expand. */
+typedef enum { YP_S2D_COL_MAJOR, YP_S2D_ROW_MAJOR, YP_S2D_ORDER_COUNT } yp_s2d_order;
+typedef struct {
+    yp_dims fine; /* the fine map; h and w multiples of gain */
+    int gain;     /* >= 1 */
+    int order;    /* yp_s2d_order */
+} yp_s2d_desc;
+
 /* The betas of a backward entry with two kinds of gradient outputs: `dx` for the input's
  * gradient, `w` for the parameters' (weight and bias) gradients. */
 typedef struct {
@@ -270,11 +284,15 @@ typedef struct yp_ops {
                               const float *probs, const float *dy, float *dq, float *dk, float *dv,
                               const float *betas, float *ws);
 
-    /* Focus: PyTorch's cat(x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2])
-     * along channels: output (oy, ox) channel block b (of in.c) is input pixel
-     * (2*oy + (b & 1), 2*ox + (b >> 1)). in.h and in.w must be even. */
-    int (*space_to_depth_forward)(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
-    int (*space_to_depth_backward)(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx, float beta);
+    /* Pixel blocks to channels and back (yp_s2d_desc: Focus, YOLOv5's Contract and Expand):
+     * space_to_depth: coarse = beta*coarse + the blocks of fine; depth_to_space: fine = beta*fine
+     * + the channels of coarse spread back into blocks (each is the other's inverse permutation,
+     * so each is the other's backward). beta 0 overwrites without reading; source and destination
+     * must be distinct buffers. d->fine.h and d->fine.w must be multiples of d->gain. */
+    int (*space_to_depth)(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *fine, float *coarse,
+                          float beta);
+    int (*depth_to_space)(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *coarse, float *fine,
+                          float beta);
 
     /* nn.ZeroPad2d((left, right, top, bottom)): x (d->in) inside a border of zeros; backward is
      * dx = beta*dx + dy's interior (the border's gradient goes nowhere). */

@@ -101,7 +101,7 @@ yp_sched_opts yp_candidate_train_opts(const yp_candidate *c, int stride) {
 void yp_candidate_val_size(const yp_candidate *c, int stride, int64_t *w, int64_t *h) {
     *w = c->img_w, *h = c->img_h;
     if (!c->val_rect) return;
-    int64_t s = stride > 32 ? stride : 32; /* val.py: max(int(model.stride.max()), 32) */
+    int64_t s = yp_stride_gs(stride); /* val.py: max(int(model.stride.max()), 32) */
     *w = (int64_t)ceil((double)c->img_w / (double)s + 0.5) * s;
     *h = (int64_t)ceil((double)c->img_h / (double)s + 0.5) * s;
 }
@@ -110,7 +110,7 @@ yp_sched_opts yp_candidate_val_opts(const yp_candidate *c, int stride, int n_lay
     int64_t w, h;
     yp_candidate_val_size(c, stride, &w, &h);
     yp_sched_opts o = yp_sched_opts_default(2 * c->batch, h, w);
-    if (c->val_rect && w == h) o.scratch_rect_side = h, o.scratch_rect_stride = stride > 32 ? stride : 32;
+    if (c->val_rect && w == h) o.scratch_rect_side = h, o.scratch_rect_stride = yp_stride_gs(stride);
     o.act_dtype = yp_precision_dtype(c->precision);
     o.freeze = n_layers;
     o.eval = 1;

@@ -14,8 +14,8 @@
  *     input (low precision) and its batch mean and inverse std (fp32, 2 * c); its output is low
  *     precision;
  *   - SiLU, LeakyReLU and Hardswish save their low-precision input, ReLU its output (the
- *     result); max-pool its low-precision input and int64 indices; add, concat, upsample and
- *     zero_pad save nothing.
+ *     result); max-pool its low-precision input and int64 indices; add, concat, upsample,
+ *     zero_pad, space_to_depth, contract and expand save nothing.
  * The schedule keeps the LOWP copies for the whole step (yoloplan casts once per update), where
  * PyTorch makes them in forward and frees each at its conv's backward; the bytes are the same.
  * Each distinct tensor counts once; parameters and buffers do not count. */

@@ -1,5 +1,6 @@
 /* test_cpu_ops.c - the rest of the CPU backend's op table (kernels/yp_ops.h): add, concat,
- * upsample, space_to_depth, max pool, SGD/Adam/AdamW, EMA, sum of squares, Detect's eval decode, against PyTorch
+ * upsample, space_to_depth and depth_to_space (Focus, YOLOv5's Contract and Expand at gains 2
+ * and 3), max pool, SGD/Adam/AdamW, EMA, sum of squares, Detect's eval decode, against PyTorch
  * references (tests/data/ops), the beta contract and argument errors; and that the table is
  * complete. Conv and batch norm are in test_cpu_conv.c. */
 #include "cpu_ops_fixture.h"
@@ -105,26 +106,97 @@ static void test_upsample_x2(void) {
     free(x), free(y_ref), free(dy), free(dx_ref), free(y), free(dx);
 }
 
-/* space_to_depth (Focus): a permutation, so forward and backward are exact. */
+/* ---- pixel blocks to channels: permutations, so both directions are exact ---- */
+
+/* space_to_depth (Focus: 2x2 blocks, column-major): forward space_to_depth, backward
+ * depth_to_space, beta 0 (NaN not read) and 1. */
 static void test_space_to_depth(void) {
     yp_dims in = {2, 6, 8, 3};
     const int64_t n = dims_count(in);
     float *x = fx("s2d.x", n), *y_ref = fx("s2d.y", n), *dy = fx("s2d.dy", n), *dx_ref = fx("s2d.dx", n);
     float *y = nan_buf(n), *dx = nan_buf(n);
+    yp_s2d_desc d = {in, 2, YP_S2D_COL_MAJOR};
     if (x && y_ref && dy && dx_ref) {
-        CHECK(ops->space_to_depth_forward(cpu, YP_ELEM_F32, in, x, y) == 0);
+        CHECK(ops->space_to_depth(cpu, YP_ELEM_F32, &d, x, y, 0.0f) == 0);
         CHECK_CLOSE("s2d y", y, y_ref, n, 0.0);
-        CHECK(ops->space_to_depth_backward(cpu, YP_ELEM_F32, in, dy, dx, 0.0f) == 0);
+        CHECK(ops->depth_to_space(cpu, YP_ELEM_F32, &d, dy, dx, 0.0f) == 0);
         CHECK_CLOSE("s2d dx", dx, dx_ref, n, 0.0);
         float *want = sum_buf(dx_ref, dx_ref, n);
-        CHECK(ops->space_to_depth_backward(cpu, YP_ELEM_F32, in, dy, dx, 1.0f) == 0);
+        CHECK(ops->depth_to_space(cpu, YP_ELEM_F32, &d, dy, dx, 1.0f) == 0);
         CHECK_CLOSE("s2d dx (beta 1)", dx, want, n, 0.0);
         free(want);
     }
-    in.w = 7;
-    CHECK(ops->space_to_depth_forward(cpu, YP_ELEM_F32, in, x, y) == -1);
-    CHECK_STR_HAS(cpu->last_error(cpu), "even");
+    d.fine.w = 7;
+    CHECK(ops->space_to_depth(cpu, YP_ELEM_F32, &d, x, y, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "space_to_depth: fine map 6x7: height and width must be multiples of the gain 2");
     free(x), free(y_ref), free(dy), free(dx_ref), free(y), free(dx);
+}
+
+/* YOLOv5's Contract (expand 0) or Expand (expand 1) at `gain` against the PyTorch module's
+ * forward and autograd: Contract is space_to_depth in row-major block order and its backward
+ * depth_to_space; Expand the other way round. `fine` is the fine map: Contract's input,
+ * Expand's output. The backward with beta 0 (NaN not read) and beta 1. */
+static void block_fixture(const char *cs, yp_dims fine, int gain, int expand) {
+    const int64_t n = dims_count(fine);
+    float *x = fxc(cs, "x", n), *y_ref = fxc(cs, "y", n), *dy = fxc(cs, "dy", n), *dx_ref = fxc(cs, "dx", n);
+    float *y = nan_buf(n), *dx = nan_buf(n);
+    const yp_s2d_desc d = {fine, gain, YP_S2D_ROW_MAJOR};
+    int (*fwd)(yp_backend *, yp_elem, const yp_s2d_desc *, const float *, float *, float) =
+        expand ? ops->depth_to_space : ops->space_to_depth;
+    int (*bwd)(yp_backend *, yp_elem, const yp_s2d_desc *, const float *, float *, float) =
+        expand ? ops->space_to_depth : ops->depth_to_space;
+    char what[64];
+    if (x && y_ref && dy && dx_ref) {
+        CHECK(fwd(cpu, YP_ELEM_F32, &d, x, y, 0.0f) == 0);
+        snprintf(what, sizeof what, "%s y", cs);
+        CHECK_CLOSE(what, y, y_ref, n, 0.0);
+        CHECK(bwd(cpu, YP_ELEM_F32, &d, dy, dx, 0.0f) == 0);
+        snprintf(what, sizeof what, "%s dx", cs);
+        CHECK_CLOSE(what, dx, dx_ref, n, 0.0);
+        float *want = sum_buf(dx_ref, dx_ref, n);
+        CHECK(bwd(cpu, YP_ELEM_F32, &d, dy, dx, 1.0f) == 0);
+        snprintf(what, sizeof what, "%s dx (beta 1)", cs);
+        CHECK_CLOSE(what, dx, want, n, 0.0);
+        free(want);
+        /* Focus's block order is another permutation: it must not pass for Contract's */
+        const yp_s2d_desc focus = {fine, gain, YP_S2D_COL_MAJOR};
+        CHECK(fwd(cpu, YP_ELEM_F32, &focus, x, y, 0.0f) == 0);
+        CHECK(rel_err(y, y_ref, n) > 0.1);
+    }
+    free(x), free(y_ref), free(dy), free(dx_ref), free(y), free(dx);
+}
+
+static void test_contract_g2(void) { block_fixture("contract_g2", (yp_dims){2, 4, 6, 3}, 2, 0); }
+static void test_contract_g3(void) { block_fixture("contract_g3", (yp_dims){2, 6, 9, 2}, 3, 0); }
+static void test_expand_g2(void) { block_fixture("expand_g2", (yp_dims){2, 6, 8, 2}, 2, 1); }
+static void test_expand_g3(void) { block_fixture("expand_g3", (yp_dims){2, 6, 9, 2}, 3, 1); }
+
+/* Argument errors, before any write: the gain must divide the fine map, a gain and an order in
+ * range, two buffers (no in place), a descriptor. */
+static void test_s2d_errors(void) {
+    float v[64] = {0}, w[64] = {0};
+    yp_s2d_desc d = {{1, 6, 4, 1}, 3, YP_S2D_ROW_MAJOR};
+    CHECK(ops->depth_to_space(cpu, YP_ELEM_F32, &d, v, w, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "depth_to_space: fine map 6x4: height and width must be multiples of the gain 3");
+    d.gain = 0;
+    CHECK(ops->space_to_depth(cpu, YP_ELEM_F32, &d, v, w, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "space_to_depth: gain 0");
+    d.gain = 2, d.order = YP_S2D_ORDER_COUNT;
+    CHECK(ops->space_to_depth(cpu, YP_ELEM_F32, &d, v, w, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "order 2");
+    d.order = YP_S2D_ROW_MAJOR;
+    CHECK(ops->space_to_depth(cpu, YP_ELEM_F32, &d, v, v, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "in place");
+    CHECK(ops->space_to_depth(cpu, YP_ELEM_F32, NULL, v, w, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "NULL descriptor");
+    CHECK(ops->depth_to_space(cpu, YP_ELEM_F32, &d, NULL, w, 0.0f) == -1);
+    d.fine.c = 0;
+    CHECK(ops->depth_to_space(cpu, YP_ELEM_F32, &d, v, w, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "fine map dims");
+    d.fine.c = 1, d.gain = 1; /* gain 1: a copy */
+    for (int i = 0; i < 24; i++) v[i] = (float)i;
+    CHECK(ops->space_to_depth(cpu, YP_ELEM_F32, &d, v, w, 0.0f) == 0);
+    CHECK(memcmp(v, w, 24 * sizeof *v) == 0);
 }
 
 /* ---- max pool ---- */
@@ -329,9 +401,11 @@ static void test_dtype_refused(void) {
     CHECK(ops->upsample_forward(cpu, f16, (yp_dims){1, 1, 1, 1}, 2, v, v) == -1);
     CHECK_STR_HAS(cpu->last_error(cpu), "upsample_forward: dtype f16");
     CHECK(ops->upsample_backward(cpu, f16, (yp_dims){1, 1, 1, 1}, 2, v, v, 0.0f) == -1);
-    CHECK(ops->space_to_depth_forward(cpu, f16, (yp_dims){1, 2, 2, 1}, v, v) == -1);
-    CHECK_STR_HAS(cpu->last_error(cpu), "space_to_depth_forward: dtype f16");
-    CHECK(ops->space_to_depth_backward(cpu, f16, (yp_dims){1, 2, 2, 1}, v, v, 0.0f) == -1);
+    const yp_s2d_desc sd = {{1, 2, 2, 1}, 2, YP_S2D_ROW_MAJOR};
+    CHECK(ops->space_to_depth(cpu, f16, &sd, v, v + 4, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "space_to_depth: dtype f16");
+    CHECK(ops->depth_to_space(cpu, bf16, &sd, v, v + 4, 0.0f) == -1);
+    CHECK_STR_HAS(cpu->last_error(cpu), "depth_to_space: dtype bf16");
     yp_pool_desc pd = {{1, 2, 2, 1}, {1, 2, 2, 1}, 1, 1, 0, YP_ELEM_F16};
     CHECK(ops->maxpool_forward(cpu, &pd, v, v) == -1);
     CHECK_STR_HAS(cpu->last_error(cpu), "cpu backend: maxpool_forward: dtype f16");
@@ -401,7 +475,7 @@ static void test_table_complete(void) {
     CHECK(ops->bn_forward_train && ops->bn_forward_eval && ops->bn_apply && ops->bn_backward);
     CHECK(ops->add_forward && ops->axpy_grad && ops->concat_forward && ops->concat_backward);
     CHECK(ops->upsample_forward && ops->upsample_backward && ops->maxpool_forward && ops->maxpool_backward);
-    CHECK(ops->space_to_depth_forward && ops->space_to_depth_backward);
+    CHECK(ops->space_to_depth && ops->depth_to_space);
     CHECK(ops->sgd_step && ops->adam_step && ops->ema_update && ops->sum_squares && ops->sum_squares_multi);
     CHECK(ops->conv2d_scratch && ops->conv2d_prepare);
     CHECK(ops->loss_level); /* checked against PyTorch in test_loss */
@@ -417,6 +491,11 @@ int main(int argc, char **argv) {
     YP_RUN(test_concat4);
     YP_RUN(test_upsample_x2);
     YP_RUN(test_space_to_depth);
+    YP_RUN(test_contract_g2);
+    YP_RUN(test_contract_g3);
+    YP_RUN(test_expand_g2);
+    YP_RUN(test_expand_g3);
+    YP_RUN(test_s2d_errors);
     YP_RUN(test_maxpool_k5s1p2);
     YP_RUN(test_maxpool_wide);
     YP_RUN(test_maxpool_k3s2p1);

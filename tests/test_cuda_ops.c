@@ -5,9 +5,9 @@
  * Without a usable GPU (or a build without CUDA) it prints "SKIP: <reason>" and exits 77.
  *
  * Tolerances, |cuda - cpu| <= rtol*|cpu| + atol:
- *   data movement (add, axpy, concat, upsample, maxpool, space_to_depth): rtol 1e-6, atol 0; the
- *     same values are moved and the same sums formed in the same order, so only an fma
- *     contraction of beta*dx + dy (exact for beta 0 and 1) could make them differ;
+ *   data movement (add, axpy, concat, upsample, maxpool, space_to_depth, depth_to_space): rtol 1e-6,
+ *     atol 0; the same values are moved and the same sums formed in the same order, so only an
+ *     fma contraction of beta*dx + dy (exact for beta 0 and 1) could make them differ;
  *   optimizer (same formulas from kernels/yp_optim_math.h; nvcc may contract into fmas):
  *     rtol 1e-5, atol 1e-6 x max|cpu| (where b*m + g cancels, an fma changes the result by up to
  *     half an ulp of the larger term, ~1e-8 here);
@@ -276,26 +276,32 @@ static void test_maxpool(void) {
     }
 }
 
-/* ---- space_to_depth ---- */
+/* ---- space_to_depth and depth_to_space (Focus, Contract, Expand) ---- */
 
+/* Both directions, both betas, in Focus's order and in Contract's at gains 2 and 3: a
+ * permutation, exact. */
 static void test_space_to_depth(void) {
-    const yp_dims cases[] = {{2, 16, 22, 3}, {1, 6, 10, 32}};
+    const yp_s2d_desc cases[] = {{{2, 16, 22, 3}, 2, YP_S2D_COL_MAJOR},
+                                 {{1, 6, 10, 32}, 2, YP_S2D_COL_MAJOR},
+                                 {{2, 6, 10, 5}, 2, YP_S2D_ROW_MAJOR},
+                                 {{2, 9, 12, 7}, 3, YP_S2D_ROW_MAJOR}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        const yp_dims in = cases[k];
-        const int64_t n = in.n * in.h * in.w * in.c;
+        const yp_s2d_desc *d = &cases[k];
+        const int64_t n = d->fine.n * d->fine.h * d->fine.w * d->fine.c;
         buf x = buf_rand(n, 100 + k, -2, 2, 0), y = buf_nan(n), dy = buf_rand(n, 110 + k, -1, 1, 0);
         REQUIRE(x.d && y.d && dy.d);
-        CHECK(cpu->ops->space_to_depth_forward(cpu, YP_ELEM_F32, in, x.h, y.h) == 0);
-        GPU_OK(gpu->ops->space_to_depth_forward(gpu, YP_ELEM_F32, in, x.d, y.d));
-        CHECK_EQ_I64(compare("space_to_depth_forward", &y, 0, 0), 0);
+        CHECK(cpu->ops->space_to_depth(cpu, YP_ELEM_F32, d, x.h, y.h, 0.0f) == 0);
+        GPU_OK(gpu->ops->space_to_depth(gpu, YP_ELEM_F32, d, x.d, y.d, 0.0f));
+        CHECK_EQ_I64(compare("space_to_depth beta 0", &y, 0, 0), 0);
         for (int b = 0; b < 2; b++) {
-            buf dx = buf_out(n, betas01[b], 120 + k);
-            CHECK(cpu->ops->space_to_depth_backward(cpu, YP_ELEM_F32, in, dy.h, dx.h, betas01[b]) == 0);
-            GPU_OK(gpu->ops->space_to_depth_backward(gpu, YP_ELEM_F32, in, dy.d, dx.d, betas01[b]));
-            CHECK_EQ_I64(compare(b ? "space_to_depth_backward beta 1" : "space_to_depth_backward beta 0", &dx, 1e-6,
-                                 0),
-                         0);
-            buf_free(&dx);
+            buf f = buf_out(n, betas01[b], 120 + k), c = buf_out(n, betas01[b], 125 + k);
+            CHECK(cpu->ops->depth_to_space(cpu, YP_ELEM_F32, d, dy.h, f.h, betas01[b]) == 0);
+            GPU_OK(gpu->ops->depth_to_space(gpu, YP_ELEM_F32, d, dy.d, f.d, betas01[b]));
+            CHECK_EQ_I64(compare(b ? "depth_to_space beta 1" : "depth_to_space beta 0", &f, 1e-6, 0), 0);
+            CHECK(cpu->ops->space_to_depth(cpu, YP_ELEM_F32, d, dy.h, c.h, betas01[b]) == 0);
+            GPU_OK(gpu->ops->space_to_depth(gpu, YP_ELEM_F32, d, dy.d, c.d, betas01[b]));
+            CHECK_EQ_I64(compare(b ? "space_to_depth beta 1" : "space_to_depth beta 0 (dy)", &c, 1e-6, 0), 0);
+            buf_free(&f), buf_free(&c);
         }
         buf_free(&x), buf_free(&y), buf_free(&dy);
     }
@@ -586,7 +592,9 @@ static void test_errors(void) {
     expect_fail(o->add_forward(gpu, YP_ELEM_F16, p, p, p, 4), "add_forward", "f16");
     expect_fail(o->axpy_grad(gpu, YP_ELEM_BF16, p, p, 0.0f, 4), "axpy_grad", "bf16");
     expect_fail(o->upsample_forward(gpu, YP_ELEM_F16, (yp_dims){1, 2, 2, 2}, 2, p, p), "upsample_forward", "f16");
-    expect_fail(o->space_to_depth_forward(gpu, YP_ELEM_F16, (yp_dims){1, 2, 2, 2}, p, p), "space_to_depth", "f16");
+    const yp_s2d_desc sd = {{1, 2, 2, 2}, 2, YP_S2D_ROW_MAJOR};
+    expect_fail(o->space_to_depth(gpu, YP_ELEM_F16, &sd, p, p + 64, 0.0f), "space_to_depth", "f16");
+    expect_fail(o->depth_to_space(gpu, YP_ELEM_BF16, &sd, p, p + 64, 0.0f), "depth_to_space", "bf16");
     yp_pool_desc pd = pool_desc((yp_dims){1, 4, 4, 2}, 2, 2, 0);
     pd.dtype = YP_ELEM_F16;
     expect_fail(o->maxpool_forward(gpu, &pd, p, p), "maxpool_forward", "f16");
@@ -611,7 +619,11 @@ static void test_errors(void) {
     expect_fail(o->concat_forward(gpu, YP_ELEM_F32, 2, xs, cs, (yp_dims){1, 2, 2, 6}, p), "add up to 5", NULL);
     xs[1] = NULL;
     expect_fail(o->concat_forward(gpu, YP_ELEM_F32, 2, xs, cs, (yp_dims){1, 2, 2, 5}, p), "input 1 is NULL", NULL);
-    expect_fail(o->space_to_depth_forward(gpu, YP_ELEM_F32, (yp_dims){1, 3, 4, 2}, p, p), "even", NULL);
+    const yp_s2d_desc odd = {{1, 3, 4, 2}, 2, YP_S2D_COL_MAJOR}, g3 = {{1, 6, 4, 2}, 3, YP_S2D_ROW_MAJOR};
+    expect_fail(o->space_to_depth(gpu, YP_ELEM_F32, &odd, p, p + 64, 0.0f), "multiples of the gain 2", NULL);
+    expect_fail(o->depth_to_space(gpu, YP_ELEM_F32, &g3, p, p + 64, 0.0f), "6x4", "multiples of the gain 3");
+    expect_fail(o->space_to_depth(gpu, YP_ELEM_F32, &sd, p, p, 0.0f), "in place", NULL);
+    expect_fail(o->depth_to_space(gpu, YP_ELEM_F32, NULL, p, p + 64, 0.0f), "NULL descriptor", NULL);
     expect_fail(o->upsample_forward(gpu, YP_ELEM_F32, (yp_dims){1, 2, 2, 2}, 0, p, p), "scale", NULL);
     pd = pool_desc((yp_dims){1, 4, 4, 2}, 2, 2, 0);
     pd.out.h = 3;

@@ -1,8 +1,9 @@
 /* test_exec_ops.c - the executor's op table (executor/exec_ops.h): every op has a complete row
  * (a half-added op fails here), and every step the schedule builds for the bundled models, a
- * Focus model, a four-level one, a transformer (attention) and one with the activations other than
- * SiLU and a zero pad (tests/data/ir/acts.json), under every saving policy, with checkpoints, frozen layers
- * and the BN+SiLU fusion, finds the adapter it runs with; every parameter finds its initial value
+ * Focus model, a four-level one, a transformer (attention), one with the activations other than
+ * SiLU and a zero pad (tests/data/ir/acts.json) and one with Contract and Expand
+ * (tests/data/ir/contract_expand.json), under every saving policy, with checkpoints, frozen
+ * layers and the BN+SiLU fusion, finds the adapter it runs with; every parameter finds its initial value
  * and every conv its preparation; every step of their evaluation pass finds its eval adapter. */
 #include <stdio.h>
 
@@ -53,7 +54,8 @@ static void test_every_step_has_an_adapter(void) {
     yp_graph *gs[] = {yp_test_model("yolov5n"), yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5s-v5.0.yaml", 0, &err),
                       yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err),
                       yp_ir_load_file(YP_TEST_DATA "/ir/transformer.json", &err),
-                      yp_ir_load_file(YP_TEST_DATA "/ir/acts.json", &err)}; /* relu, leaky_relu, hardswish, zero_pad */
+                      yp_ir_load_file(YP_TEST_DATA "/ir/acts.json", &err), /* relu, leaky_relu, hardswish, zero_pad */
+                      yp_ir_load_file(YP_TEST_DATA "/ir/contract_expand.json", &err)}; /* contract, expand */
     int ops_seen[YP_OP_COUNT] = {0}, fused = 0;
     for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) {
         REQUIRE(gs[m] != NULL);
@@ -87,7 +89,8 @@ static void test_eval_steps_have_adapters(void) {
     yp_graph *gs[] = {yp_test_model("yolov5n"), yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5s-v5.0.yaml", 0, &err),
                       yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err),
                       yp_ir_load_file(YP_TEST_DATA "/ir/transformer.json", &err),
-                      yp_ir_load_file(YP_TEST_DATA "/ir/acts.json", &err)}; /* relu, leaky_relu, hardswish, zero_pad */
+                      yp_ir_load_file(YP_TEST_DATA "/ir/acts.json", &err), /* relu, leaky_relu, hardswish, zero_pad */
+                      yp_ir_load_file(YP_TEST_DATA "/ir/contract_expand.json", &err)}; /* contract, expand */
     int n_bn = 0, n_decode = 0;
     for (size_t m = 0; m < sizeof gs / sizeof *gs; m++) {
         REQUIRE(gs[m] != NULL);

@@ -1,8 +1,9 @@
 /* test_kernels_index.c - the host+device element functions the CUDA kernels are made of
- * (kernels/yp_index_math.h with zero_pad's, kernels/yp_bn_math.h), run on the host the way the kernels run them
- * (one call per output element, in any order; BN's per-channel sums then the shared formulas)
- * and compared with the CPU backend's ops. So the CUDA backend's index arithmetic and BN
- * formulas are checked on machines without a GPU. The data-movement gathers add in the CPU's
+ * (kernels/yp_index_math.h, with zero_pad's and space_to_depth/depth_to_space's;
+ * kernels/yp_bn_math.h), run on the host the way the kernels run them (one call per output
+ * element, in any order; BN's per-channel sums then the shared formulas) and compared with the
+ * CPU backend's ops. So the CUDA backend's index arithmetic and BN formulas are checked on
+ * machines without a GPU. The data-movement gathers add in the CPU's
  * order, so with beta 0 and 1 they must give its bits exactly; BN sums in another order:
  * rtol 1e-5 and atol 1e-5 x max|cpu| (test_cuda_ops checks the kernels themselves on a GPU). */
 #include <math.h>
@@ -158,30 +159,43 @@ static void test_maxpool(void) {
     }
 }
 
+/* Pixel blocks to channels as eltwise.cu runs them: each coarse element from yp_s2d_source
+ * (space_to_depth), each fine element from yp_s2d_target (depth_to_space); the two maps are
+ * inverse permutations; the CPU's bits, both betas, both directions. Focus's order at gain 2,
+ * Contract's (row-major) at gains 2, 3 and 4, and a gain-1 copy. */
 static void test_space_to_depth(void) {
-    const yp_dims cases[] = {{2, 16, 22, 3}, {1, 6, 10, 32}};
+    const yp_s2d_desc cases[] = {{{2, 16, 22, 3}, 2, YP_S2D_COL_MAJOR}, {{1, 6, 10, 32}, 2, YP_S2D_COL_MAJOR},
+                                 {{2, 6, 10, 5}, 2, YP_S2D_ROW_MAJOR},  {{2, 9, 12, 7}, 3, YP_S2D_ROW_MAJOR},
+                                 {{1, 8, 4, 3}, 4, YP_S2D_ROW_MAJOR},   {{1, 3, 5, 2}, 1, YP_S2D_ROW_MAJOR}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        const yp_dims in = cases[k];
-        const int64_t n = in.n * in.h * in.w * in.c;
+        const yp_s2d_desc *d = &cases[k];
+        const int64_t n = d->fine.n * d->fine.h * d->fine.w * d->fine.c;
         float *x = rand_buf(n, 70 + k, -2, 2, 0), *y = rand_buf(n, 71, 0, 1, 0), *ye = rand_buf(n, 72, 0, 1, 0);
         REQUIRE(x && y && ye);
-        CHECK(cpu->ops->space_to_depth_forward(cpu, YP_ELEM_F32, in, x, y) == 0);
+        CHECK(cpu->ops->space_to_depth(cpu, YP_ELEM_F32, d, x, y, 0.0f) == 0);
         for (int64_t o = 0; o < n; o++)
-            ye[o] = x[yp_s2d_source(in, o)];
-        CHECK(same("space_to_depth forward", ye, y, n));
+            ye[o] = yp_acc(0.0f, &ye[o], x[yp_s2d_source(d, o)]);
+        CHECK(same("space_to_depth", ye, y, n));
         for (int64_t e = 0; e < n; e++) /* the two maps are inverse permutations */
-            if (yp_s2d_source(in, yp_s2d_target(in, e)) != e) {
+            if (yp_s2d_source(d, yp_s2d_target(d, e)) != e || yp_s2d_target(d, yp_s2d_source(d, e)) != e) {
                 CHECK(!"yp_s2d_target inverts yp_s2d_source");
                 break;
             }
         for (int b = 0; b < 2; b++) {
-            float *dx = rand_buf(n, 80 + k, -1, 1, 0), *dxe = copy_buf(dx, n);
-            REQUIRE(dx && dxe);
-            CHECK(cpu->ops->space_to_depth_backward(cpu, YP_ELEM_F32, in, y, dx, betas[b]) == 0);
+            /* depth_to_space of y (coarse) into a fine map, and space_to_depth into a coarse one */
+            float *f = rand_buf(n, 80 + k, -1, 1, 0), *fe = copy_buf(f, n);
+            float *c = rand_buf(n, 85 + k, -1, 1, 0), *ce = copy_buf(c, n);
+            REQUIRE(f && fe && c && ce);
+            CHECK(cpu->ops->depth_to_space(cpu, YP_ELEM_F32, d, y, f, betas[b]) == 0);
             for (int64_t e = 0; e < n; e++)
-                dxe[e] = yp_acc(betas[b], &dxe[e], y[yp_s2d_target(in, e)]);
-            CHECK(same(b ? "space_to_depth backward beta 1" : "space_to_depth backward beta 0", dxe, dx, n));
-            free(dx), free(dxe);
+                fe[e] = yp_acc(betas[b], &fe[e], y[yp_s2d_target(d, e)]);
+            CHECK(same(b ? "depth_to_space beta 1" : "depth_to_space beta 0", fe, f, n));
+            if (b == 0) CHECK(same("depth_to_space inverts space_to_depth", x, f, n));
+            CHECK(cpu->ops->space_to_depth(cpu, YP_ELEM_F32, d, x, c, betas[b]) == 0);
+            for (int64_t o = 0; o < n; o++)
+                ce[o] = yp_acc(betas[b], &ce[o], x[yp_s2d_source(d, o)]);
+            CHECK(same(b ? "space_to_depth beta 1" : "space_to_depth beta 0", ce, c, n));
+            free(f), free(fe), free(c), free(ce);
         }
         free(x), free(y), free(ye);
     }

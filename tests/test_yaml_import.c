@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "yp_ir.h"
 #include "yp_test.h"
 #include "yp_yaml.h"
 
@@ -61,6 +62,8 @@ static void node_channels(const yp_graph *g, int *ch) {
             for (int k = 0; k < n->n_inputs; k++) ch[i] += ch[n->inputs[k]];
             break;
         case YP_OP_SPACE_TO_DEPTH: ch[i] = 4 * c0; break;
+        case YP_OP_CONTRACT: ch[i] = c0 * n->a.s2d.gain * n->a.s2d.gain; break;
+        case YP_OP_EXPAND: ch[i] = c0 / (n->a.s2d.gain * n->a.s2d.gain); break;
         case YP_OP_DETECT: ch[i] = -1; break;
         default: ch[i] = c0; break;
         }
@@ -264,6 +267,61 @@ static void test_focus_spp(void) {
     yp_graph_free(g);
 }
 
+/* YOLOv5's Contract and Expand (tests/data/yaml/good/contract_expand.yaml): one node each, named
+ * model.i (no parameters), with parse_model's channels (c * gain^2, c / gain^2; Expand's gain
+ * defaults to 2) and strides (Contract(3) at stride 4 reaches 12, so sizes are multiples of 24);
+ * the IR the executor's tests run (tests/data/ir/contract_expand.json) is exactly its import. */
+static void test_contract_expand(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/yaml/good/contract_expand.yaml", YP_TEST_DATA);
+    yp_graph *g = import_path(path, 0);
+    REQUIRE(g != NULL);
+    static const int want_ch[9] = {8, 32, 16, 8, 8, 72, 8, 24, 16};
+    int ch[64];
+    REQUIRE(g->n_nodes <= 64 && g->n_layers == 10);
+    node_channels(g, ch);
+    for (int i = 0; i < 9; i++) CHECK_EQ_I64(ch[g->layers[i].output], want_ch[i]);
+    static const struct { const char *name; yp_op op; int gain, layer; } blocks[] = {
+        {"model.1", YP_OP_CONTRACT, 2, 1}, {"model.3", YP_OP_EXPAND, 2, 3},
+        {"model.5", YP_OP_CONTRACT, 3, 5}, {"model.6", YP_OP_EXPAND, 3, 6}};
+    for (size_t k = 0; k < sizeof blocks / sizeof *blocks; k++) {
+        const yp_node *n = find_node(g, blocks[k].name);
+        CHECK(n != NULL);
+        if (!n) continue;
+        CHECK(n->op == blocks[k].op && n->a.s2d.gain == blocks[k].gain && n->layer == blocks[k].layer);
+        CHECK_EQ_I64(g->layers[blocks[k].layer].output, n->id);
+        check_layer(&g->layers[blocks[k].layer], blocks[k].op == YP_OP_CONTRACT ? "Contract" : "Expand", 1,
+                    (int[]){blocks[k].layer == 3 ? 1 : blocks[k].layer - 1}, 1, (int[]){blocks[k].gain});
+    }
+    CHECK(find_node(g, "model.3")->inputs[0] == find_node(g, "model.1")->id); /* Expand of layer 1 */
+    CHECK_EQ_I64(count_op(g, YP_OP_CONTRACT), 2);
+    CHECK_EQ_I64(count_op(g, YP_OP_EXPAND), 2);
+    CHECK(g->nl == 1 && g->strides[0] == 8);
+    CHECK_EQ_I64(yp_graph_max_stride(g), 24);
+    /* 880 Focus + 544 + 592 + 3488 (Convs) + 102 Detect; Contract and Expand have none */
+    CHECK_EQ_I64(params_of(g, -1), 5606);
+    yp_node_info info[64];
+    yp_err err = {{0}};
+    CHECK(yp_graph_infer(g, 1, 48, 72, info, &err) == 0);
+    const yp_shape c3 = info[find_node(g, "model.5")->id].out[0], e3 = info[find_node(g, "model.6")->id].out[0];
+    CHECK(c3.c == 72 && c3.h == 4 && c3.w == 6 && e3.c == 8 && e3.h == 12 && e3.w == 18);
+    CHECK(yp_graph_infer(g, 1, 32, 32, info, &err) == -1);
+    CHECK_STR_HAS(err.msg, "must be a positive multiple of 24");
+    char ir[1024];
+    snprintf(ir, sizeof ir, "%s/ir/contract_expand.json", YP_TEST_DATA);
+    FILE *f = fopen(ir, "rb");
+    static char stored[1 << 16];
+    size_t n = f ? fread(stored, 1, sizeof stored - 1, f) : 0;
+    if (f) fclose(f);
+    stored[n] = 0;
+    char *fresh = yp_ir_write_string(g);
+    if (fresh && strcmp(fresh, stored))
+        fprintf(stderr, "  %s differs from a fresh import: ./build/yoloplan import %s -o %s\n", ir, path, ir);
+    CHECK(fresh && strcmp(fresh, stored) == 0);
+    free(fresh);
+    yp_graph_free(g);
+}
+
 /* A bad file: NULL, and a message with FILE:LINE and the key words. */
 static void check_bad(const char *file, int line, const char *words) {
     char path[1024], where[256];
@@ -303,6 +361,11 @@ static void test_bad_inputs(void) {
     check_bad("repeat_concat.yaml", 10, "number: 2 repeats; Concat cannot repeat");
     check_bad("bad_crossconv_e.yaml", 10, "args[4] (e): 0 is out of range");
     check_bad("bad_crossconv_groups.yaml", 10, "groups 3 must divide the hidden channels 64");
+    check_bad("bad_expand_channels.yaml", 10, "layer 2 Expand: Expand(3) splits its input's channels into 3x3 "
+              "blocks, so they must be a multiple of gain**2 = 9, but layer 1 gives 8; make them a multiple of 9");
+    check_bad("bad_contract_gain.yaml", 9, "layer 1 Contract: args[0] (gain): 1 is out of range; use 2..16");
+    check_bad("repeat_contract.yaml", 10, "number: 2 repeats of Contract, but parse_model records one copy's "
+              "channels for the nn.Sequential of copies");
 }
 
 static void check_conv(const yp_graph *g, const char *name, int kh, int kw, int sh, int sw, int groups) {
@@ -391,6 +454,7 @@ int main(void) {
     YP_RUN(test_yolov5s_nodes);
     YP_RUN(test_nc_override);
     YP_RUN(test_focus_spp);
+    YP_RUN(test_contract_expand);
     YP_RUN(test_bad_inputs);
     YP_RUN(test_cross_conv);
     YP_RUN(test_repeats_identity);

@@ -1,6 +1,6 @@
 /* eltwise.c - the data-movement ops on the CPU (NHWC, fp32): add, the gradient accumulation
- * axpy_grad, channel concat, nearest upsampling, space_to_depth (Focus) and zero padding, forward
- * and backward.
+ * axpy_grad, channel concat, nearest upsampling, space_to_depth and depth_to_space (Focus,
+ * Contract, Expand) and zero padding, forward and backward.
  * Every backward writes dx = beta*dx + (its gradient) and never reads dx when beta is 0. */
 #include <string.h>
 
@@ -177,56 +177,65 @@ int yp_cpu_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale, 
     return 0;
 }
 
-/* Focus on NHWC: output pixel (oy, ox) holds four channel blocks; block b comes from input pixel
- * (2*oy + (b & 1), 2*ox + (b >> 1)) -- PyTorch's
- * cat(x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]) on NCHW.
- * Returns 0, or -1 for odd extents (PyTorch's cat would fail on them too). */
-static int s2d_check(const char *op, yp_dims in, const void *a, const void *b) {
-    if (yp_cpu_check_dims(op, "input", in) || yp_cpu_check_ptrs(op, 2, (const void *[]){a, b}))
+/* ---- pixel blocks to channels (yp_s2d_desc): Focus, YOLOv5's Contract and Expand. Each coarse
+ * pixel's g*g channel blocks are whole channel vectors of fine pixels, so both directions move
+ * C floats at a time; parallel over (image, coarse row), each writing its own elements. */
+
+/* Returns 0, or -1 for a bad descriptor, a map the gain does not divide (PyTorch's view would
+ * fail on it too) or one buffer for both sides. */
+static int s2d_check(const char *op, yp_elem dt, const yp_s2d_desc *d, const void *src, const void *dst) {
+    if (yp_cpu_check_elem(op, dt)) return -1;
+    if (!d) return yp_cpu_fail("%s: NULL descriptor", op);
+    if (yp_cpu_check_dims(op, "fine map", d->fine) || yp_cpu_check_ptrs(op, 2, (const void *[]){src, dst}))
         return -1;
-    if (in.h % 2 || in.w % 2)
-        return yp_cpu_fail("%s: input %lldx%lld must have even height and width", op, (long long)in.h,
-                           (long long)in.w);
+    if (d->gain < 1 || d->order < 0 || d->order >= YP_S2D_ORDER_COUNT)
+        return yp_cpu_fail("%s: gain %d, order %d (need a gain >= 1 and a yp_s2d_order)", op, d->gain, d->order);
+    if (d->fine.h % d->gain || d->fine.w % d->gain)
+        return yp_cpu_fail("%s: fine map %lldx%lld: height and width must be multiples of the gain %d", op,
+                           (long long)d->fine.h, (long long)d->fine.w, d->gain);
+    if (src == dst) return yp_cpu_fail("%s: source and destination are one buffer; it cannot run in place", op);
     return 0;
 }
 
-/* Offset in x of the channel vector that output (i, oy, ox) block b holds. */
-static int64_t s2d_source(yp_dims in, int64_t i, int64_t oy, int64_t ox, int b) {
-    int64_t iy = 2 * oy + (b & 1), ix = 2 * ox + (b >> 1);
-    return ((i * in.h + iy) * in.w + ix) * in.c;
+/* Offset in the fine map of the channel vector that coarse pixel (i, oy, ox) holds as block b. */
+static int64_t s2d_fine_offset(const yp_s2d_desc *d, int64_t i, int64_t oy, int64_t ox, int64_t b) {
+    const int64_t g = d->gain, hi = b / g, lo = b % g;
+    const int64_t sy = d->order == YP_S2D_COL_MAJOR ? lo : hi, sx = d->order == YP_S2D_COL_MAJOR ? hi : lo;
+    return ((i * d->fine.h + oy * g + sy) * d->fine.w + ox * g + sx) * d->fine.c;
 }
 
-int yp_cpu_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y) {
-    (void)be;
-    if (yp_cpu_check_elem("space_to_depth_forward", dt)) return -1;
-    if (s2d_check("space_to_depth_forward", in, x, y))
-        return -1;
-    const int64_t C = in.c, oh = in.h / 2, ow = in.w / 2;
-#pragma omp parallel for collapse(2) schedule(static) if (in.n * in.h * in.w * C >= YP_PAR_MIN)
-    for (int64_t i = 0; i < in.n; i++)
+/* To the coarse map: dst (coarse) = beta*dst + the blocks of src (fine); else dst (fine) =
+ * beta*dst + src's (coarse) channels spread back into blocks. */
+static void s2d_move(const yp_s2d_desc *d, const float *src, float *dst, float beta, int to_coarse) {
+    const int64_t g = d->gain, C = d->fine.c, blocks = g * g, oh = d->fine.h / g, ow = d->fine.w / g;
+#pragma omp parallel for collapse(2) schedule(static) if (d->fine.n * d->fine.h * d->fine.w * C >= YP_PAR_MIN)
+    for (int64_t i = 0; i < d->fine.n; i++)
         for (int64_t oy = 0; oy < oh; oy++) {
-            float *yp = y + ((i * oh + oy) * ow) * 4 * C;
+            const int64_t row = (i * oh + oy) * ow * blocks * C;
             for (int64_t ox = 0; ox < ow; ox++)
-                for (int b = 0; b < 4; b++, yp += C)
-                    memcpy(yp, x + s2d_source(in, i, oy, ox, b), (size_t)C * sizeof *yp);
+                for (int64_t b = 0; b < blocks; b++) {
+                    const int64_t c = row + (ox * blocks + b) * C, f = s2d_fine_offset(d, i, oy, ox, b);
+                    if (to_coarse)
+                        accumulate(dst + c, src + f, C, beta);
+                    else
+                        accumulate(dst + f, src + c, C, beta);
+                }
         }
+}
+
+int yp_cpu_space_to_depth(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *fine, float *coarse,
+                          float beta) {
+    (void)be;
+    if (s2d_check("space_to_depth", dt, d, fine, coarse)) return -1;
+    s2d_move(d, fine, coarse, beta, 1);
     return 0;
 }
 
-int yp_cpu_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx, float beta) {
+int yp_cpu_depth_to_space(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *coarse, float *fine,
+                          float beta) {
     (void)be;
-    if (yp_cpu_check_elem("space_to_depth_backward", dt)) return -1;
-    if (s2d_check("space_to_depth_backward", in, dy, dx))
-        return -1;
-    const int64_t C = in.c, oh = in.h / 2, ow = in.w / 2;
-#pragma omp parallel for collapse(2) schedule(static) if (in.n * in.h * in.w * C >= YP_PAR_MIN)
-    for (int64_t i = 0; i < in.n; i++)
-        for (int64_t oy = 0; oy < oh; oy++) {
-            const float *g = dy + ((i * oh + oy) * ow) * 4 * C;
-            for (int64_t ox = 0; ox < ow; ox++)
-                for (int b = 0; b < 4; b++, g += C)
-                    accumulate(dx + s2d_source(in, i, oy, ox, b), g, C, beta);
-        }
+    if (s2d_check("depth_to_space", dt, d, coarse, fine)) return -1;
+    s2d_move(d, coarse, fine, beta, 0);
     return 0;
 }
 

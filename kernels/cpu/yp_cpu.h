@@ -110,8 +110,10 @@ int yp_cpu_concat_backward(yp_backend *be, yp_elem dt, int k, float *const *dxs,
 int yp_cpu_upsample_forward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *x, float *y);
 int yp_cpu_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale, const float *dy, float *dx,
                              float beta);
-int yp_cpu_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
-int yp_cpu_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx, float beta);
+int yp_cpu_space_to_depth(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *fine, float *coarse,
+                          float beta);
+int yp_cpu_depth_to_space(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *coarse, float *fine,
+                          float beta);
 int yp_cpu_zero_pad_forward(yp_backend *be, const yp_pad_desc *d, const float *x, float *y);
 int yp_cpu_zero_pad_backward(yp_backend *be, const yp_pad_desc *d, const float *dy, float *dx, float beta);
 

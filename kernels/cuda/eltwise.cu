@@ -1,6 +1,7 @@
 // eltwise.cu - the data-movement ops on the GPU (NHWC, fp32; F16/BF16 refused): add, axpy_grad,
-// channel concat, nearest upsampling, max pooling, space_to_depth (Focus) and zero padding, forward and
-// backward, with the CPU backend's semantics (kernels/cpu/eltwise.c, pool.c).
+// channel concat, nearest upsampling, max pooling, space_to_depth and depth_to_space (Focus,
+// Contract, Expand) and zero padding, forward and backward, with the CPU backend's semantics
+// (kernels/cpu/eltwise.c, pool.c).
 // One thread per output element of each kernel, in grid-stride loops with 64-bit indices, each
 // element computed by the shared host+device functions of kernels/yp_index_math.h (tested on the
 // host against the CPU backend by test_kernels_index). Every backward is a gather (each thread
@@ -61,12 +62,14 @@ static __global__ void maxpool_bwd_kernel(const float *x, const float *dy, float
     GRID_STRIDE(e, total) dx[e] = yp_pool_grad(x, dy, dx, d, beta, e);
 }
 
-static __global__ void s2d_fwd_kernel(const float *x, float *y, yp_dims in, int64_t total) {
-    GRID_STRIDE(o, total) y[o] = x[yp_s2d_source(in, o)];
+// Pixel blocks to channels: each coarse element gathers its one fine element (space_to_depth),
+// each fine element its one coarse element (depth_to_space).
+static __global__ void s2d_kernel(const float *fine, float *coarse, yp_s2d_desc d, float beta, int64_t total) {
+    GRID_STRIDE(o, total) coarse[o] = yp_acc(beta, coarse + o, fine[yp_s2d_source(&d, o)]);
 }
 
-static __global__ void s2d_bwd_kernel(const float *dy, float *dx, yp_dims in, float beta, int64_t total) {
-    GRID_STRIDE(e, total) dx[e] = yp_acc(beta, dx + e, dy[yp_s2d_target(in, e)]);
+static __global__ void d2s_kernel(const float *coarse, float *fine, yp_s2d_desc d, float beta, int64_t total) {
+    GRID_STRIDE(e, total) fine[e] = yp_acc(beta, fine + e, coarse[yp_s2d_target(&d, e)]);
 }
 
 // Zero padding: each output element from its source (0 in the border); backward gathers each
@@ -250,31 +253,41 @@ extern "C" int yp_cuda_maxpool_backward(yp_backend *be, const yp_pool_desc *d, c
     LAUNCH(op, yp_cuda_of(be), maxpool_bwd_kernel, total, x, dy, dx, *d, beta, total);
 }
 
-static int s2d_check(const char *op, yp_elem dt, yp_dims in, const void *a, const void *b) {
-    const void *p[] = {a, b};
-    if (check_f32(op, dt) || check_dims(op, "input", in) || check_ptrs(op, 2, p))
+// The CPU backend's checks (kernels/cpu/eltwise.c): a descriptor the gain divides, two buffers.
+static int s2d_check(const char *op, yp_elem dt, const yp_s2d_desc *d, const void *src, const void *dst) {
+    const void *p[] = {src, dst};
+    if (check_f32(op, dt))
         return -1;
-    if (in.h % 2 || in.w % 2)
-        return yp_cuda_fail("%s: input %lldx%lld must have even height and width", op, (long long)in.h,
-                            (long long)in.w);
+    if (!d)
+        return yp_cuda_fail("%s: NULL descriptor", op);
+    if (check_dims(op, "fine map", d->fine) || check_ptrs(op, 2, p))
+        return -1;
+    if (d->gain < 1 || d->order < 0 || d->order >= YP_S2D_ORDER_COUNT)
+        return yp_cuda_fail("%s: gain %d, order %d (need a gain >= 1 and a yp_s2d_order)", op, d->gain, d->order);
+    if (d->fine.h % d->gain || d->fine.w % d->gain)
+        return yp_cuda_fail("%s: fine map %lldx%lld: height and width must be multiples of the gain %d", op,
+                            (long long)d->fine.h, (long long)d->fine.w, d->gain);
+    if (src == dst)
+        return yp_cuda_fail("%s: source and destination are one buffer; it cannot run in place", op);
     return 0;
 }
 
-extern "C" int yp_cuda_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y) {
-    static const char op[] = "space_to_depth_forward";
-    if (s2d_check(op, dt, in, x, y))
+extern "C" int yp_cuda_space_to_depth(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *fine,
+                                      float *coarse, float beta) {
+    static const char op[] = "space_to_depth";
+    if (s2d_check(op, dt, d, fine, coarse))
         return -1;
-    const int64_t total = elems(in);
-    LAUNCH(op, yp_cuda_of(be), s2d_fwd_kernel, total, x, y, in, total);
+    const int64_t total = elems(d->fine);
+    LAUNCH(op, yp_cuda_of(be), s2d_kernel, total, fine, coarse, *d, beta, total);
 }
 
-extern "C" int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx,
-                                               float beta) {
-    static const char op[] = "space_to_depth_backward";
-    if (s2d_check(op, dt, in, dy, dx))
+extern "C" int yp_cuda_depth_to_space(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *coarse,
+                                      float *fine, float beta) {
+    static const char op[] = "depth_to_space";
+    if (s2d_check(op, dt, d, coarse, fine))
         return -1;
-    const int64_t total = elems(in);
-    LAUNCH(op, yp_cuda_of(be), s2d_bwd_kernel, total, dy, dx, in, beta, total);
+    const int64_t total = elems(d->fine);
+    LAUNCH(op, yp_cuda_of(be), d2s_kernel, total, coarse, fine, *d, beta, total);
 }
 
 static int pad_check(const char *op, const yp_pad_desc *d, const void *a, const void *b) {
@@ -315,8 +328,8 @@ extern "C" void yp_cuda_register_eltwise(yp_ops *o) {
     o->upsample_backward = yp_cuda_upsample_backward;
     o->maxpool_forward = yp_cuda_maxpool_forward;
     o->maxpool_backward = yp_cuda_maxpool_backward;
-    o->space_to_depth_forward = yp_cuda_space_to_depth_forward;
-    o->space_to_depth_backward = yp_cuda_space_to_depth_backward;
+    o->space_to_depth = yp_cuda_space_to_depth;
+    o->depth_to_space = yp_cuda_depth_to_space;
     o->zero_pad_forward = yp_cuda_zero_pad_forward;
     o->zero_pad_backward = yp_cuda_zero_pad_backward;
 }

@@ -72,8 +72,8 @@ int yp_cuda_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *
 /* loss.cu: one Detect level's YOLOv5 loss and its gradient (fp32). */
 int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
                        int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
-/* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth, zero_pad (fp32; F16/BF16 refused).
- * yp_cuda_register_eltwise sets those entries of an op table. */
+/* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth, depth_to_space, zero_pad (fp32;
+ * F16/BF16 refused). yp_cuda_register_eltwise sets those entries of an op table. */
 void yp_cuda_register_eltwise(yp_ops *o);
 int yp_cuda_add_forward(yp_backend *be, yp_elem dt, const float *a, const float *b, float *y, int64_t n);
 int yp_cuda_axpy_grad(yp_backend *be, yp_elem dt, const float *dy, float *dx, float beta, int64_t n);
@@ -87,9 +87,10 @@ int yp_cuda_upsample_backward(yp_backend *be, yp_elem dt, yp_dims in, int scale,
 int yp_cuda_maxpool_forward(yp_backend *be, const yp_pool_desc *d, const float *x, float *y);
 int yp_cuda_maxpool_backward(yp_backend *be, const yp_pool_desc *d, const float *x, const float *dy, float *dx,
                              float beta);
-int yp_cuda_space_to_depth_forward(yp_backend *be, yp_elem dt, yp_dims in, const float *x, float *y);
-int yp_cuda_space_to_depth_backward(yp_backend *be, yp_elem dt, yp_dims in, const float *dy, float *dx,
-                                    float beta);
+int yp_cuda_space_to_depth(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *fine, float *coarse,
+                           float beta);
+int yp_cuda_depth_to_space(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, const float *coarse, float *fine,
+                           float beta);
 int yp_cuda_zero_pad_forward(yp_backend *be, const yp_pad_desc *d, const float *x, float *y);
 int yp_cuda_zero_pad_backward(yp_backend *be, const yp_pad_desc *d, const float *dy, float *dx, float beta);
 

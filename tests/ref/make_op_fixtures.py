@@ -147,6 +147,32 @@ def s2d_case(name, gen, n, c, h, w):
         put(name + "." + key, nhwc(t))
 
 
+def contract(x, s):
+    """YOLOv5's Contract(gain=s).forward (models/common.py)."""
+    b, c, h, w = x.size()
+    x = x.view(b, c, h // s, s, w // s, s)
+    x = x.permute(0, 3, 5, 1, 2, 4).contiguous()
+    return x.view(b, c * s * s, h // s, w // s)
+
+
+def expand(x, s):
+    """YOLOv5's Expand(gain=s).forward (models/common.py)."""
+    b, c, h, w = x.size()
+    x = x.view(b, s, s, c // s**2, h, w)
+    x = x.permute(0, 3, 4, 1, 5, 2).contiguous()
+    return x.view(b, c // s**2, h * s, w * s)
+
+
+def block_case(name, gen, fn, n, c, h, w, gain):
+    """Contract or Expand at `gain`: x, y = fn(x), a random dy and autograd's dx."""
+    x = f32((n, c, h, w), gen).requires_grad_()
+    y = fn(x, gain)
+    dy = f32(tuple(y.shape), gen)
+    (y * dy).sum().backward()
+    for key, t in (("x", x), ("y", y), ("dy", dy), ("dx", x.grad)):
+        put(name + "." + key, nhwc(t))
+
+
 def act_case(name, gen, fn, n, c, h, w, scale, specials):
     """An activation fn (forward and backward) over random x with the values in `specials` (the
     ends of its pieces, where a backward picks a side) planted at the first elements."""
@@ -241,6 +267,14 @@ def main():
     pad_case("zero_pad_1230", gen2, 2, 3, 4, 5, (1, 2, 3, 0))
     maxpool_case("maxpool_k2s2p0", gen2, 2, 3, 7, 8, 2, 2, 0, 3)  # odd height: the last row is dropped
     maxpool_case("maxpool_k2s1p0", gen2, 2, 3, 6, 5, 2, 1, 0, 3)  # after the pad, yolov3-tiny's layer 11
+
+    # YOLOv5's Contract and Expand at gains 2 and 3 (Expand needs c % gain**2 == 0); their own
+    # generator, so the cases above keep their draws.
+    gen3 = torch.Generator().manual_seed(20261215)
+    block_case("contract_g2", gen3, contract, 2, 3, 4, 6, 2)
+    block_case("contract_g3", gen3, contract, 2, 2, 6, 9, 3)
+    block_case("expand_g2", gen3, expand, 2, 8, 3, 4, 2)
+    block_case("expand_g3", gen3, expand, 2, 18, 2, 3, 3)
 
     write("ops", "make_op_fixtures.py")
 

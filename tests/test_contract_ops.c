@@ -1,0 +1,194 @@
+/* test_contract_ops.c - YOLOv5's Contract and Expand end to end on the network of
+ * tests/data/ir/contract_expand.json (the import of tests/data/yaml/good/contract_expand.yaml:
+ * Focus, Contract(2), a Conv, an Expand(2) of the Contract's output, a stride-2 Conv, Contract(3),
+ * Expand(3), Concat, a stride-2 Conv, Detect), against PyTorch 1.13 running the modules' own code
+ * (tests/ref/make_contract_fixture.py):
+ *   - under the `pytorch` policy the bytes saved for backward equal saved_tensors_hooks' count
+ *     (tests/data/contract_saved.json) exactly, at two sizes and two batches: Contract and Expand
+ *     save nothing (their backward steps read the output gradient only), as view, permute and
+ *     contiguous keep nothing;
+ *   - one CPU training step (batch 2, 48x48) gives PyTorch's loss and every parameter gradient
+ *     (tests/data/step/contract.bin): the gradient reaches the first conv through both Expands and
+ *     Contracts, and the Contract(2)'s output gradient is the sum of its two consumers'
+ *     (a Conv and the Expand, one writing and one adding);
+ *   - every saving policy, and checkpointing every layer, gives the same gradients, with guard
+ *     canaries around every tensor (the executor checks them after each step), so no step writes
+ *     outside its tensors and the recompute steps run the same rows. */
+#include <math.h>
+
+#include <cjson/cJSON.h>
+
+#include "step_fixture.h"
+#include "yp_executor.h"
+#include "yp_executor_internal.h"
+#include "yp_ir.h"
+#include "yp_test.h"
+#include "yp_test_json.h"
+
+#define BATCH 2
+#define SIDE 48
+
+static yp_graph *graph;
+
+static yp_schedule *schedule(int64_t batch, int64_t side, yp_save_policy pol) {
+    yp_err err;
+    yp_sched_opts o = yp_sched_opts_default(batch, side, side);
+    o.policy = pol;
+    yp_schedule *s = yp_schedule_build(graph, &o, &err);
+    if (!s) fprintf(stderr, "schedule: %s\n", err.msg);
+    return s;
+}
+
+static void test_saved_bytes_equal_pytorch(void) {
+    cJSON *fx = yp_test_json_file(YP_TEST_DATA "/contract_saved.json");
+    REQUIRE(fx != NULL);
+    const cJSON *rows = cJSON_GetObjectItem(fx, "saved_bytes");
+    int compared = 0;
+    for (const cJSON *r = rows ? rows->child : NULL; r; r = r->next) {
+        long long batch = 0, side = 0;
+        REQUIRE(sscanf(r->string, "%lldx%lld", &batch, &side) == 2 && cJSON_IsNumber(r));
+        yp_schedule *s = schedule(batch, side, YP_SAVE_PYTORCH);
+        REQUIRE(s != NULL);
+        int64_t ours = yp_schedule_saved_bytes(s), theirs = (int64_t)r->valuedouble;
+        printf("  batch %lld at %lld: %lld bytes (torch %lld)\n", batch, side, (long long)ours, (long long)theirs);
+        CHECK_EQ_I64(ours, theirs);
+        compared++;
+        yp_schedule_free(s);
+    }
+    CHECK_EQ_I64(compared, 3);
+    cJSON_Delete(fx);
+}
+
+/* The backward step of node v in s, or NULL. */
+static const yp_step *backward_of(const yp_schedule *s, int v) {
+    for (int i = 0; i < s->n_steps; i++)
+        if (s->steps[i].phase == YP_PHASE_BACKWARD && s->steps[i].node == v) return &s->steps[i];
+    return NULL;
+}
+
+/* Under `pytorch`, which keeps everything a backward reads: each Contract's and Expand's backward
+ * reads its output gradient and nothing else, and writes its input's gradient. */
+static void test_backward_reads_only_the_gradient(void) {
+    yp_schedule *s = schedule(1, SIDE, YP_SAVE_PYTORCH);
+    REQUIRE(s != NULL);
+    int seen = 0;
+    for (int v = 0; v < graph->n_nodes; v++) {
+        yp_op op = graph->nodes[v].op;
+        if (op != YP_OP_CONTRACT && op != YP_OP_EXPAND) continue;
+        CHECK(yp_op_get(op)->bwd_reads == 0);
+        const yp_step *b = backward_of(s, v);
+        REQUIRE(b != NULL);
+        CHECK(b->a.x[0] == -1 && b->a.y[0] == -1 && b->a.dy[0] >= 0 && b->a.dx[0] >= 0);
+        /* dy only, or dy and the gradient it adds to (the Contract(2) output's second consumer) */
+        CHECK(b->n_in == 1 || (b->n_in == 2 && s->tensors[b->a.dx[0]].producer != (int)(b - s->steps)));
+        seen++;
+    }
+    CHECK_EQ_I64(seen, 4);
+    yp_schedule_free(s);
+}
+
+/* ---------------------------------------------------------------- one training step */
+
+static fx_file fx;
+static yp_backend *cpu;
+static yp_gpu gpu;
+
+/* A plan under policy and checkpoint set ckpt, its executor (with guards), the fixture's initial
+ * weights and BN statistics loaded. 0, or -1. */
+static int make_exec(yp_plan *p, yp_exec *x, yp_save_policy pol, uint64_t ckpt) {
+    yp_err err;
+    yp_candidate c = yp_candidate_default();
+    c.batch = BATCH, c.img_w = c.img_h = SIDE, c.mosaic = 0, c.labels_per_image = 2, c.policy = pol;
+    c.ckpt_layers = ckpt;
+    yp_exec_candidate_for(&c, cpu);
+    if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) return fprintf(stderr, "plan: %s\n", err.msg), -1;
+    if (yp_exec_init(x, p, cpu, 256, 1, &err)) { /* 256: guards, the plan's alignment */
+        fprintf(stderr, "exec: %s\n", err.msg);
+        yp_plan_free(p);
+        return -1;
+    }
+    for (int i = 0; i < fx.n; i++) {
+        if (strncmp(fx.r[i].name, "init/", 5)) continue;
+        yp_named_tensor nt = {fx.r[i].name + 5, fx.r[i].data, fx.r[i].numel};
+        if (yp_exec_load_params(x, &nt, 1, &err)) {
+            fprintf(stderr, "load %s: %s\n", fx.r[i].name, err.msg);
+            yp_exec_free(x), yp_plan_free(p);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void test_step_matches_pytorch(void) {
+    const fx_record *img = fx_get(&fx, "images"), *tg = fx_get(&fx, "targets"), *ref = fx_get(&fx, "loss/1");
+    REQUIRE(img && tg && ref);
+    REQUIRE(img->numel == BATCH * SIDE * SIDE * 3);
+    yp_plan base;
+    yp_exec a;
+    REQUIRE(make_exec(&base, &a, YP_SAVE_PYTORCH, 0) == 0);
+    double loss[4];
+    yp_err err;
+    REQUIRE(yp_exec_micro_step(&a, img->data, tg->data, tg->numel / 6, loss, &err) == 0);
+    printf("  loss %.7f (torch %.7f)\n", loss[3], ref->data[3]);
+    for (int k = 0; k < 4; k++) CHECK(fabs(loss[k] - ref->data[k]) <= 1e-4 * fabs(ref->data[3]));
+    int grads = 0;
+    double worst = 0;
+    for (int i = 0; i < fx.n; i++) {
+        if (strncmp(fx.r[i].name, "grad/", 5)) continue;
+        int t = yp_exec_find_param(&a, fx.r[i].name + 5);
+        CHECK(t >= 0);
+        if (t < 0) continue;
+        const float *g = yp_exec_tensor(&a, a.train.s->tensors[t].grad);
+        double e = fx_rel_err(g, fx.r[i].data, fx.r[i].numel);
+        if (e > 1e-4) fprintf(stderr, "  grad %s: rel err %.2e\n", fx.r[i].name + 5, e);
+        worst = e > worst ? e : worst, grads++;
+    }
+    printf("  %d gradients, worst rel err %.2e\n", grads, worst);
+    CHECK_EQ_I64(grads, 4 * 3 + 2); /* four Convs' weight, BN gamma and beta; Detect's weight and bias */
+    CHECK(worst <= 1e-4);
+    const struct { yp_save_policy p; uint64_t ckpt; } other[] = {
+        {YP_SAVE_YOLOPLAN, 0}, {YP_SAVE_CONCAT, 0}, {YP_SAVE_YOLOPLAN, 0x1ff}};
+    for (size_t o = 0; o < sizeof other / sizeof *other; o++) {
+        yp_plan p;
+        yp_exec b;
+        REQUIRE(make_exec(&p, &b, other[o].p, other[o].ckpt) == 0);
+        CHECK(yp_exec_micro_step(&b, img->data, tg->data, tg->numel / 6, loss, &err) == 0);
+        int recomputed = 0; /* checkpointed: Contract and Expand run again before their backward */
+        for (int i = 0; i < b.train.s->n_steps; i++) {
+            const yp_step *st = &b.train.s->steps[i];
+            recomputed += st->phase == YP_PHASE_RECOMPUTE && (st->op == YP_OP_CONTRACT || st->op == YP_OP_EXPAND);
+        }
+        if (other[o].ckpt) CHECK(recomputed > 0);
+        double diff = 0;
+        for (int t = 0; t < a.train.s->n_tensors; t++) {
+            const yp_tensor *w = &a.train.s->tensors[t];
+            if (w->kind != YP_KIND_GRAD) continue;
+            int u = yp_schedule_find(b.train.s, w->name);
+            double e = u < 0 ? 1e9 : fx_rel_err(yp_exec_tensor(&b, u), yp_exec_tensor(&a, t), yp_shape_numel(w->shape));
+            diff = e > diff ? e : diff;
+        }
+        printf("  %s policy, checkpoints %#llx: worst gradient difference %.2e\n", yp_save_policy_name(other[o].p),
+               (unsigned long long)other[o].ckpt, diff);
+        CHECK(diff <= 1e-5);
+        yp_exec_free(&b), yp_plan_free(&p);
+    }
+    yp_exec_free(&a), yp_plan_free(&base);
+}
+
+int main(void) {
+    yp_err err;
+    char why[256] = "";
+    graph = yp_ir_load_file(YP_TEST_DATA "/ir/contract_expand.json", &err);
+    cpu = yp_backend_cpu_new(NULL, why, sizeof why);
+    if (!graph || !cpu || yp_gpu_parse("8GB", &gpu, &err) || fx_load(YP_TEST_DATA "/step/contract.bin", &fx)) {
+        fprintf(stderr, "setup: %s%s\n", graph ? "" : err.msg, why);
+        return 1;
+    }
+    YP_RUN(test_saved_bytes_equal_pytorch);
+    YP_RUN(test_backward_reads_only_the_gradient);
+    YP_RUN(test_step_matches_pytorch);
+    fx_free(&fx);
+    yp_backend_free(cpu);
+    yp_graph_free(graph);
+    return yp_test_summary();
+}
