@@ -32,7 +32,9 @@ void yp_report_table_also(FILE *f, const yp_plan *plans, const char (*also)[YP_R
     int any = 0, same = n > 0 && also && also[0][0];
     for (int i = 0; also && i < n; i++) any |= also[i][0] != 0, same &= !strcmp(also[i], also[0]);
     if (same) any = 0; /* every row has the same alternatives: one footnote instead of a column */
-    fprintf(f, "   %-8s %9s %5s %3s %-8s %-18s %-3s | %8s %5s | %7s %7s %7s %7s %7s | %8s %7s%s\n", "model", "img", "batch",
+    int mw = 8; /* the model column: as wide as the longest name (yolov5s-transformer) */
+    for (int i = 0; i < n; i++) mw = (int)strlen(plans[i].g->name) > mw ? (int)strlen(plans[i].g->name) : mw;
+    fprintf(f, "    %-*s %9s %5s %3s %-8s %-18s %-3s | %8s %5s | %7s %7s %7s %7s %7s | %8s %7s%s\n", mw, "model", "img", "batch",
             "acc", "precision", "checkpoint", "mos", "peak GiB", "%GPU", "weights", "grads", "optim", "activ", "wspace",
             "step ms", "img/s", any ? " | also (the same plan)" : "");
     for (int i = 0; i < n; i++) {
@@ -45,8 +47,8 @@ void yp_report_table_also(FILE *f, const yp_plan *plans, const char (*also)[YP_R
         if (c->img_w == c->img_h) snprintf(img, sizeof img, "%" PRId64, c->img_w);
         else snprintf(img, sizeof img, "%" PRId64 "x%" PRId64, c->img_w, c->img_h);
         int64_t peak = p->arena_bytes + p->gpu.fixed_bytes; /* %GPU counts the same bytes: the margin is not used */
-        fprintf(f, "%c%-2d %-8s %9s %5" PRId64 " %3d %-8s %-18s %-3s | %8.2f %4.0f%% | %7.2f %7.2f %7.2f %7.2f %7.2f | %8.1f %7.1f",
-                i == chosen ? '*' : ' ', i + 1, p->g->name, img, c->batch, p->time.accumulate,
+        fprintf(f, "%c%-2d %-*s %9s %5" PRId64 " %3d %-8s %-18s %-3s | %8.2f %4.0f%% | %7.2f %7.2f %7.2f %7.2f %7.2f | %8.1f %7.1f",
+                i == chosen ? '*' : ' ', i + 1, mw, p->g->name, img, c->batch, p->time.accumulate,
                 yp_precision_name(c->precision), ck, c->mosaic ? "on" : "off", gib(peak),
                 100.0 * (double)peak / (double)p->gpu.mem_bytes, gib(g.weights + g.ema + g.lowp), gib(g.grads),
                 gib(g.optimizer), gib(g.activations), gib(g.workspace), p->time.micro_ms, p->time.images_per_s);

@@ -150,6 +150,13 @@ static void test_plan_table(void) {
     char p3[128];
     snprintf(p3, sizeof p3, "%s/r3.json", dir);
     unlink(p3);
+    /* a model name longer than the column widens it: "img" stays above the image sizes */
+    CHECK_EQ_I64(run("--gpu 8GB --model %s/zoo/custom/yolov5s-contract.yaml --top 2", YP_TEST_DATA), 0);
+    const char *head = strstr(out, "    model "), *row = strstr(out, "*1  yolov5s-contract ");
+    REQUIRE(head && row);
+    const char *img = strstr(head, "img"), *size = strstr(row, " 640 ");
+    REQUIRE(img && size);
+    CHECK_EQ_I64((long long)(img - head), (long long)(size + 1 - row));
 }
 
 /* train.py's spellings are the planner's options; --json says why when nothing fits; --help
