@@ -27,6 +27,12 @@ static yp_conv_desc detect_desc(const yp_exec_call *c, const yp_node *n, int l, 
 int yp_exec_conv_forward(const yp_exec_call *c) {
     const yp_operands *a = &c->st->a;
     yp_conv_desc d = conv_desc(c, node_of(c), a->y[0]);
+    if (a->in_copy >= 0) { /* PyTorch's contiguous copy of a permuted input, which its backward reads */
+        const yp_dims x = d.in;
+        YP_EXEC_OK(c->b->ops->axpy_grad(c->b->be, E(c, a->in_copy), F(c, a->x[0]), F(c, a->in_copy), 0.0f,
+                                        x.n * x.h * x.w * x.c),
+                   "conv2d input copy");
+    }
     YP_EXEC_OK(c->b->ops->conv2d_forward(c->b->be, &d, F(c, a->x[0]), F(c, a->w[0]), OPT(c, a->bias[0]), F(c, a->y[0]),
                                          WS(c)),
                "conv2d");

@@ -32,13 +32,15 @@ int yp_conv2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
 }
 
 int yp_conv2d_load(const yp_attrs_in *in, yp_node *n) {
-    static const char *const keys[] = {"c_in", "c_out", "k", "s", "p", "groups", "bias", NULL};
+    static const char *const keys[] = {"c_in", "c_out", "k", "s", "p", "groups", "bias", "torch_input_copy", NULL};
     yp_conv_attrs *a = &n->a.conv;
     int k[2], s[2], p[2];
     if (yp_attr_keys(in, keys) || yp_attr_int(in, "c_in", 1, YP_LIM_CHANNELS, &a->c_in) ||
         yp_attr_int(in, "c_out", 1, YP_LIM_CHANNELS, &a->c_out) || yp_attr_pair(in, "k", 1, YP_LIM_KERNEL, k) ||
         yp_attr_pair(in, "s", 1, YP_LIM_KERNEL, s) || yp_attr_pair(in, "p", 0, YP_LIM_KERNEL, p) ||
-        yp_attr_int(in, "groups", 1, YP_LIM_CHANNELS, &a->groups) || yp_attr_bool(in, "bias", &a->bias))
+        yp_attr_int(in, "groups", 1, YP_LIM_CHANNELS, &a->groups) || yp_attr_bool(in, "bias", &a->bias) ||
+        (cJSON_GetObjectItemCaseSensitive(in->obj, "torch_input_copy") &&
+         yp_attr_bool(in, "torch_input_copy", &a->torch_input_copy)))
         return -1;
     a->kh = k[0], a->kw = k[1], a->sh = s[0], a->sw = s[1], a->ph = p[0], a->pw = p[1];
     return 0;
@@ -53,6 +55,7 @@ void yp_conv2d_write(const yp_node *n, yp_attrs_out *out) {
     yp_attr_write_pair(out, "p", a->ph, a->pw);
     cJSON_AddNumberToObject(out->obj, "groups", a->groups);
     cJSON_AddBoolToObject(out->obj, "bias", a->bias);
+    if (a->torch_input_copy) cJSON_AddBoolToObject(out->obj, "torch_input_copy", 1); /* optional: only when set */
 }
 
 /* ---------------------------------------------------------------- detect */

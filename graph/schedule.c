@@ -29,7 +29,7 @@ const char *yp_role_name(yp_role r) {
         "conv_weight", "conv_bias", "bn_gamma", "bn_beta", "running_mean", "running_var", "grad", "momentum",
         "adam_m", "adam_v", "ema", "lowp", "images", "targets", "value", "bn_stats", "pool_indices",
         "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value", "decoded",
-        "bn_sums", "attn_probs", "attn_scratch", "attn_scalars"};
+        "bn_sums", "attn_probs", "attn_scratch", "attn_scalars", "input_copy"};
     return (unsigned)r < YP_ROLE_COUNT ? n[r] : "?";
 }
 
@@ -58,9 +58,9 @@ const char *yp_phase_name(yp_phase p) {
  * PyTorch's autograd keeps what each op's backward reads, maxpool's indices and attention's
  * softmax output included. */
 const yp_retention yp_retention_table[YP_SAVE_COUNT] = {
-    [YP_SAVE_YOLOPLAN] = {"yoloplan", 0, 1u << YP_OP_CONV2D, 0, 0},
-    [YP_SAVE_PYTORCH] = {"pytorch", 1, 0, 1, 1},
-    [YP_SAVE_CONCAT] = {"yoloplan+cat", 0, 1u << YP_OP_CONV2D | 1u << YP_OP_CONCAT, 0, 0},
+    [YP_SAVE_YOLOPLAN] = {"yoloplan", 0, 1u << YP_OP_CONV2D, 0, 0, 0},
+    [YP_SAVE_PYTORCH] = {"pytorch", 1, 0, 1, 1, 1},
+    [YP_SAVE_CONCAT] = {"yoloplan+cat", 0, 1u << YP_OP_CONV2D | 1u << YP_OP_CONCAT, 0, 0, 0},
 };
 
 const char *yp_save_policy_name(yp_save_policy p) {
@@ -98,8 +98,8 @@ static void mark_grads(bld *b) {
 }
 
 static int alloc_builder(bld *b, int n) {
-    int **arrays[] = {&b->rg,    &b->trainable, &b->stats_t,   &b->idx_t,    &b->param_t,
-                       &b->n_param, &b->rec_t, &b->rec_stamp, &b->boundary, &b->pending, &b->probs_t};
+    int **arrays[] = {&b->rg,      &b->trainable, &b->stats_t,   &b->idx_t,    &b->param_t,  &b->n_param,
+                       &b->rec_t,   &b->rec_stamp, &b->boundary, &b->pending, &b->probs_t, &b->copy_t};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         if (!(*arrays[k] = calloc((size_t)n, sizeof(int)))) return -1;
     b->out_t = malloc((size_t)n * YP_MAX_LEVELS * sizeof(int));
@@ -107,13 +107,14 @@ static int alloc_builder(bld *b, int n) {
     b->info = calloc((size_t)n, sizeof *b->info);
     if (!b->out_t || !b->grad_t || !b->info) return -1;
     for (int i = 0; i < n * YP_MAX_LEVELS; i++) b->out_t[i] = b->grad_t[i] = -1;
-    for (int i = 0; i < n; i++) b->rec_stamp[i] = -1, b->idx_t[i] = b->probs_t[i] = -1;
+    for (int i = 0; i < n; i++) b->rec_stamp[i] = -1, b->idx_t[i] = b->probs_t[i] = b->copy_t[i] = -1;
     return 0;
 }
 
 static void free_builder(bld *b) {
     free(b->rg), free(b->trainable), free(b->stats_t), free(b->idx_t), free(b->param_t), free(b->n_param);
     free(b->rec_t), free(b->rec_stamp), free(b->boundary), free(b->pending), free(b->grad_of), free(b->lowp_of), free(b->out_t), free(b->grad_t), free(b->info), free(b->tin), free(b->tout), free(b->probs_t);
+    free(b->copy_t);
 }
 
 static void build(bld *b) {

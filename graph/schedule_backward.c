@@ -79,7 +79,7 @@ static bwd_needs backward_needs(bld *b, int i) {
     bwd_needs nd = {.y = -1, .stats = -1, .indices = -1};
     for (int k = 0; k < YP_MAX_INPUTS; k++) nd.x[k] = -1;
     if (reads & YP_BWD_INPUT || (reads & YP_BWD_INPUT_IF_TRAINS && b->trainable[i]))
-        for (int k = 0; k < n->n_inputs; k++) nd.x[k] = need_value(b, n->inputs[k]);
+        for (int k = 0; k < n->n_inputs; k++) nd.x[k] = b->copy_t[i] >= 0 ? b->copy_t[i] : need_value(b, n->inputs[k]);
     if (reads & YP_BWD_OUTPUT) nd.y = need_value(b, i); /* kept, or recomputed from its inputs */
     if (reads & YP_BWD_STATS) nd.stats = b->stats_t[i];
     if (reads & YP_BWD_INDICES && b->rules->pool_indices) nd.indices = b->idx_t[i];

@@ -17,6 +17,7 @@ typedef struct {
     int *stats_t;   /* BN batch statistics (mean, inverse std) */
     int *idx_t;     /* maxpool indices (a retention row with pool_indices) */
     int *probs_t;   /* attention's kept softmax output (a retention row with attn_probs) */
+    int *copy_t;    /* a torch_input_copy conv's copy of its input (a retention row with input_copies) */
     const yp_retention *rules; /* what the forward pass keeps */
     int *pending;   /* values waiting for their inputs' recomputation (need_value's stack) */
     int *param_t;   /* first parameter tensor of the node, -1 if none */

@@ -124,6 +124,13 @@ void sb_forward_node(bld *b, int i) {
         sb_op_out(b, b->cur.running_mean); /* running mean and var are updated */
         sb_op_out(b, b->cur.running_var);
     }
+    if (n->op == YP_OP_CONV2D && n->a.conv.torch_input_copy && b->rules->input_copies && o->batch > 1 &&
+        b->trainable[i] && !o->eval) { /* the copy is what the weight gradient reads */
+        yp_shape x = b->s->tensors[sb_value_fwd(b, n->inputs[0], 0)].shape;
+        tspec sp = {YP_ROLE_INPUT_COPY, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, x, i, 0};
+        b->copy_t[i] = sb_new_tensor(b, sp, "copy:%s%s", n->name, "");
+        sb_out_as(b, &b->cur.in_copy, b->copy_t[i]);
+    }
     if (n->op == YP_OP_MAXPOOL2D && b->rules->pool_indices && b->rg[i]) {
         tspec sp = {YP_ROLE_POOL_INDICES, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, 0};
         b->idx_t[i] = sb_new_tensor(b, sp, "idx:%s%s", n->name, "");

@@ -9,23 +9,28 @@
 
 enum { C3TR_HEADS = 4 }; /* C3TR: TransformerBlock(c_, c_, 4, n) */
 
-/* nn.Linear(c, c, bias) on the tokens of node in, named NAME. */
-static int add_linear(builder *b, int in, int c, int bias, const char *name) {
+/* nn.Linear(c, c, bias) on the tokens of node in, named NAME; strided: PyTorch holds those tokens
+ * as a permuted view, which the Linear copies (yp_conv_attrs.torch_input_copy). */
+static int add_linear_on(builder *b, int in, int c, int bias, int strided, const char *name) {
     yp_conv_attrs a = yb_conv_attrs(c, c, 1, 1);
-    a.bias = bias;
+    a.bias = bias, a.torch_input_copy = strided;
     return yb_add_node(b, YP_OP_CONV2D, &in, 1, (yp_attrs){.conv = a}, "%s", name);
+}
+static int add_linear(builder *b, int in, int c, int bias, const char *name) {
+    return add_linear_on(b, in, c, bias, 0, name);
 }
 
 static int add_sum(builder *b, int x, int y, const char *name) {
     return yb_add_node(b, YP_OP_ADD, (int[]){x, y}, 2, (yp_attrs){0}, "%s", name);
 }
 
-/* TransformerLayer(c, heads) named PRE: x = ma(q(x), k(x), v(x)) + x; x = fc2(fc1(x)) + x. */
-static int add_transformer_layer(builder *b, const char *pre, int x, int c, int heads) {
+/* TransformerLayer(c, heads) named PRE: x = ma(q(x), k(x), v(x)) + x; x = fc2(fc1(x)) + x.
+ * strided: x is the block's p + linear(p), which keeps p's permuted layout (the first layer). */
+static int add_transformer_layer(builder *b, const char *pre, int x, int c, int heads, int strided) {
     char t[YP_NAME_LEN];
     static const char qkv[3] = {'q', 'k', 'v'};
     int in[3], proj[3];
-    for (int j = 0; j < 3; j++) in[j] = add_linear(b, x, c, 0, yb_pfx(t, "%s.%c", pre, qkv[j]));
+    for (int j = 0; j < 3; j++) in[j] = add_linear_on(b, x, c, 0, strided, yb_pfx(t, "%s.%c", pre, qkv[j]));
     for (int j = 0; j < 3; j++) /* inside ma, after its arguments: PyTorch's order */
         proj[j] = add_linear(b, in[j], c, 1, yb_pfx(t, "%s.ma.in_proj.%c", pre, qkv[j]));
     int a = yb_add_node(b, YP_OP_ATTENTION, proj, 3, (yp_attrs){.attn = {.heads = heads}}, "%s.ma", pre);
@@ -41,9 +46,12 @@ static int add_transformer_layer(builder *b, const char *pre, int x, int c, int 
 static int add_transformer_block(builder *b, const char *pre, int x, int c1, int c2, int heads, int n) {
     char t[YP_NAME_LEN];
     if (c1 != c2) x = yb_add_conv(b, yb_pfx(t, "%s.conv", pre), x, yb_conv_attrs(c1, c2, 1, 1));
-    int lin = add_linear(b, x, c2, 1, yb_pfx(t, "%s.linear", pre));
+    /* p = x.flatten(2).permute(2, 0, 1) is a view in x's layout: linear copies it, and p + linear(p)
+     * follows p's strides (the sum's first operand), so the first layer's q, k and v copy it too;
+     * every later sum starts from a contiguous operand */
+    int lin = add_linear_on(b, x, c2, 1, 1, yb_pfx(t, "%s.linear", pre));
     x = add_sum(b, x, lin, yb_pfx(t, "%s.add", pre));
-    for (int j = 0; j < n; j++) x = add_transformer_layer(b, yb_pfx(t, "%s.tr.%d", pre, j), x, c2, heads);
+    for (int j = 0; j < n; j++) x = add_transformer_layer(b, yb_pfx(t, "%s.tr.%d", pre, j), x, c2, heads, j == 0);
     return x;
 }
 

@@ -48,8 +48,12 @@ typedef enum {
 } yp_op;
 
 /* Kernel, stride and zero padding per axis, height then width (PyTorch's kernel_size=(kh, kw),
- * stride=(sh, sw), padding=(ph, pw)); YOLOv5's CrossConv is the one non-square user. */
-typedef struct { int c_in, c_out, kh, kw, sh, sw, ph, pw, groups, bias; } yp_conv_attrs;
+ * stride=(sh, sw), padding=(ph, pw)); YOLOv5's CrossConv is the one non-square user.
+ * torch_input_copy: an nn.Linear of a TransformerBlock whose input PyTorch holds as a permuted
+ * view of the (L, B, C) tokens: at batch > 1 its matmul makes the input contiguous first, a copy of
+ * its own that autograd saves (the first layer's q, k and v each copy p + linear(p), and linear
+ * copies p); the `pytorch` saving policy plans that copy. */
+typedef struct { int c_in, c_out, kh, kw, sh, sw, ph, pw, groups, bias, torch_input_copy; } yp_conv_attrs;
 typedef struct { int c; double eps, momentum; } yp_bn_attrs;
 typedef struct { int axis; } yp_concat_attrs;
 typedef struct { int scale; } yp_upsample_attrs;

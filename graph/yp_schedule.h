@@ -62,6 +62,8 @@ typedef struct {
     int pool_indices;  /* maxpool writes its argmax for backward (else backward finds it again from x) */
     int attn_probs;    /* attention keeps its softmax output for backward (else backward recomputes it
                         * from q and k into its workspace) */
+    int input_copies;  /* a conv with torch_input_copy keeps its own copy of its input at batch > 1
+                        * (YP_ROLE_INPUT_COPY), as PyTorch's nn.Linear on a permuted view does */
 } yp_retention;
 
 /* The row of policy p (yp_retention_table[p]). */
@@ -222,6 +224,9 @@ typedef enum {
      * level 0 the f64 sqrt(c/heads) that divides q, level 1 the i64 head count that divides the
      * summed weights (written by the forward; the kernels take both from the shape) */
     YP_ROLE_ATTN_SCALARS,
+    /* the contiguous copy of its input a torch_input_copy conv makes and saves (retention
+     * input_copies, batch > 1): written by the forward, read by the backward instead of x */
+    YP_ROLE_INPUT_COPY,
     YP_ROLE_COUNT
 } yp_role;
 
@@ -287,6 +292,8 @@ typedef struct {
     int probs;           /* attention: its softmax output (forward and recompute: written; backward:
                           * read where kept) */
     int attn_scalars[2]; /* attention where P is kept: YP_ROLE_ATTN_SCALARS (forward: written; backward: read) */
+    int in_copy;         /* conv forward under retention input_copies: x[0]'s copy (YP_ROLE_INPUT_COPY),
+                          * written; the backward reads it as x[0] */
 } yp_operands;
 
 typedef struct {

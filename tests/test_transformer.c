@@ -2,8 +2,8 @@
  * tests/data/ir/transformer.json (Conv, TransformerBlock(8, 8, 2 heads, 1 layer), Detect), against
  * PyTorch 1.13 on the same module stack (tests/ref/make_transformer_fixture.py):
  *   - under the `pytorch` policy the bytes saved for backward equal saved_tensors_hooks' count
- *     (tests/data/transformer_saved.json) exactly at batch 1; at batch > 1 PyTorch also saves the
- *     copies its q, k and v Linears make of the block's permuted (L, B, C) input (see below);
+ *     (tests/data/transformer_saved.json) exactly, at batch > 1 with the copies PyTorch's Linears
+ *     make of the block's permuted (L, B, C) tokens (torch_input_copy);
  *   - attention's softmax output is saved under `pytorch` only, elsewhere it is workspace and the
  *     backward's scratch holds it again;
  *   - one CPU training step (batch 2, 12x12) gives PyTorch's loss and every parameter gradient
@@ -36,17 +36,12 @@ static yp_schedule *schedule(int64_t batch, int64_t side, yp_save_policy pol) {
     return s;
 }
 
-/* At batch > 1 the block's tokens p = x.flatten(2).permute(2, 0, 1) and p + linear(p) are
- * (L, B, C) views that a Linear cannot multiply in place: each of the first layer's q, k and v
- * saves its own contiguous copy of p + linear(p) where batch 1 shares one (linear's own copy of
- * p replaces the view of x it saves at batch 1: the same bytes). The IR does not say which value
- * PyTorch holds in which layout, so the schedule counts the value once; these are the two extra
- * copies, the bytes of the q conv's input. */
-static int64_t layout_copies(const yp_schedule *s) {
-    if (s->opts.batch == 1) return 0;
-    int q = yp_schedule_find(s, "act:model.1.add");
-    CHECK(q >= 0);
-    return q < 0 ? 0 : 2 * s->tensors[q].bytes;
+/* The input copies the pytorch policy plans (torch_input_copy convs at batch > 1), saved ones. */
+static int input_copies(const yp_schedule *s) {
+    int n = 0;
+    for (int t = 0; t < s->n_tensors; t++)
+        n += s->tensors[t].role == YP_ROLE_INPUT_COPY && s->tensors[t].kind == YP_KIND_SAVED;
+    return n;
 }
 
 static void test_saved_bytes_equal_pytorch(void) {
@@ -65,9 +60,15 @@ static void test_saved_bytes_equal_pytorch(void) {
         REQUIRE(sscanf(r->string, "%lldx%lld", &batch, &side) == 2);
         yp_schedule *s = schedule(batch, side, YP_SAVE_PYTORCH);
         REQUIRE(s != NULL);
-        int64_t ours = yp_schedule_saved_bytes(s) + layout_copies(s), theirs = (int64_t)r->valuedouble;
+        int64_t ours = yp_schedule_saved_bytes(s), theirs = (int64_t)r->valuedouble;
         printf("  batch %lld at %lld: %lld bytes (torch %lld)\n", batch, side, (long long)ours, (long long)theirs);
         CHECK_EQ_I64(ours, theirs);
+        /* at batch > 1 linear's copy of p and the first layer's q, k and v copies of p + linear(p) */
+        CHECK_EQ_I64(input_copies(s), batch > 1 ? 4 : 0);
+        yp_schedule *own = schedule(batch, side, YP_SAVE_YOLOPLAN); /* a PyTorch artefact: not ours */
+        REQUIRE(own != NULL);
+        CHECK_EQ_I64(input_copies(own), 0);
+        yp_schedule_free(own);
         compared++, batch1 += batch == 1;
         yp_schedule_free(s);
     }
@@ -254,6 +255,15 @@ static void test_c3tr_import(void) {
     int a = find_node(g, "model.8.m.tr.0.ma");
     REQUIRE(a >= 0);
     CHECK(g->nodes[a].op == YP_OP_ATTENTION && g->nodes[a].a.attn.heads == 4 && g->nodes[a].layer == 8);
+    /* the Linears PyTorch feeds a permuted view of the tokens: linear and the first layer's q, k, v */
+    static const char *const copying[] = {"model.8.m.linear", "model.8.m.tr.0.q", "model.8.m.tr.0.k", "model.8.m.tr.0.v"};
+    int flagged = 0;
+    for (int i = 0; i < g->n_nodes; i++) flagged += g->nodes[i].op == YP_OP_CONV2D && g->nodes[i].a.conv.torch_input_copy;
+    CHECK_EQ_I64(flagged, 4);
+    for (int i = 0; i < 4; i++) {
+        int v = find_node(g, copying[i]);
+        CHECK(v >= 0 && g->nodes[v].a.conv.torch_input_copy);
+    }
     static const char *const names[] = {"model.8.cv1.conv", "model.8.m.linear", "model.8.m.add", "model.8.m.tr.0.q",
                                         "model.8.m.tr.0.k", "model.8.m.tr.0.v", "model.8.m.tr.0.ma.in_proj.q",
                                         "model.8.m.tr.0.ma.in_proj.k", "model.8.m.tr.0.ma.in_proj.v",
