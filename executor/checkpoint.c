@@ -302,6 +302,10 @@ static int resume_open(yp_exec *x, const yp_st_file *f, yp_ckpt_info *info, yp_e
     if (!rc) {
         yp_trainer *tr = &x->trainer;
         tr->hyp = h, tr->last_grad_norm = last_norm, tr->updates = info->updates, tr->micro = info->micro;
+        /* the file keeps ModelEMA's count only, as train.py's does; Adam's t resumes from it (they
+         * differ by the loss scaler's skipped steps, and the scaler restarts at its initial scale,
+         * as a resumed train.py's GradScaler does) */
+        tr->opt_steps = info->updates;
     }
     free(host), free(at), free(it);
     return rc;

@@ -13,12 +13,12 @@ typedef yp_exec_call call;
 
 /* The loss: predictions in, gradients of the predictions out, through the backend's loss_level;
  * the targets (host memory, the caller's batch) are assigned on the host, staged in b->loss_stage. */
-static int loss_step(const call *c, const float *targets, int64_t n_targets, double out4[4]) {
+static int loss_step(const call *c, const yp_step_batch *in, double out4[4]) {
     const yp_binding *b = c->b;
     const yp_operands *a = &c->st->a;
     const float *preds[YP_MAX_LEVELS];
     float *dpreds[YP_MAX_LEVELS];
-    yp_loss_desc d = {.cfg = b->loss, .batch = b->s->opts.batch, .dtype = E(c, a->x[0])};
+    yp_loss_desc d = {.cfg = b->loss, .batch = b->s->opts.batch, .dtype = E(c, a->x[0]), .grad_scale = in->loss_scale};
     int nl = b->s->g->nl, has_grad = a->dx[0] >= 0;
     for (int l = 0; l < nl; l++) {
         preds[l] = F(c, a->x[l]), d.grid_h[l] = T(c, a->x[l])->shape.h, d.grid_w[l] = T(c, a->x[l])->shape.w;
@@ -27,17 +27,16 @@ static int loss_step(const call *c, const float *targets, int64_t n_targets, dou
     const yp_loss_buffers lb = {preds, has_grad ? dpreds : NULL, F(c, a->loss_assign), T(c, a->loss_assign)->bytes,
                                 F(c, a->loss_objmap), T(c, a->loss_objmap)->bytes, b->loss_stage};
     char msg[256];
-    if (yp_loss_compute(b->be, &d, targets, n_targets, &lb, out4, msg, sizeof msg))
+    if (yp_loss_compute(b->be, &d, in->targets, in->n_targets, &lb, out4, msg, sizeof msg))
         return yp_err_set(c->err, "loss: %s", msg);
     return 0;
 }
 
-int yp_exec_run_step(const yp_binding *b, int step, const float *targets, int64_t n_targets, double loss_out[4],
-                     yp_err *err) {
+int yp_exec_run_step(const yp_binding *b, int step, const yp_step_batch *in, double loss_out[4], yp_err *err) {
     const yp_step *st = &b->s->steps[step];
     call c = {b, st, err};
     switch (st->phase) {
-    case YP_PHASE_LOSS: return loss_step(&c, targets, n_targets, loss_out);
+    case YP_PHASE_LOSS: return loss_step(&c, in, loss_out);
     case YP_PHASE_OPTIMIZER: return 0; /* the optimizer and EMA run in yp_exec_update */
     default: return yp_exec_step_adapter(st)(&c); /* yp_exec_prepare_steps checked it has one */
     }

@@ -105,10 +105,16 @@ int yp_loss_compute(yp_backend *be, const yp_loss_desc *d, const float *targets,
     if (check_inputs(d, targets, n_targets, b, err, err_len) || check_buffers(d, n_targets, b, err, err_len))
         return -1;
     const yp_loss_cfg *c = &d->cfg;
+    yp_loss_desc scaled = *d; /* the loss scale rides on the gains: d(S g x)/dx = S d(g x)/dx */
+    if (d->grad_scale != 0.0f && d->grad_scale != 1.0f) {
+        if (!(d->grad_scale > 0.0f) || !isfinite(d->grad_scale))
+            return fail(err, err_len, "loss: grad_scale %g must be a positive finite number", (double)d->grad_scale);
+        scaled.cfg.box *= d->grad_scale, scaled.cfg.obj *= d->grad_scale, scaled.cfg.cls *= d->grad_scale;
+    }
     double lbox = 0.0, lobj = 0.0, lcls = 0.0;
     for (int l = 0; l < c->nl; l++) {
         yp_loss_terms t;
-        if (level_terms(be, d, l, targets, n_targets, b, &t, err, err_len)) return -1;
+        if (level_terms(be, &scaled, l, targets, n_targets, b, &t, err, err_len)) return -1;
         lbox += t.box;
         lobj += t.obj;
         lcls += t.cls;

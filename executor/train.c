@@ -179,9 +179,10 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
             if (side != L->imgsz) yp_resize_bilinear_nhwc(L->images, b.n, L->imgsz, L->scaled, side), in = L->scaled;
         }
         if (yp_exec_micro_step_at(x, side, in, b.labels, b.n_labels, loss, err)) return -1;
-        /* fp32 has no loss scaler to skip a step: a loss that is not finite would turn every
-         * weight into NaN at the update, and the next checkpoint with them; stop before it */
-        if (!isfinite(loss[0]) || !isfinite(loss[1]) || !isfinite(loss[2]))
+        /* without the loss scaler (fp32, bf16) nothing skips a step: a loss that is not finite
+         * would turn every weight into NaN at the update, and the next checkpoint with them; stop
+         * before it. With it (amp-fp16) the update skips the step, as GradScaler does. */
+        if (!x->trainer.scaler_on && (!isfinite(loss[0]) || !isfinite(loss[1]) || !isfinite(loss[2])))
             return yp_err_set(err, "training: the loss is not finite (box %g, obj %g, cls %g) at epoch %lld, batch %lld, "
                               "lr %.3g; stopped before the update, so the run's weights/last.safetensors keeps the last "
                               "epoch that finished: lower lr0 (--hyp) or check the labels", loss[0], loss[1], loss[2],

@@ -28,6 +28,8 @@ int yp_trainer_init(yp_trainer *tr, const yp_plan *p, yp_err *err) {
     tr->ema = malloc((size_t)n * sizeof(int));
     if (!tr->opt_m || !tr->opt_v || !tr->ema) return yp_err_set(err, "out of memory binding the arena");
     for (int t = 0; t < n; t++) tr->opt_m[t] = tr->opt_v[t] = tr->ema[t] = -1;
+    tr->scaler = yp_grad_scaler_init();
+    tr->scaler_on = p->cand.precision == YP_PREC_AMP_FP16; /* bf16 has fp32's range: no scaler */
     for (int t = 0; t < n; t++) {
         const yp_tensor *d = &s->tensors[t];
         if (d->param < 0) continue;
@@ -64,6 +66,7 @@ int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const f
         return yp_err_set(err, "this batch has %lld labels; the plan holds at most %lld: re-plan with a higher --labels",
                           (long long)n_targets, (long long)capacity);
     double sum[4] = {0, 0, 0, 0};
+    const yp_step_batch in = {targets, n_targets, x->trainer.scaler_on ? x->trainer.scaler.scale : 1.0f};
     if (be->thread_init) be->thread_init(be); /* cheap; the caller's thread may have changed */
     for (int i = 0; i < s->n_steps; i++) {
         const yp_step *st = &s->steps[i];
@@ -74,7 +77,7 @@ int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const f
                                     YP_COPY_HOST_TO_DEVICE)))
             return yp_err_set(err, "uploading the batch: %s", be->last_error(be));
         double t0 = yp_profile_start(&x->prof);
-        if (yp_exec_run_step(b, i, targets, n_targets, sum, err) || yp_bind_check_guards(b, i, err)) return -1;
+        if (yp_exec_run_step(b, i, &in, sum, err) || yp_bind_check_guards(b, i, err)) return -1;
         yp_profile_add(&x->prof, st->phase, st->op, t0);
     }
     if (be->sync(be)) return yp_err_set(err, "the step's queued work failed: %s", be->last_error(be));
@@ -161,7 +164,7 @@ static int step_param(const yp_binding *b, const yp_trainer *tr, int t, float sc
         .eps = (float)h->eps,
         .weight_decay = decays(w) ? (float)h->weight_decay : 0.0f,
         .decoupled = b->s->opts.optimizer == YP_OPT_ADAMW,
-        .step = tr->updates + 1,
+        .step = tr->opt_steps + 1,
         .grad_scale = scale,
         .ema_decay = d,
     };
@@ -180,25 +183,30 @@ int yp_exec_update(yp_exec *x, yp_err *err) {
     yp_trainer *tr = &x->trainer;
     double t0 = yp_profile_start(&x->prof);
     if (be->thread_init) be->thread_init(be);
-    double norm = grad_norm(b, err);
+    double norm = grad_norm(b, err); /* of the gradients as they are: times the loss scale S */
     if (norm < 0) return -1;
+    /* GradScaler: unscale_ (the gradients times 1/S, here folded into the step's grad_scale, exact
+     * for a power of two), then step only when they are finite, then update the scale */
+    const float inv = tr->scaler_on ? yp_grad_scaler_inv_scale(&tr->scaler) : 1.0f;
+    const int step = !tr->scaler_on || yp_grad_scaler_update(&tr->scaler, !isfinite(norm));
+    norm *= inv;
     tr->last_grad_norm = norm;
     double coef = tr->hyp.max_grad_norm / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
-    float scale = coef < 1.0 ? (float)coef : 1.0f;
+    float scale = (coef < 1.0 ? (float)coef : 1.0f) * inv;
     double d = tr->hyp.ema_decay * (1.0 - exp(-(double)(tr->updates + 1) / tr->hyp.ema_tau));
     /* SGD, zeroing and the EMA of a trained tensor in one pass when the backend has it */
-    const int fused = s->opts.optimizer == YP_OPT_SGD && b->ops->sgd_ema_step;
+    const int fused = step && s->opts.optimizer == YP_OPT_SGD && b->ops->sgd_ema_step;
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *w = &s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
         if (tr->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
-        if (step_param(b, tr, t, scale, fused, (float)d))
+        if (step && step_param(b, tr, t, scale, fused, (float)d))
             return yp_err_set(err, "optimizer step of %s: %s", w->name, be->last_error(be));
         if (!fused && be->mem_set(be, yp_bind_tensor(b, w->grad), 0, (size_t)s->tensors[w->grad].bytes))
             return yp_err_set(err, "zeroing %s: %s", s->tensors[w->grad].name, be->last_error(be));
     }
-    tr->updates++;
-    for (int t = 0; t < s->n_tensors; t++) {
+    tr->updates++, tr->opt_steps += step;
+    for (int t = 0; t < s->n_tensors; t++) { /* a skipped step still updates the EMA, as train.py does */
         const yp_tensor *w = &s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || tr->ema[t] < 0 || (fused && w->grad >= 0)) continue;
         if (b->ops->ema_update(be, yp_exec_elem(w->dtype), yp_bind_tensor(b, tr->ema[t]), yp_bind_tensor(b, t),

@@ -19,6 +19,7 @@
 #define YP_EXECUTOR_H
 
 #include "yp_binding.h"
+#include "yp_grad_scaler.h"
 
 typedef struct {
     double lr;            /* learning rate of the weights: train.py's groups 1 (conv weights) and 2 (BN
@@ -37,14 +38,22 @@ typedef struct {
 yp_hyp yp_hyp_default(yp_optimizer opt);
 
 /* The training state over the training binding (update.c): what the optimizer and the EMA need
- * besides the tensors, and the counters of the accumulation and the updates. Later the AMP loss
- * scaler (its scale and growth counter) lives here too. */
+ * besides the tensors, the counters of the accumulation and the updates, and AMP's loss scaler.
+ * With the scaler on (an amp-fp16 plan, as train.py's GradScaler(enabled=amp); amp-bf16 and fp32
+ * run without), each micro-step's loss is multiplied by its scale before backward and an update
+ * divides the gradients by it, and an update whose gradients hold an inf or NaN skips the
+ * optimizer (the gradients are zeroed and the EMA still updated, as train.py's
+ * scaler.step / zero_grad / ema.update do). */
 typedef struct {
     yp_hyp hyp;
     int *opt_m, *opt_v, *ema; /* per training tensor: its optimizer states / EMA copy (-1 if none) */
     int64_t micro;            /* micro-batches accumulated since the last update */
-    int64_t updates;          /* optimizer updates done (EMA ramp, Adam's t) */
-    double last_grad_norm;    /* the last update's gradient norm, before clipping */
+    int64_t updates;          /* updates done, skipped ones included (ModelEMA.updates: the EMA ramp) */
+    int64_t opt_steps;        /* optimizer steps taken (Adam's t); == updates without the scaler */
+    double last_grad_norm;    /* the last update's gradient norm, unscaled, before clipping (inf
+                               * where the scaler skipped it) */
+    int scaler_on;            /* the loss scaler runs (yp_trainer_init: amp-fp16 plans) */
+    yp_grad_scaler scaler;    /* its state (yp_grad_scaler.h) */
 } yp_trainer;
 
 /* Wall time per kind of step (profile.c; yp_exec_profile below): YP_PHASE_COUNT rows of

@@ -8,11 +8,18 @@
 
 /* ---- the step interpreter (interp.c): a step of a binding, nothing else ---- */
 
-/* Runs one step of b's schedule (forward, loss, recompute or backward). targets: the batch's
- * n_targets label rows in host memory (the loss assigns them on the host); loss_out: the loss
- * step's lbox, lobj, lcls, total. */
-int yp_exec_run_step(const yp_binding *b, int step, const float *targets, int64_t n_targets, double loss_out[4],
-                     yp_err *err);
+/* What a training step's loss reads besides its tensors: the batch's n_targets label rows in
+ * host memory (the loss assigns them on the host), and the loss scale S the gradients start from
+ * (AMP's GradScaler; 1: none). */
+typedef struct {
+    const float *targets;
+    int64_t n_targets;
+    float loss_scale;
+} yp_step_batch;
+
+/* Runs one step of b's schedule (forward, loss, recompute or backward); loss_out: the loss
+ * step's lbox, lobj, lcls, total (unscaled). */
+int yp_exec_run_step(const yp_binding *b, int step, const yp_step_batch *in, double loss_out[4], yp_err *err);
 
 /* Checks every step of b against the executor's op table (exec_ops.h) before the first one runs:
  * its named operands are exactly the tensors it lists, it has an adapter, every parameter has an

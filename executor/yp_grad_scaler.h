@@ -4,8 +4,8 @@
  * the step; a step whose gradients hold an inf or NaN is skipped and the scale halved; after
  * growth_interval clean steps in a row the scale doubles (unless that overflows fp32). The scale
  * is an fp32 value, as PyTorch's _scale tensor, so the sequence of scales is PyTorch's bit for bit.
- * The training loop runs fp32 plans only (no fp16 kernels yet), so nothing calls it there yet; a
- * loop with an AMP path asks yp_grad_scaler_update after each backward whether to step.
+ * The update (executor/update.c) asks yp_grad_scaler_update whether to step, for amp-fp16 plans
+ * (yp_trainer.scaler_on).
  * Defines: yp_grad_scaler, yp_grad_scaler_init, yp_grad_scaler_update, yp_grad_scaler_inv_scale. */
 #ifndef YP_GRAD_SCALER_H
 #define YP_GRAD_SCALER_H

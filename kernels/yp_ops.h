@@ -134,6 +134,9 @@ typedef struct {
     int64_t batch;
     int64_t grid_h[YP_LOSS_MAX_LEVELS], grid_w[YP_LOSS_MAX_LEVELS];
     yp_elem dtype; /* of the predictions and their gradients */
+    float grad_scale; /* AMP's loss scale S (GradScaler): dpred is d(S x total)/d(pred); 0 or 1: none.
+                       * Applied by yp_loss_compute through the gains, which only the gradient reads
+                       * (exact for GradScaler's powers of two); the terms and out stay unscaled */
 } yp_loss_desc;
 
 /* One positive of one level, as build_targets makes it: 9 four-byte fields, 36 bytes. */

@@ -561,7 +561,8 @@ static int check_every_byte_written(yp_exec *x) {
             fprintf(stderr, "  step %d reads %s before anything wrote it\n", i, s->tensors[t].name);
             bad++;
         }
-        if (yp_exec_run_step(&x->train, i, yp_exec_tensor(x, x->train.targets_t), nt, loss, &err)) {
+        const yp_step_batch in = {yp_exec_tensor(x, x->train.targets_t), nt, 1.0f};
+        if (yp_exec_run_step(&x->train, i, &in, loss, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             CHECK(0);
             return checked;
