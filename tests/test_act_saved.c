@@ -18,6 +18,7 @@
 #include "yp_schedule.h"
 #include "yp_test.h"
 #include "yp_test_json.h"
+#include "yp_test_sched.h"
 
 static yp_graph *graph;
 
@@ -53,12 +54,6 @@ static void test_saved_bytes_equal_pytorch(void) {
     cJSON_Delete(fx);
 }
 
-/* The backward step of node v in s, or NULL. */
-static const yp_step *backward_of(const yp_schedule *s, int v) {
-    for (int i = 0; i < s->n_steps; i++)
-        if (s->steps[i].phase == YP_PHASE_BACKWARD && s->steps[i].node == v) return &s->steps[i];
-    return NULL;
-}
 
 static int node_of_op(yp_op op) {
     for (int i = 0; i < graph->n_nodes; i++)
@@ -78,7 +73,7 @@ static void test_backward_reads(void) {
     CHECK(yp_op_get(YP_OP_LEAKY_RELU)->bwd_reads == YP_BWD_INPUT);
     CHECK(yp_op_get(YP_OP_HARDSWISH)->bwd_reads == YP_BWD_INPUT);
     CHECK(yp_op_get(YP_OP_ZERO_PAD)->bwd_reads == 0);
-    const yp_step *b = backward_of(s, relu);
+    const yp_step *b = yp_test_backward_of(s, relu);
     REQUIRE(b != NULL);
     CHECK(b->a.x[0] == -1);
     REQUIRE(b->a.y[0] >= 0);
@@ -86,14 +81,14 @@ static void test_backward_reads(void) {
     CHECK(s->tensors[b->a.y[0]].kind == YP_KIND_SAVED);
     for (int k = 0; k < 2; k++) {
         int v = k ? hs : leaky;
-        b = backward_of(s, v);
+        b = yp_test_backward_of(s, v);
         REQUIRE(b != NULL);
         CHECK(b->a.y[0] == -1);
         REQUIRE(b->a.x[0] >= 0);
         CHECK(s->tensors[b->a.x[0]].node == graph->nodes[v].inputs[0]); /* the BN output */
         CHECK(s->tensors[b->a.x[0]].kind == YP_KIND_SAVED);
     }
-    b = backward_of(s, pad);
+    b = yp_test_backward_of(s, pad);
     REQUIRE(b != NULL);
     CHECK(b->a.x[0] == -1 && b->a.y[0] == -1 && b->a.dy[0] >= 0 && b->a.dx[0] >= 0);
     CHECK(b->n_in == 1); /* dy only */
@@ -119,7 +114,7 @@ static void test_relu_output_recomputed(void) {
         yp_schedule *s = build(1, 32, YP_SAVE_YOLOPLAN, ck ? 1u << 2 : 0);
         REQUIRE(s != NULL);
         int relu = node_of_op(YP_OP_RELU);
-        const yp_step *b = backward_of(s, relu);
+        const yp_step *b = yp_test_backward_of(s, relu);
         REQUIRE(b != NULL && b->a.y[0] >= 0);
         const yp_tensor *y = &s->tensors[b->a.y[0]];
         CHECK(y->kind == YP_KIND_RECOMPUTE && y->role == YP_ROLE_RECOMPUTED && y->node == relu);

@@ -19,11 +19,13 @@
 #include <cjson/cJSON.h>
 
 #include "step_fixture.h"
+#include "yp_test_exec.h"
 #include "yp_executor.h"
 #include "yp_executor_internal.h"
 #include "yp_ir.h"
 #include "yp_test.h"
 #include "yp_test_json.h"
+#include "yp_test_sched.h"
 
 #define BATCH 2
 #define SIDE 48
@@ -59,12 +61,6 @@ static void test_saved_bytes_equal_pytorch(void) {
     cJSON_Delete(fx);
 }
 
-/* The backward step of node v in s, or NULL. */
-static const yp_step *backward_of(const yp_schedule *s, int v) {
-    for (int i = 0; i < s->n_steps; i++)
-        if (s->steps[i].phase == YP_PHASE_BACKWARD && s->steps[i].node == v) return &s->steps[i];
-    return NULL;
-}
 
 /* Under `pytorch`, which keeps everything a backward reads: each Contract's and Expand's backward
  * reads its output gradient and nothing else, and writes its input's gradient. */
@@ -76,7 +72,7 @@ static void test_backward_reads_only_the_gradient(void) {
         yp_op op = graph->nodes[v].op;
         if (op != YP_OP_CONTRACT && op != YP_OP_EXPAND) continue;
         CHECK(yp_op_get(op)->bwd_reads == 0);
-        const yp_step *b = backward_of(s, v);
+        const yp_step *b = yp_test_backward_of(s, v);
         REQUIRE(b != NULL);
         CHECK(b->a.x[0] == -1 && b->a.y[0] == -1 && b->a.dy[0] >= 0 && b->a.dx[0] >= 0);
         /* dy only, or dy and the gradient it adds to (the Contract(2) output's second consumer) */
@@ -102,20 +98,7 @@ static int make_exec(yp_plan *p, yp_exec *x, yp_save_policy pol, uint64_t ckpt) 
     c.ckpt_layers = ckpt;
     yp_exec_candidate_for(&c, cpu);
     if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) return fprintf(stderr, "plan: %s\n", err.msg), -1;
-    if (yp_exec_init(x, p, cpu, 256, 1, &err)) { /* 256: guards, the plan's alignment */
-        fprintf(stderr, "exec: %s\n", err.msg);
-        yp_plan_free(p);
-        return -1;
-    }
-    for (int i = 0; i < fx.n; i++) {
-        if (strncmp(fx.r[i].name, "init/", 5)) continue;
-        yp_named_tensor nt = {fx.r[i].name + 5, fx.r[i].data, fx.r[i].numel};
-        if (yp_exec_load_params(x, &nt, 1, &err)) {
-            fprintf(stderr, "load %s: %s\n", fx.r[i].name, err.msg);
-            yp_exec_free(x), yp_plan_free(p);
-            return -1;
-        }
-    }
+    if (yp_test_exec_init(x, p, cpu, 256, &fx)) return yp_plan_free(p), -1; /* 256: guards, the plan's alignment */
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "step_fixture.h"
+#include "yp_test_exec.h"
 #include "yp_executor.h"
 #include "yp_executor_internal.h"
 #include "yp_test.h"
@@ -59,22 +60,7 @@ static int make_plan_with(yp_plan *p, yp_save_policy policy, uint64_t ckpt, int 
 static int make_plan(yp_plan *p, yp_save_policy policy, uint64_t ckpt) { return make_plan_with(p, policy, ckpt, 0); }
 
 /* An executor on plan p with the fixture's initial weights. */
-static int make_exec(yp_exec *x, const yp_plan *p, int64_t guard) {
-    yp_err err;
-    if (yp_exec_init(x, p, cpu, guard, 1, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return -1;
-    }
-    for (int i = 0; i < fx.n; i++) {
-        if (strncmp(fx.r[i].name, "init/", 5)) continue;
-        yp_named_tensor nt = {fx.r[i].name + 5, fx.r[i].data, fx.r[i].numel};
-        if (yp_exec_load_params(x, &nt, 1, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            return -1;
-        }
-    }
-    return 0;
-}
+static int make_exec(yp_exec *x, const yp_plan *p, int64_t guard) { return yp_test_exec_init(x, p, cpu, guard, &fx); }
 
 /* A plan and an executor on it with the fixture's initial weights; on failure nothing is left to free. */
 static int make_both(yp_plan *p, yp_exec *x, yp_save_policy policy, uint64_t ckpt, int64_t guard) {

@@ -15,6 +15,7 @@
 #include <math.h>
 
 #include "step_fixture.h"
+#include "yp_test_exec.h"
 #include "yp_checkpoint.h"
 #include "yp_executor.h"
 #include "yp_executor_internal.h"
@@ -118,20 +119,7 @@ static int make_exec(yp_plan *p, yp_exec *x, yp_save_policy pol) {
     c.batch = 2, c.img_w = c.img_h = 12, c.mosaic = 0, c.labels_per_image = 2, c.policy = pol;
     yp_exec_candidate_for(&c, cpu);
     if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) return fprintf(stderr, "plan: %s\n", err.msg), -1;
-    if (yp_exec_init(x, p, cpu, 0, 1, &err)) {
-        fprintf(stderr, "exec: %s\n", err.msg);
-        yp_plan_free(p);
-        return -1;
-    }
-    for (int i = 0; i < fx.n; i++) {
-        if (strncmp(fx.r[i].name, "init/", 5)) continue;
-        yp_named_tensor nt = {fx.r[i].name + 5, fx.r[i].data, fx.r[i].numel};
-        if (yp_exec_load_params(x, &nt, 1, &err)) {
-            fprintf(stderr, "load %s: %s\n", fx.r[i].name, err.msg);
-            yp_exec_free(x), yp_plan_free(p);
-            return -1;
-        }
-    }
+    if (yp_test_exec_init(x, p, cpu, 0, &fx)) return yp_plan_free(p), -1;
     return 0;
 }
 

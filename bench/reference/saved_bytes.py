@@ -117,6 +117,27 @@ def _merged_bytes(ranges):
     return total
 
 
+def saved_activation_bytes(module, x):
+    """Bytes autograd saves for backward in one forward of module on x (saved_tensors_hooks),
+    saves whose storage is a parameter's or a buffer's left out, each referenced byte once."""
+    owned = {_storage_key(t)[0] for t in list(module.parameters()) + list(module.buffers())}
+    saves = []
+
+    def pack(t):
+        saves.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = module(x)
+    ranges = {}
+    for t in saves:
+        ptr = _storage_key(t)[0]
+        if ptr not in owned:
+            ranges.setdefault(ptr, []).append(_byte_range(t))
+    del out
+    return sum(_merged_bytes(r) for r in ranges.values())
+
+
 class Save:
     """One save of one tensor by one op."""
     __slots__ = ("index", "tensor", "module", "op", "node", "slot", "excluded")

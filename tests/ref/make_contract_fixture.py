@@ -144,26 +144,6 @@ def model(ir):
     return Net(ir).train()
 
 
-def measure(net, x):
-    """Bytes of the saved activations (parameters and buffers left out), each byte once."""
-    owned = {saved_bytes._storage_key(t)[0] for t in list(net.parameters()) + list(net.buffers())}
-    saves = []
-
-    def pack(t):
-        saves.append(t)
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = net(x)
-    ranges = {}
-    for t in saves:
-        ptr = saved_bytes._storage_key(t)[0]
-        if ptr not in owned:
-            ranges.setdefault(ptr, []).append(saved_bytes._byte_range(t))
-    del out
-    return sum(saved_bytes._merged_bytes(r) for r in ranges.values())
-
-
 def step_fixture(ir):
     net = model(ir)
     images = torch.rand(STEP_BATCH, ir["input"]["channels"], STEP_SIDE, STEP_SIDE)
@@ -194,7 +174,8 @@ def main():
     net = model(ir)
     rows = {}
     for batch, side in SIZES:
-        rows["%dx%d" % (batch, side)] = measure(net, torch.randn(batch, ir["input"]["channels"], side, side))
+        x = torch.randn(batch, ir["input"]["channels"], side, side)
+        rows["%dx%d" % (batch, side)] = saved_bytes.saved_activation_bytes(net, x)
     doc = {"format": "yoloplan-contract-saved", "torch": torch.__version__, "dtype": "fp32",
            "ir": "ir/contract_expand.json", "saved_bytes": rows}
     with open(OUT, "w") as f:

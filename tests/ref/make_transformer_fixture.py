@@ -105,26 +105,6 @@ def model():
     return Net().train()
 
 
-def measure(m, x):
-    """Bytes of the saved activations (parameters and buffers left out), each byte once."""
-    owned = {saved_bytes._storage_key(t)[0] for t in list(m.parameters()) + list(m.buffers())}
-    saves = []
-
-    def pack(t):
-        saves.append(t)
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = m(x)
-    ranges = {}
-    for t in saves:
-        ptr = saved_bytes._storage_key(t)[0]
-        if ptr not in owned:
-            ranges.setdefault(ptr, []).append(saved_bytes._byte_range(t))
-    del out
-    return sum(saved_bytes._merged_bytes(r) for r in ranges.values())
-
-
 def ir_named(m, which):
     """(IR name, tensor) of every parameter (which="param") or gradient ("grad"), in_proj split."""
     out = []
@@ -173,7 +153,7 @@ def main():
     rows = {}
     for batch, side in SIZES:
         x = torch.randn(batch, 3, side, side)
-        rows["%dx%d" % (batch, side)] = measure(m, x)
+        rows["%dx%d" % (batch, side)] = saved_bytes.saved_activation_bytes(m, x)
     fx = {"format": "yoloplan-transformer-saved", "torch": torch.__version__, "dtype": "fp32",
           "ir": "tests/data/ir/transformer.json", "saved_bytes": rows}
     with open(OUT, "w") as f:
