@@ -109,24 +109,9 @@ static void test_step_matches_pytorch(void) {
     yp_plan base;
     yp_exec a;
     REQUIRE(make_exec(&base, &a, YP_SAVE_PYTORCH, 0) == 0);
-    double loss[4];
+    double loss[4], worst;
     yp_err err;
-    REQUIRE(yp_exec_micro_step(&a, img->data, tg->data, tg->numel / 6, loss, &err) == 0);
-    printf("  loss %.7f (torch %.7f)\n", loss[3], ref->data[3]);
-    for (int k = 0; k < 4; k++) CHECK(fabs(loss[k] - ref->data[k]) <= 1e-4 * fabs(ref->data[3]));
-    int grads = 0;
-    double worst = 0;
-    for (int i = 0; i < fx.n; i++) {
-        if (strncmp(fx.r[i].name, "grad/", 5)) continue;
-        int t = yp_exec_find_param(&a, fx.r[i].name + 5);
-        CHECK(t >= 0);
-        if (t < 0) continue;
-        const float *g = yp_exec_tensor(&a, a.train.s->tensors[t].grad);
-        double e = fx_rel_err(g, fx.r[i].data, fx.r[i].numel);
-        if (e > 1e-4) fprintf(stderr, "  grad %s: rel err %.2e\n", fx.r[i].name + 5, e);
-        worst = e > worst ? e : worst, grads++;
-    }
-    printf("  %d gradients, worst rel err %.2e\n", grads, worst);
+    int grads = yp_test_step_vs_fixture(&a, &fx, NULL, 1e-4, &worst);
     CHECK_EQ_I64(grads, 4 * 3 + 2); /* four Convs' weight, BN gamma and beta; Detect's weight and bias */
     CHECK(worst <= 1e-4);
     const struct { yp_save_policy p; uint64_t ckpt; } other[] = {

@@ -129,31 +129,11 @@ static void test_step_matches_pytorch(void) {
     yp_plan base;
     yp_exec a;
     REQUIRE(make_exec(&base, &a, YP_SAVE_YOLOPLAN) == 0);
-    double loss[4];
+    double loss[4], worst;
     yp_err err;
-    REQUIRE(yp_exec_micro_step(&a, img->data, tg->data, tg->numel / 6, loss, &err) == 0);
-    printf("  loss %.7f (torch %.7f)\n", loss[3], ref->data[3]);
-    for (int k = 0; k < 4; k++) CHECK(fabs(loss[k] - ref->data[k]) <= 1e-4 * fabs(ref->data[3]));
-    int grads = 0;
-    double worst = 0;
-    for (int i = 0; i < fx.n; i++) {
-        if (strncmp(fx.r[i].name, "grad/", 5)) continue;
-        int t = yp_exec_find_param(&a, fx.r[i].name + 5);
-        CHECK(t >= 0);
-        if (t < 0) continue;
-        const float *g = yp_exec_tensor(&a, a.train.s->tensors[t].grad);
-        double e = fx_rel_err(g, fx.r[i].data, fx.r[i].numel);
-        if (!strcmp(fx.r[i].name, "grad/model.1.tr.0.ma.in_proj.k.bias")) {
-            /* k's bias adds q_i . b_k to every score of row i: softmax does not see it, so its
-             * gradient is 0 and both sides hold rounding noise (torch's ~5e-11) */
-            double m = 0;
-            for (int64_t j = 0; j < fx.r[i].numel; j++) m = fabs(g[j]) > m ? fabs(g[j]) : m;
-            e = m <= 1e-8 ? 0 : 1;
-        }
-        if (e > 1e-3) fprintf(stderr, "  grad %s: rel err %.2e\n", fx.r[i].name + 5, e);
-        worst = e > worst ? e : worst, grads++;
-    }
-    printf("  %d gradients, worst rel err %.2e\n", grads, worst);
+    /* k's bias adds q_i . b_k to every score of row i: softmax does not see it, so its gradient is
+     * 0 and both sides hold rounding noise (torch's ~5e-11) */
+    int grads = yp_test_step_vs_fixture(&a, &fx, "model.1.tr.0.ma.in_proj.k.bias", 1e-3, &worst);
     CHECK_EQ_I64(grads, 20); /* 3 of layer 0's conv and BN, 15 of the block (in_proj as 3 + 3), Detect's 2 */
     CHECK(worst <= 1e-3);
     for (int pol = 0; pol < YP_SAVE_COUNT; pol++) { /* P kept or computed again: the same gradients */
