@@ -130,6 +130,7 @@ static void build(bld *b) {
     for (int i = 0; i < g->n_nodes; i++) sb_make_params(b, i);
     sb_make_param_state(b);
     if (b->oom) return;
+    b->s->n_state = b->s->n_tensors;
     for (int i = 0; i < g->n_nodes && !b->oom; i++) sb_forward_node(b, i);
     sb_loss_step(b);
     if (o->eval) {
@@ -142,6 +143,11 @@ static void build(bld *b) {
     }
     if (!b->oom) sb_compute_lives(b);
     if (!b->oom && o->fusions) sb_fuse(b);
+    for (int t = b->s->n_state; t < b->s->n_tensors && !b->oom; t++) { /* n_state's promise */
+        yp_kind k = b->s->tensors[t].kind;
+        YP_ASSERT(k != YP_KIND_WEIGHT && k != YP_KIND_GRAD && k != YP_KIND_OPTSTATE && k != YP_KIND_EMA &&
+                  k != YP_KIND_LOWP);
+    }
 }
 
 yp_schedule *yp_schedule_build(const yp_graph *g, const yp_sched_opts *opts, yp_err *err) {

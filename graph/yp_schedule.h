@@ -314,6 +314,11 @@ typedef struct {
     yp_sched_opts opts;
     int images_t, targets_t; /* the input tensors: the image batch and the label rows */
     int n_tensors, n_steps, n_refs;
+    int n_state;             /* tensors [0, n_state): the inputs, the parameters and their state
+                              * (gradients, optimizer, EMA, low-precision copies), the same indices
+                              * at every batch and image size of one graph and set of options; the
+                              * activations after them may differ (PyTorch's input copies exist at
+                              * batch > 1 only) */
     yp_tensor *tensors;
     yp_step *steps;
     int *refs;

@@ -12,15 +12,15 @@ yp_torch_probe_opts yp_torch_probe_opts_default(yp_torch_prior prior) {
 }
 
 /* What train.py holds when AutoBatch starts (yp_torch_prior); the blocks go to m[0..2]. */
-static int prior_state(const yp_graph *g, const yp_schedule *s, int64_t img, yp_torch_prior prior, yp_torch_alloc *a,
-                       ytr_model m[3], yp_err *err) {
+static int prior_state(const yp_graph *g, const yp_schedule *s, yp_torch_prior prior, yp_torch_alloc *a, ytr_model m[3],
+                       yp_err *err) {
     if (prior == YP_TORCH_PRIOR_NONE) return 0;
     int rc = ytr_model_alloc(s, a, 0, &m[0], err);
     if (!rc && prior == YP_TORCH_PRIOR_V6) {
         rc = ytr_model_alloc(s, a, 1, &m[1], err);         /* torch.load(map_location=device): fp16 */
         if (!rc) rc = ytr_model_convert(s, a, 0, &m[1], err); /* ckpt['model'].float() */
     }
-    if (!rc && prior == YP_TORCH_PRIOR_HEAD) rc = ytr_check_amp(g, img, a, err);
+    if (!rc && prior == YP_TORCH_PRIOR_HEAD) rc = ytr_check_amp(g, a, err);
     if (!rc) rc = ytr_model_alloc(s, a, 0, &m[2], err); /* AutoBatch's deepcopy(model) */
     return rc;
 }
@@ -77,7 +77,7 @@ int yp_torch_autobatch_probe(const yp_graph *g, int64_t img, yp_dtype act, const
     ytr_model m[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
     yp_schedule *s = ytr_schedule(g, batches[0], img, img, act, 0, err);
     int rc = s ? yp_torch_state_init(&st, s, err) : -1;
-    if (!rc) rc = prior_state(g, s, img, po->prior, a, m, err);
+    if (!rc) rc = prior_state(g, s, po->prior, a, m, err);
     if (rc > 0) rc = yp_err_set(err, "AutoBatch probe: the model itself does not fit in the card's memory");
     if (!rc && start) {
         yp_torch_alloc_stats ast = yp_torch_alloc_stats_get(a);
@@ -89,7 +89,7 @@ int yp_torch_autobatch_probe(const yp_graph *g, int64_t img, yp_dtype act, const
             yp_schedule_free(s);
             s = ytr_schedule(g, batches[i], img, img, act, 0, err);
             if (!s) rc = -1;
-            else if (s->n_tensors != st.n) rc = yp_err_set(err, "AutoBatch probe: parameters differ between batches");
+            else if (s->n_state != st.n) rc = yp_err_set(err, "AutoBatch probe: parameters differ between batches");
         }
         if (!rc) rc = probe_batch(s, po, a, &st, &rows[i], err);
     }

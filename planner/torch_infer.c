@@ -91,13 +91,15 @@ int yp_torch_replay_infer(const yp_schedule *s, yp_torch_alloc *a, const yp_torc
     return ytr_pass_teardown(&p, rc);
 }
 
-/* check_amp: AutoShape's batch-1 inference of a 640x480 image (img x 3/4 img), in fp32, then
- * under autocast (its cached copies go when the context exits). */
-int ytr_check_amp(const yp_graph *g, int64_t img, yp_torch_alloc *a, yp_err *err) {
-    int64_t h = (img * 3 / 4 + 31) / 32 * 32;
-    yp_schedule *f32 = ytr_schedule(g, 1, h, img, YP_DTYPE_F32, 0, err), *f16 = NULL;
+/* check_amp: AutoShape's batch-1 inference of data/images/bus.jpg (1080 x 810) at its default
+ * size=640 whatever --img is: 640 x 480, each side rounded up to a multiple of the model's largest
+ * stride (make_divisible), in fp32, then under autocast (its cached copies go when the context
+ * exits). The image's orientation does not change the bytes, so it is planned as w x h. */
+int ytr_check_amp(const yp_graph *g, yp_torch_alloc *a, yp_err *err) {
+    const int64_t gs = yp_graph_max_stride(g), w = (640 + gs - 1) / gs * gs, h = (480 + gs - 1) / gs * gs;
+    yp_schedule *f32 = ytr_schedule(g, 1, h, w, YP_DTYPE_F32, 0, err), *f16 = NULL;
     if (!f32) return -1;
-    f16 = ytr_schedule(g, 1, h, img, YP_DTYPE_F16, 0, err);
+    f16 = ytr_schedule(g, 1, h, w, YP_DTYPE_F16, 0, err);
     yp_torch_state s32 = {0}, s16 = {0};
     int rc = f16 ? 0 : -1, dec = -1;
     if (!rc) rc = yp_torch_state_init(&s32, f32, err);

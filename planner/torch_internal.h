@@ -19,8 +19,9 @@ int ytr_model_convert(const yp_schedule *s, yp_torch_alloc *a, int to_half, ytr_
 /* Frees the model's blocks (and its arrays). */
 int ytr_model_drop(ytr_model *m, yp_torch_alloc *a, yp_err *err);
 
-/* check_amp's two batch-1 inferences of a 640x480 image (fp32, then under autocast). */
-int ytr_check_amp(const yp_graph *g, int64_t img, yp_torch_alloc *a, yp_err *err);
+/* check_amp's two batch-1 inferences of bus.jpg at AutoShape's size 640 (640x480 rounded to the
+ * largest stride; fp32, then under autocast), whatever --img is. */
+int ytr_check_amp(const yp_graph *g, yp_torch_alloc *a, yp_err *err);
 
 /* A training schedule of the pytorch policy at batch b, h x w, activations act, no EMA. */
 yp_schedule *ytr_schedule(const yp_graph *g, int64_t b, int64_t h, int64_t w, yp_dtype act, int freeze,

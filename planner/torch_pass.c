@@ -10,7 +10,7 @@
 
 int yp_torch_state_init(yp_torch_state *st, const yp_schedule *s, yp_err *err) {
     memset(st, 0, sizeof *st);
-    st->n = s->n_tensors;
+    st->n = s->n_state; /* gradients and copies are state tensors */
     st->grads = malloc((size_t)st->n * sizeof(int));
     st->copies = malloc((size_t)st->n * sizeof(int));
     if (!st->grads || !st->copies) {
@@ -46,9 +46,9 @@ int yp_torch_state_drop(yp_torch_state *st, yp_torch_alloc *a, yp_err *err) {
     return drop_outputs(st, a, err);
 }
 
-/* The state must serve s: same tensor count, its gradients and copies where s has them. */
+/* The state must serve s: same state tensors, its gradients and copies where s has them. */
 static int state_fits(const yp_torch_state *st, const yp_schedule *s) {
-    if (st->n != s->n_tensors) return 0;
+    if (st->n != s->n_state) return 0;
     for (int t = 0; t < st->n; t++) {
         yp_kind k = s->tensors[t].kind;
         if ((st->grads[t] >= 0 && k != YP_KIND_GRAD) || (st->copies[t] >= 0 && k != YP_KIND_LOWP)) return 0;

@@ -90,7 +90,7 @@ static int optimizer_step(trainer *c) {
 
 /* zero_grad(set_to_none=True), then ema.update(model): v *= d; v += (1 - d) * model_v. */
 static int after_step(trainer *c) {
-    for (int t = 0; t < c->s->n_tensors; t++)
+    for (int t = 0; t < c->st.n; t++)
         if (ytr_release(c->a, &c->st.grads[t], c->err)) return -1;
     for (int t = 0; t < c->s->n_tensors; t++) {
         if (c->ema.h[t] < 0) continue;
@@ -238,7 +238,7 @@ static int run(trainer *c) {
     yp_torch_at at = YP_TORCH_AT_SETUP;
     /* setup */
     if ((rc = ytr_model_alloc(c->s, c->a, 0, &c->model, c->err))) goto out;
-    if (o->amp && (rc = ytr_check_amp(c->g, o->img, c->a, c->err))) goto out;
+    if (o->amp && (rc = ytr_check_amp(c->g, c->a, c->err))) goto out;
     if ((rc = ytr_model_alloc(c->s, c->a, 0, &c->ema, c->err))) goto out;
     if ((rc = ytr_model_convert(c->s, c->a, 1, &c->model, c->err)) ||
         (rc = ytr_model_convert(c->s, c->a, 0, &c->model, c->err)))

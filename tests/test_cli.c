@@ -571,10 +571,20 @@ static void test_torch_target(void) {
         const cJSON *r = cJSON_GetArrayItem(rows, i);
         CHECK_EQ_I64((long long)cJSON_GetObjectItem(r, "batch")->valuedouble, 1LL << i);
         double gb = cJSON_GetObjectItem(r, "reserved_gb")->valuedouble;
-        CHECK(gb > prev);
+        /* batch 1's reading still holds check_amp's cached blocks (its inference at AutoShape's
+         * 640, twice --img here: nothing empties the cache before the probe); from batch 2 on the
+         * probe's own */
+        CHECK(gb > 0 && (i < 2 || gb > prev));
         prev = gb;
     }
     cJSON_Delete(j);
+    /* models whose schedules differ between batches beyond their state (a TransformerBlock's input
+     * copies exist at batch > 1 only), and a stride-64 model, whose check_amp image is 640 x 512 */
+    CHECK_EQ_I64(run("--gpu 8GB --target pytorch --model %s/zoo/hub/yolov5s-transformer.yaml --img 320 --batch 4",
+                     YP_TEST_DATA), 0);
+    CHECK_STR_HAS(out, "FITS");
+    CHECK_EQ_I64(run("--gpu 8GB --target pytorch --model %s/zoo/hub/yolov5n6.yaml --img 320 --batch 4", YP_TEST_DATA), 0);
+    CHECK_STR_HAS(out, "FITS");
     CHECK_EQ_I64(run("--gpu t4 --profile autobatch --model yolov5n --img 320"), 0);
     CHECK_STR_HAS(out, "AutoBatch: Using batch-size ");
     static const char *bad[][2] = {
