@@ -1,32 +1,36 @@
 #!/usr/bin/python3
-"""make_contract_fixture.py - writes the PyTorch references of tests/test_contract_ops.c for the
-network of tests/data/ir/contract_expand.json (the import of
-tests/data/yaml/good/contract_expand.yaml: Focus, Contract(2), a Conv, an Expand(2) of the
-Contract's output, a stride-2 Conv, Contract(3), Expand(3), Concat, a stride-2 Conv, one Detect
-level).
+"""make_ir_fixture.py - writes the PyTorch references of tests/test_ir_steps.c, small IR
+networks, each built from its IR file node by node:
+  - tests/data/ir/contract_expand.json (the import of
+    tests/data/yaml/good/contract_expand.yaml: Focus, Contract(2), a Conv, an Expand(2) of the
+    Contract's output, a stride-2 Conv, Contract(3), Expand(3), Concat, a stride-2 Conv, one
+    Detect level);
+  - tests/data/ir/cross.json (the import of
+    tests/data/yaml/good/cross.yaml: a Conv, a C3x, a strided and grouped CrossConv, one Detect
+    level: 1x3 and 3x1 convs, strided on one axis each).
 
-The network is built from the IR file node by node: space_to_depth is Focus's cat of the four
-strided slices, contract and expand are the forward code of YOLOv5's Contract and Expand
-(models/common.py: view, permute, contiguous, view), conv2d / batchnorm2d / silu / concat are
-nn.Conv2d, nn.BatchNorm2d (eps and momentum from the IR), nn.SiLU and torch.cat, detect is
-bench/reference/yolov5.py's Detect. Every parameter is named as the IR names it (<node>.weight,
-<node>.bias, Detect's <node>.m.<level>.weight / .bias).
+space_to_depth is Focus's cat of the four strided slices, contract and expand are the forward
+code of YOLOv5's Contract and Expand (models/common.py: view, permute, contiguous, view),
+conv2d / batchnorm2d / silu / add / concat are nn.Conv2d (per-axis kernel, stride and padding
+as the IR gives them), nn.BatchNorm2d (eps and momentum from the IR), nn.SiLU, + and torch.cat,
+detect is bench/reference/yolov5.py's Detect. Every parameter is named as the IR names it
+(<node>.weight, <node>.bias, Detect's <node>.m.<level>.weight / .bias).
 
-tests/data/contract_saved.json: the bytes autograd saves for backward in one training forward, at
-three (batch, size) pairs, counted as bench/reference/saved_bytes.py counts (every save through
-torch.autograd.graph.saved_tensors_hooks' pack hook; saves of parameters and buffers left out;
-the rest deduplicated by storage, each referenced byte once; the image counts). Contract and
-Expand save nothing (view, permute and contiguous keep no tensor for backward), nor do Focus's
-slices and cat.
+For each network, tests/data/<name>_saved.json: the bytes autograd saves for backward in one
+training forward, at three (batch, size) pairs, counted as bench/reference/saved_bytes.py counts
+(every save through torch.autograd.graph.saved_tensors_hooks' pack hook; saves of parameters and
+buffers left out; the rest deduplicated by storage, each referenced byte once; the image
+counts). Contract and Expand save nothing (view, permute and contiguous keep no tensor for
+backward), nor do Focus's slices and cat.
 
-tests/data/step/contract.bin: one training step (batch 2, 48x48, a few labels, BN in training
-mode; bench/reference/loss.py's loss with train.py's gains for nc 1, one level, 48 px) in
-tests/step_fixture.h's records (make_step_fixture.py's writer): the initial weights and BN running
-statistics ("init/<name>"), the images (NHWC), the targets, the loss ("loss/1": lbox, lobj, lcls,
-total) and every parameter's gradient ("grad/<name>").
+And tests/data/step/<name>.bin: one training step (batch 2, a few labels, BN in training mode;
+bench/reference/loss.py's loss with train.py's gains for nc 1, one level, the step's size) in
+tests/step_fixture.h's records (make_step_fixture.py's writer): the initial weights and BN
+running statistics ("init/<name>"), the images (NHWC), the targets, the loss ("loss/1": lbox,
+lobj, lcls, total) and every parameter's gradient ("grad/<name>").
 
-    /usr/bin/python3 tests/ref/make_contract_fixture.py
-Deterministic (torch.manual_seed(0)).
+    /usr/bin/python3 tests/ref/make_ir_fixture.py
+Deterministic (torch.manual_seed(0) before each network).
 """
 import json
 import os
@@ -44,11 +48,13 @@ import yolov5  # noqa: E402  (Detect)
 sys.path.insert(0, HERE)
 from make_step_fixture import record  # noqa: E402
 
-IR = os.path.join(HERE, "..", "data", "ir", "contract_expand.json")
-OUT = os.path.join(HERE, "..", "data", "contract_saved.json")
-STEP = os.path.join(HERE, "..", "data", "step", "contract.bin")
-SIZES = [(1, 48), (1, 96), (2, 48)]  # (batch, image side); the IR's sizes are multiples of 24
-STEP_BATCH, STEP_SIDE = 2, 48
+DATA = os.path.join(HERE, "..", "data")
+STEP_BATCH = 2
+# name: the IR, the saved-bytes sizes (batch, image side), the step's image side
+CASES = [
+    ("contract", "contract_expand.json", [(1, 48), (1, 96), (2, 48)], 48),  # sizes: multiples of 24
+    ("cross", "cross.json", [(1, 32), (1, 64), (2, 32)], 32),
+]
 
 
 class Contract(nn.Module):  # models/common.py
@@ -82,6 +88,11 @@ class Focus(nn.Module):  # models/common.py's Focus without its conv (the IR's n
         return torch.cat((x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]), 1)
 
 
+class Add(nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+
 class Cat(nn.Module):
     def forward(self, *xs):
         return torch.cat(xs, 1)
@@ -98,6 +109,8 @@ def module_of(ir, node):
         return nn.SiLU()
     if op == "concat":
         return Cat()
+    if op == "add":
+        return Add()
     if op == "space_to_depth":
         return Focus()
     if op == "contract":
@@ -106,7 +119,7 @@ def module_of(ir, node):
         return Expand(a["gain"])
     if op == "detect":
         return yolov5.Detect(nc=a["nc"], anchors=ir["anchors"], ch=a["c_in"], strides=ir["strides"])
-    raise SystemExit("make_contract_fixture: op %s not handled" % op)
+    raise SystemExit("make_ir_fixture: op %s not handled" % op)
 
 
 class Net(nn.Module):
@@ -122,7 +135,7 @@ class Net(nn.Module):
             if n["op"] == "detect":
                 return m(xs)
             vals.append(m(*xs))
-        raise SystemExit("make_contract_fixture: no detect node")
+        raise SystemExit("make_ir_fixture: no detect node")
 
     def ir_named(self, which):
         """(IR name, tensor) of every parameter (which="param"), its gradient ("grad"), or BN's
@@ -144,16 +157,16 @@ def model(ir):
     return Net(ir).train()
 
 
-def step_fixture(ir):
+def step_fixture(ir, path, side):
     net = model(ir)
-    images = torch.rand(STEP_BATCH, ir["input"]["channels"], STEP_SIDE, STEP_SIDE)
+    images = torch.rand(STEP_BATCH, ir["input"]["channels"], side, side)
     targets = torch.tensor([[0, 0, 0.50, 0.45, 0.30, 0.35], [0, 0, 0.20, 0.75, 0.25, 0.20],
                             [1, 0, 0.70, 0.30, 0.40, 0.45], [1, 0, 0.35, 0.60, 0.20, 0.30]])
     nl = len(ir["strides"])
     anchors = [[row[i:i + 2] for i in range(0, len(row), 2)] for row in ir["anchors"]]
-    gains = yloss.scaled_gains(yloss.SCRATCH_LOW, ir["nc"], nl, STEP_SIDE)
+    gains = yloss.scaled_gains(yloss.SCRATCH_LOW, ir["nc"], nl, side)
     compute = yloss.YoloLoss(ir["nc"], anchors, ir["strides"], gains)
-    with open(STEP, "wb") as f:
+    with open(path, "wb") as f:
         for name, t in net.ir_named("param") + net.ir_named("running"):
             record(f, "init/" + name, t.numpy())
         record(f, "images", images.permute(0, 2, 3, 1).numpy())
@@ -168,20 +181,21 @@ def step_fixture(ir):
 
 def main():
     torch.set_num_threads(1)
-    with open(IR) as f:
-        ir = json.load(f)
-    step_fixture(ir)
-    net = model(ir)
-    rows = {}
-    for batch, side in SIZES:
-        x = torch.randn(batch, ir["input"]["channels"], side, side)
-        rows["%dx%d" % (batch, side)] = saved_bytes.saved_activation_bytes(net, x)
-    doc = {"format": "yoloplan-contract-saved", "torch": torch.__version__, "dtype": "fp32",
-           "ir": "ir/contract_expand.json", "saved_bytes": rows}
-    with open(OUT, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.write("\n")
-    print("make_contract_fixture: %s" % rows, file=sys.stderr)
+    for name, ir_file, sizes, side in CASES:
+        with open(os.path.join(DATA, "ir", ir_file)) as f:
+            ir = json.load(f)
+        step_fixture(ir, os.path.join(DATA, "step", name + ".bin"), side)
+        net = model(ir)
+        rows = {}
+        for batch, s in sizes:
+            x = torch.randn(batch, ir["input"]["channels"], s, s)
+            rows["%dx%d" % (batch, s)] = saved_bytes.saved_activation_bytes(net, x)
+        doc = {"format": "yoloplan-%s-saved" % name, "torch": torch.__version__, "dtype": "fp32",
+               "ir": "ir/" + ir_file, "saved_bytes": rows}
+        with open(os.path.join(DATA, name + "_saved.json"), "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print("make_ir_fixture: %s: %s" % (name, rows), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
-/* test_contract_ops.c - YOLOv5's Contract and Expand end to end on the network of
- * tests/data/ir/contract_expand.json (the import of tests/data/yaml/good/contract_expand.yaml:
- * Focus, Contract(2), a Conv, an Expand(2) of the Contract's output, a stride-2 Conv, Contract(3),
- * Expand(3), Concat, a stride-2 Conv, Detect), against PyTorch 1.13 running the modules' own code
- * (tests/ref/make_contract_fixture.py):
+/* test_ir_steps.c - small IR networks end to end against PyTorch 1.13 running the modules' own
+ * code (tests/ref/make_ir_fixture.py):
+ *   - tests/data/ir/contract_expand.json (the import of tests/data/yaml/good/contract_expand.yaml:
+ *     Focus, Contract(2), a Conv, an Expand(2) of the Contract's output, a stride-2 Conv,
+ *     Contract(3), Expand(3), Concat, a stride-2 Conv, Detect): YOLOv5's Contract and Expand;
+ *   - tests/data/ir/cross.json (the import of tests/data/yaml/good/cross.yaml: a Conv, a C3x, a
+ *     CrossConv strided on each axis in turn and grouped, Detect): the non-square convs.
+ * For each:
  *   - under the `pytorch` policy the bytes saved for backward equal saved_tensors_hooks' count
- *     (tests/data/contract_saved.json) exactly, at two sizes and two batches: Contract and Expand
- *     save nothing (their backward steps read the output gradient only), as view, permute and
- *     contiguous keep nothing;
- *   - one CPU training step (batch 2, 48x48) gives PyTorch's loss and every parameter gradient
- *     (tests/data/step/contract.bin): the gradient reaches the first conv through both Expands and
- *     Contracts, and the Contract(2)'s output gradient is the sum of its two consumers'
- *     (a Conv and the Expand, one writing and one adding);
+ *     (tests/data/<name>_saved.json) exactly, at two sizes and two batches (Contract and Expand
+ *     save nothing: their backward steps read the output gradient only, as view, permute and
+ *     contiguous keep nothing);
+ *   - one CPU training step (batch 2) gives PyTorch's loss and every parameter gradient
+ *     (tests/data/step/<name>.bin): through both Expands and Contracts, the Contract(2)'s output
+ *     gradient the sum of its two consumers' (a Conv and the Expand, one writing and one adding);
+ *     through the 1x3 and 3x1 convs, which the executor describes to the kernels axis by axis;
  *   - every saving policy, and checkpointing every layer, gives the same gradients, with guard
  *     canaries around every tensor (the executor checks them after each step), so no step writes
  *     outside its tensors and the recompute steps run the same rows. */
@@ -28,8 +31,22 @@
 #include "yp_test_sched.h"
 
 #define BATCH 2
-#define SIDE 48
 
+/* One network: its files, the step's image side and the gradients its step has. */
+typedef struct {
+    const char *ir, *saved, *step;
+    int64_t side;
+    int grads;
+} network;
+
+static const network contract = {YP_TEST_DATA "/ir/contract_expand.json", YP_TEST_DATA "/contract_saved.json",
+                                 YP_TEST_DATA "/step/contract.bin", 48,
+                                 4 * 3 + 2}; /* four Convs' weight, BN gamma and beta; Detect's two */
+static const network cross = {YP_TEST_DATA "/ir/cross.json", YP_TEST_DATA "/cross_saved.json",
+                              YP_TEST_DATA "/step/cross.bin", 32,
+                              8 * 3 + 2}; /* eight Convs (C3x's five, CrossConv's two, the stem) */
+
+static const network *net; /* the one the tests run on (main loads it) */
 static yp_graph *graph;
 
 static yp_schedule *schedule(int64_t batch, int64_t side, yp_save_policy pol) {
@@ -42,7 +59,7 @@ static yp_schedule *schedule(int64_t batch, int64_t side, yp_save_policy pol) {
 }
 
 static void test_saved_bytes_equal_pytorch(void) {
-    cJSON *fx = yp_test_json_file(YP_TEST_DATA "/contract_saved.json");
+    cJSON *fx = yp_test_json_file(net->saved);
     REQUIRE(fx != NULL);
     const cJSON *rows = cJSON_GetObjectItem(fx, "saved_bytes");
     int compared = 0;
@@ -65,7 +82,7 @@ static void test_saved_bytes_equal_pytorch(void) {
 /* Under `pytorch`, which keeps everything a backward reads: each Contract's and Expand's backward
  * reads its output gradient and nothing else, and writes its input's gradient. */
 static void test_backward_reads_only_the_gradient(void) {
-    yp_schedule *s = schedule(1, SIDE, YP_SAVE_PYTORCH);
+    yp_schedule *s = schedule(1, net->side, YP_SAVE_PYTORCH);
     REQUIRE(s != NULL);
     int seen = 0;
     for (int v = 0; v < graph->n_nodes; v++) {
@@ -94,7 +111,7 @@ static yp_gpu gpu;
 static int make_exec(yp_plan *p, yp_exec *x, yp_save_policy pol, uint64_t ckpt) {
     yp_err err;
     yp_candidate c = yp_candidate_default();
-    c.batch = BATCH, c.img_w = c.img_h = SIDE, c.mosaic = 0, c.labels_per_image = 2, c.policy = pol;
+    c.batch = BATCH, c.img_w = c.img_h = net->side, c.mosaic = 0, c.labels_per_image = 2, c.policy = pol;
     c.ckpt_layers = ckpt;
     yp_exec_candidate_for(&c, cpu);
     if (yp_plan_build(graph, &c, &gpu, 0, 0, p, &err)) return fprintf(stderr, "plan: %s\n", err.msg), -1;
@@ -105,14 +122,14 @@ static int make_exec(yp_plan *p, yp_exec *x, yp_save_policy pol, uint64_t ckpt) 
 static void test_step_matches_pytorch(void) {
     const fx_record *img = fx_get(&fx, "images"), *tg = fx_get(&fx, "targets"), *ref = fx_get(&fx, "loss/1");
     REQUIRE(img && tg && ref);
-    REQUIRE(img->numel == BATCH * SIDE * SIDE * 3);
+    REQUIRE(img->numel == BATCH * net->side * net->side * 3);
     yp_plan base;
     yp_exec a;
     REQUIRE(make_exec(&base, &a, YP_SAVE_PYTORCH, 0) == 0);
     double loss[4], worst;
     yp_err err;
     int grads = yp_test_step_vs_fixture(&a, &fx, NULL, 1e-4, &worst);
-    CHECK_EQ_I64(grads, 4 * 3 + 2); /* four Convs' weight, BN gamma and beta; Detect's weight and bias */
+    CHECK_EQ_I64(grads, net->grads);
     CHECK(worst <= 1e-4);
     const struct { yp_save_policy p; uint64_t ckpt; } other[] = {
         {YP_SAVE_YOLOPLAN, 0}, {YP_SAVE_CONCAT, 0}, {YP_SAVE_YOLOPLAN, 0x1ff}};
@@ -121,10 +138,13 @@ static void test_step_matches_pytorch(void) {
         yp_exec b;
         REQUIRE(make_exec(&p, &b, other[o].p, other[o].ckpt) == 0);
         CHECK(yp_exec_micro_step(&b, img->data, tg->data, tg->numel / 6, loss, &err) == 0);
-        int recomputed = 0; /* checkpointed: Contract and Expand run again before their backward */
+        int recomputed = 0; /* checkpointed: Contract and Expand, or the non-square convs, run again */
         for (int i = 0; i < b.train.s->n_steps; i++) {
             const yp_step *st = &b.train.s->steps[i];
-            recomputed += st->phase == YP_PHASE_RECOMPUTE && (st->op == YP_OP_CONTRACT || st->op == YP_OP_EXPAND);
+            const int of_interest = net == &contract ? st->op == YP_OP_CONTRACT || st->op == YP_OP_EXPAND
+                                                     : st->op == YP_OP_CONV2D && b.train.s->g->nodes[st->node].a.conv.kh !=
+                                                                                     b.train.s->g->nodes[st->node].a.conv.kw;
+            recomputed += st->phase == YP_PHASE_RECOMPUTE && of_interest;
         }
         if (other[o].ckpt) CHECK(recomputed > 0);
         double diff = 0;
@@ -143,18 +163,33 @@ static void test_step_matches_pytorch(void) {
     yp_exec_free(&a), yp_plan_free(&base);
 }
 
+/* Loads network n for the tests: its graph and step fixture. 0, or -1 after a message. */
+static int use(const network *n) {
+    yp_err err;
+    if (graph) yp_graph_free(graph), fx_free(&fx);
+    net = n, graph = yp_ir_load_file(n->ir, &err);
+    if (!graph) return fprintf(stderr, "setup: %s\n", err.msg), -1;
+    if (fx_load(n->step, &fx)) return fprintf(stderr, "setup: %s\n", n->step), -1;
+    return 0;
+}
+
+static void test_contract_saved_bytes(void) { test_saved_bytes_equal_pytorch(); }
+static void test_contract_step(void) { test_step_matches_pytorch(); }
+static void test_cross_saved_bytes(void) { test_saved_bytes_equal_pytorch(); }
+static void test_cross_step(void) { test_step_matches_pytorch(); }
+
 int main(void) {
     yp_err err;
     char why[256] = "";
-    graph = yp_ir_load_file(YP_TEST_DATA "/ir/contract_expand.json", &err);
     cpu = yp_backend_cpu_new(NULL, why, sizeof why);
-    if (!graph || !cpu || yp_gpu_parse("8GB", &gpu, &err) || fx_load(YP_TEST_DATA "/step/contract.bin", &fx)) {
-        fprintf(stderr, "setup: %s%s\n", graph ? "" : err.msg, why);
-        return 1;
-    }
-    YP_RUN(test_saved_bytes_equal_pytorch);
+    if (!cpu || yp_gpu_parse("8GB", &gpu, &err)) return fprintf(stderr, "setup: %s\n", why), 1;
+    if (use(&contract)) return 1;
+    YP_RUN(test_contract_saved_bytes);
     YP_RUN(test_backward_reads_only_the_gradient);
-    YP_RUN(test_step_matches_pytorch);
+    YP_RUN(test_contract_step);
+    if (use(&cross)) return 1;
+    YP_RUN(test_cross_saved_bytes);
+    YP_RUN(test_cross_step);
     fx_free(&fx);
     yp_backend_free(cpu);
     yp_graph_free(graph);
