@@ -50,12 +50,7 @@ static const network *net; /* the one the tests run on (main loads it) */
 static yp_graph *graph;
 
 static yp_schedule *schedule(int64_t batch, int64_t side, yp_save_policy pol) {
-    yp_err err;
-    yp_sched_opts o = yp_sched_opts_default(batch, side, side);
-    o.policy = pol;
-    yp_schedule *s = yp_schedule_build(graph, &o, &err);
-    if (!s) fprintf(stderr, "schedule: %s\n", err.msg);
-    return s;
+    return yp_test_schedule(graph, batch, side, pol);
 }
 
 static void test_saved_bytes_equal_pytorch(void) {

@@ -22,6 +22,7 @@
 #include "yp_ir.h"
 #include "yp_test.h"
 #include "yp_test_fs.h"
+#include "yp_test_sched.h"
 #include "yp_yaml.h"
 
 #include <cjson/cJSON.h>
@@ -29,12 +30,7 @@
 static yp_graph *graph;
 
 static yp_schedule *schedule(int64_t batch, int64_t side, yp_save_policy pol) {
-    yp_err err;
-    yp_sched_opts o = yp_sched_opts_default(batch, side, side);
-    o.policy = pol;
-    yp_schedule *s = yp_schedule_build(graph, &o, &err);
-    if (!s) fprintf(stderr, "schedule: %s\n", err.msg);
-    return s;
+    return yp_test_schedule(graph, batch, side, pol);
 }
 
 /* The input copies the pytorch policy plans (torch_input_copy convs at batch > 1), saved ones. */
