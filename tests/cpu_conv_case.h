@@ -1,11 +1,20 @@
 /* cpu_conv_case.h - one conv fixture case checked end to end on the CPU backend, shared by
  * test_cpu_conv (groups 1), test_cpu_conv_groups (grouped, depthwise) and test_cpu_conv_cross
  * (non-square): include after cpu_ops_fixture.h, whose fixture file the case names come from.
- * Defines: weight_count, conv_fixture_case. */
+ * Defines: conv_desc_hw, weight_count, conv_fixture_case. */
 #ifndef YP_CPU_CONV_CASE_H
 #define YP_CPU_CONV_CASE_H
 
 #include "cpu_ops_fixture.h"
+
+/* An ungrouped conv of kernel kh x kw, stride sh x sw, padding ph x pw, its output's extents
+ * following from them. */
+static inline yp_conv_desc conv_desc_hw(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int kh, int kw,
+                                        int sh, int sw, int ph, int pw) {
+    yp_conv_desc d = {.in = {n, h, w, cin}, .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw, .groups = 1};
+    d.out = (yp_dims){n, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1, cout};
+    return d;
+}
 
 /* PyTorch's (c_out, c_in / groups, kh, kw) weight. */
 static inline int64_t weight_count(const yp_conv_desc *d) {

@@ -7,13 +7,6 @@
 
 /* ---- conv ---- */
 
-/* A conv of kernel kh x kw, stride sh x sw, padding ph x pw (CrossConv's 1x3 and 3x1). */
-static yp_conv_desc conv_desc_hw(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int kh, int kw, int sh,
-                                 int sw, int ph, int pw) {
-    yp_conv_desc d = {.in = {n, h, w, cin}, .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw, .groups = 1};
-    d.out = (yp_dims){n, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1, cout};
-    return d;
-}
 static yp_conv_desc conv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int k, int s, int p) {
     return conv_desc_hw(n, cin, h, w, cout, k, k, s, s, p, p);
 }

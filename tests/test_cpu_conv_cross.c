@@ -10,10 +10,8 @@
 
 static yp_conv_desc cross_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int kh, int kw, int sh,
                                int sw, int groups) {
-    const int ph = kh / 2, pw = kw / 2; /* YOLOv5's autopad of a list */
-    yp_conv_desc d = {.in = {n, h, w, cin}, .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw,
-                      .groups = groups};
-    d.out = (yp_dims){n, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1, cout};
+    yp_conv_desc d = conv_desc_hw(n, cin, h, w, cout, kh, kw, sh, sw, kh / 2, kw / 2); /* YOLOv5's autopad of a list */
+    d.groups = groups;
     return d;
 }
 

@@ -10,8 +10,8 @@
 
 static yp_conv_desc gconv_desc(int64_t n, int64_t cin, int64_t h, int64_t w, int64_t cout, int k, int s, int p,
                                int groups) {
-    yp_conv_desc d = {.in = {n, h, w, cin}, .kh = k, .kw = k, .sh = s, .sw = s, .ph = p, .pw = p, .groups = groups};
-    d.out = (yp_dims){n, (h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1, cout};
+    yp_conv_desc d = conv_desc_hw(n, cin, h, w, cout, k, k, s, s, p, p);
+    d.groups = groups;
     return d;
 }
 

@@ -149,13 +149,7 @@ static void test_torch_saved_fp32_and_refusal(void) {
  * saved_tensors_hooks measured (tests/data/pytorch_saved_dw.json, from
  * tests/ref/make_group_saved_fixture.py), exactly, at each size. */
 static void test_grouped_saved_bytes_equal_pytorch(void) {
-    FILE *f = fopen(YP_TEST_DATA "/pytorch_saved_dw.json", "rb");
-    REQUIRE(f != NULL);
-    char buf[2048];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    cJSON *fx = cJSON_Parse(buf);
+    cJSON *fx = yp_test_json_file(YP_TEST_DATA "/pytorch_saved_dw.json");
     REQUIRE(fx != NULL);
     yp_err err;
     yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny_dw.json", &err);

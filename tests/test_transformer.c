@@ -21,6 +21,7 @@
 #include "yp_executor_internal.h"
 #include "yp_ir.h"
 #include "yp_test.h"
+#include "yp_test_json.h"
 #include "yp_test_fs.h"
 #include "yp_test_sched.h"
 #include "yp_yaml.h"
@@ -42,13 +43,8 @@ static int input_copies(const yp_schedule *s) {
 }
 
 static void test_saved_bytes_equal_pytorch(void) {
-    FILE *f = fopen(YP_TEST_DATA "/transformer_saved.json", "rb");
-    REQUIRE(f != NULL);
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    cJSON *fx = cJSON_Parse(buf);
+    cJSON *fx = yp_test_json_file(YP_TEST_DATA "/transformer_saved.json");
+    REQUIRE(fx != NULL);
     const cJSON *rows = cJSON_GetObjectItem(fx, "saved_bytes");
     REQUIRE(rows != NULL);
     int compared = 0, batch1 = 0;
