@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "yp_checkpoint.h"
-#include "yp_half.h"
+#include "yp_elem_math.h"
 #include "yp_plan_io.h"
 
 #define NAME_MAX_LEN 160
@@ -338,9 +338,7 @@ static void to_f32(yp_st_dtype d, const void *raw, float *out, int64_t n) {
         for (int64_t i = n - 1; i >= 0; i--) {
             uint16_t h;
             memcpy(&h, (const char *)raw + 2 * i, 2);
-            uint32_t bits = (uint32_t)h << 16;
-            if (d == YP_ST_F16) out[i] = yp_half_to_float(h);
-            else memcpy(&out[i], &bits, 4);
+            out[i] = d == YP_ST_F16 ? yp_f16_to_f32(h) : yp_bf16_to_f32(h);
         }
     } else if ((const void *)out != raw) {
         memcpy(out, raw, (size_t)n * 4);

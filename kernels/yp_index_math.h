@@ -8,12 +8,16 @@
  * without a GPU. Plain C11 and CUDA: `static inline`, and __host__ __device__ under nvcc.
  *
  * The backward ops are gathers that add in the CPU backend's order (dx scaled by beta first,
- * then the contributions in output raster order), so with beta 0 or 1 they give its bits. */
+ * then the contributions in output raster order), so with beta 0 or 1 they give its bits.
+ * The functions that read tensors are YP_ELEM_GENERIC (yp_elem_math.h): under CUDA C++ templates
+ * over the storage type (fp32, fp16, bf16; read through yp_ld, the sums in fp32), under C the
+ * fp32 functions the CPU runs. */
 #ifndef YP_INDEX_MATH_H
 #define YP_INDEX_MATH_H
 
 #include <stdint.h>
 
+#include "yp_elem_math.h"
 #include "yp_ops.h"
 
 #if defined(__CUDACC__)
@@ -24,8 +28,8 @@
 
 /* A gradient output's new value: v where beta is 0 (old is not read: it may be arena garbage),
  * else beta*old + v. */
-static inline YP_INDEX_HD float yp_acc(float beta, const float *old, float v) {
-    return beta == 0.0f ? v : beta * *old + v;
+YP_ELEM_GENERIC static inline YP_INDEX_HD float yp_acc(float beta, const yp_val *old, float v) {
+    return beta == 0.0f ? v : beta * yp_ld(old) + v;
 }
 
 /* Concat: element i of an input with c channels sits at this index of the output with ctot
@@ -47,18 +51,18 @@ static inline YP_INDEX_HD int64_t yp_upsample_source(yp_dims in, int64_t s, int6
 
 /* Its backward at input element e: beta*dx[e] + the gradients of its s*s copies, the first copy
  * first, then the others in (ty, tx) raster order. */
-static inline YP_INDEX_HD float yp_upsample_grad(const float *dy, const float *dx, yp_dims in, int64_t s, float beta,
-                                                 int64_t e) {
+YP_ELEM_GENERIC static inline YP_INDEX_HD float yp_upsample_grad(const yp_val *dy, const yp_val *dx, yp_dims in,
+                                                                 int64_t s, float beta, int64_t e) {
     const int64_t C = in.c, OW = in.w * s, OH = in.h * s;
     int64_t c = e % C, t = e / C;
     int64_t ix = t % in.w;
     t /= in.w;
     int64_t iy = t % in.h, i = t / in.h;
-    const float *first = dy + ((i * OH + iy * s) * OW + ix * s) * C + c;
-    float g = yp_acc(beta, dx + e, first[0]);
+    const yp_val *first = dy + ((i * OH + iy * s) * OW + ix * s) * C + c;
+    float g = yp_acc(beta, dx + e, yp_ld(first));
     for (int64_t ty = 0; ty < s; ty++)
         for (int64_t tx = ty == 0 ? 1 : 0; tx < s; tx++)
-            g += first[(ty * OW + tx) * C];
+            g += yp_ld(first + (ty * OW + tx) * C);
     return g;
 }
 
@@ -73,17 +77,17 @@ static inline YP_INDEX_HD void yp_pool_window(int64_t o, int k, int s, int p, in
 /* The maximum of pooling window (oy, ox) in channel c of one image (ximg, d.in's h, w, c) and,
  * in *arg, its pixel iy*w + ix. PyTorch's scan: kh outer, kw inner, a later element wins only
  * when strictly greater or NaN (ties go to the first maximum, NaN propagates). */
-static inline YP_INDEX_HD float yp_pool_max(const float *ximg, int64_t oy, int64_t ox, int64_t c, yp_pool_desc d,
-                                            int64_t *arg) {
+YP_ELEM_GENERIC static inline YP_INDEX_HD float yp_pool_max(const yp_val *ximg, int64_t oy, int64_t ox, int64_t c,
+                                                            yp_pool_desc d, int64_t *arg) {
     const int64_t C = d.in.c, W = d.in.w;
     int64_t y0, y1, x0, x1;
     yp_pool_window(oy, d.k, d.s, d.p, d.in.h, &y0, &y1);
     yp_pool_window(ox, d.k, d.s, d.p, W, &x0, &x1);
     int64_t best_at = y0 * W + x0;
-    float best = ximg[best_at * C + c];
+    float best = yp_ld(ximg + best_at * C + c);
     for (int64_t iy = y0; iy < y1; iy++)
         for (int64_t ix = iy == y0 ? x0 + 1 : x0; ix < x1; ix++) {
-            float v = ximg[(iy * W + ix) * C + c];
+            float v = yp_ld(ximg + (iy * W + ix) * C + c);
             if (v > best || v != v) {
                 best = v;
                 best_at = iy * W + ix;
@@ -94,7 +98,7 @@ static inline YP_INDEX_HD float yp_pool_max(const float *ximg, int64_t oy, int64
 }
 
 /* Max pooling's output element o. */
-static inline YP_INDEX_HD float yp_pool_forward_at(const float *x, yp_pool_desc d, int64_t o) {
+YP_ELEM_GENERIC static inline YP_INDEX_HD float yp_pool_forward_at(const yp_val *x, yp_pool_desc d, int64_t o) {
     const int64_t C = d.out.c, OW = d.out.w, OH = d.out.h;
     int64_t c = o % C, t = o / C;
     int64_t ox = t % OW;
@@ -107,8 +111,8 @@ static inline YP_INDEX_HD float yp_pool_forward_at(const float *x, yp_pool_desc 
 /* Its backward at input element e: beta*dx[e] (0 without reading for beta 0), plus dy of every
  * output window that covers e and whose maximum (recomputed from x) e is, in output raster
  * order, which is the order the CPU's scatter adds them in. */
-static inline YP_INDEX_HD float yp_pool_grad(const float *x, const float *dy, const float *dx, yp_pool_desc d,
-                                             float beta, int64_t e) {
+YP_ELEM_GENERIC static inline YP_INDEX_HD float yp_pool_grad(const yp_val *x, const yp_val *dy, const yp_val *dx,
+                                                             yp_pool_desc d, float beta, int64_t e) {
     const int64_t C = d.in.c, H = d.in.h, W = d.in.w, OH = d.out.h, OW = d.out.w;
     int64_t c = e % C, t = e / C;
     int64_t ix = t % W;
@@ -120,15 +124,15 @@ static inline YP_INDEX_HD float yp_pool_grad(const float *x, const float *dy, co
     int64_t ox0 = lx <= 0 ? 0 : (lx + d.s - 1) / d.s, ox1 = (ix + d.p) / d.s;
     if (oy1 > OH - 1) oy1 = OH - 1;
     if (ox1 > OW - 1) ox1 = OW - 1;
-    float g = beta == 0.0f ? 0.0f : (beta == 1.0f ? dx[e] : beta * dx[e]);
-    const float *ximg = x + i * H * W * C;
+    float g = beta == 0.0f ? 0.0f : (beta == 1.0f ? yp_ld(dx + e) : beta * yp_ld(dx + e));
+    const yp_val *ximg = x + i * H * W * C;
     const int64_t me = iy * W + ix;
     for (int64_t oy = oy0; oy <= oy1; oy++)
         for (int64_t ox = ox0; ox <= ox1; ox++) {
             int64_t arg;
             yp_pool_max(ximg, oy, ox, c, d, &arg);
             if (arg == me)
-                g += dy[((i * OH + oy) * OW + ox) * C + c];
+                g += yp_ld(dy + ((i * OH + oy) * OW + ox) * C + c);
         }
     return g;
 }

@@ -10,15 +10,21 @@
  * holds what the ops need beyond their operands: the thread count, library handles, the stream,
  * per-shape caches. Call an entry of be->ops with that same be.
  *
- * Element type (yp_elem): conv, BN, pooling, zero padding, the loss and the decode carry it in their descriptor
- * (`dtype`); every other op takes it as the parameter right after `be`. It is the type of the
- * tensor operands: the activations and their gradients (x, y, dx, dy, a conv's weights and bias as
- * the conv reads them, the loss's predictions and their gradients, the decode's input), and for
- * the optimizer ops w, grad and the states. BN's per-channel operands (gamma, beta, stats, running
- * stats) are fp32 whatever the type, as in PyTorch's mixed precision, and so are the loss's objmap
- * and positives and the decoded boxes; `sums` and the loss's terms are double. Buffers are typed after the fp32 path (float *); under another type they hold that type.
- * A backend refuses a type it lacks: -1, and last_error names the op and the type (the CPU runs
- * YP_ELEM_F32 only). YP_ELEM_F32 is 0, so a zero-initialised descriptor is fp32.
+ * Element type (yp_elem): conv, BN, pooling, zero padding, attention, the loss and the decode
+ * carry it in their descriptor (`dtype`); every other op takes it as the parameter right after
+ * `be`. It is the type of the tensor operands: the activations and their gradients (x, y, dx, dy,
+ * the loss's predictions and their gradients, the decode's input), and for the optimizer ops w,
+ * grad and the states. Under AMP (fp16 or bf16 activations) the parameters stay fp32 masters, as
+ * in PyTorch's mixed precision: a conv's weights are of type `wdtype` of its descriptor (the
+ * schedule's low-precision copy, or the fp32 master of a frozen layer, which has none), its bias
+ * and its weight and bias gradients are fp32 (the masters' .grad); BN's per-channel operands
+ * (gamma, beta, stats, running stats, their gradients) are fp32, and so are the loss's objmap and
+ * positives and the decoded boxes; `sums` and the loss's terms are double. The optimizer ops run
+ * on the fp32 masters. Buffers are typed after the fp32 path (float *); under another type they
+ * hold that type (kernels/yp_elem_math.h: sizes, conversions). `elems` of the table says which
+ * types its activation ops run; an op refuses a type it lacks: -1, and last_error names the op
+ * and the type (the CPU runs YP_ELEM_F32 only). YP_ELEM_F32 is 0, so a zero-initialised
+ * descriptor is fp32 throughout.
  *
  * Gradient outputs take `beta`: 0 overwrites, 1 adds to what is there (an activation read by
  * several consumers accumulates its gradient; weight gradients accumulate over micro-batches).
@@ -52,7 +58,8 @@ typedef struct {
 typedef struct {
     yp_dims in, out;    /* out.h = (in.h + 2 ph - kh) / sh + 1, out.w likewise, out.c = c_out */
     int kh, kw, sh, sw, ph, pw, groups; /* kernel, stride, padding per axis (height, width) */
-    yp_elem dtype;
+    yp_elem dtype;  /* of x, y, dx, dy */
+    yp_elem wdtype; /* of w (dtype, or F32 for fp32 weights under AMP); bias, dw, dbias are F32 */
 } yp_conv_desc;
 
 /* Taps of d's kernel (kh * kw): 1 for a pointwise conv, whose weights are a plain matrix. */
@@ -179,7 +186,20 @@ typedef struct {
  * (backward-data and backward-weights, run one after the other in one step). */
 typedef enum { YP_CONV_FORWARD, YP_CONV_BACKWARD } yp_conv_stage;
 
+/* The bit of element type t in yp_ops.elems. */
+#define YP_ELEM_BIT(t) (1u << (unsigned)(t))
+
 typedef struct yp_ops {
+    /* The element types the activation ops of this table run: YP_ELEM_BIT of each (the CPU:
+     * F32 only; CUDA: F32, F16, BF16). A plan whose activations are of another type cannot run
+     * on the backend (the executor refuses it before allocating). */
+    unsigned elems;
+
+    /* y[i] = x[i] rounded to type `to`, from x of type `from` (any pair of F32, F16, BF16:
+     * round to nearest even, kernels/yp_elem_math.h); x and y distinct buffers. The executor
+     * refreshes the low-precision weight copies with it after each update. */
+    int (*cast)(yp_backend *be, yp_elem from, const float *x, yp_elem to, float *y, int64_t n);
+
     /* y[i] = x[i] * sigmoid(x[i]); x and y may be the same buffer (in place). */
     int (*silu_forward)(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
     /* dx[i] = dy[i] * s * (1 + x[i] * (1 - s)), s = sigmoid(x[i]); dx may alias dy. */

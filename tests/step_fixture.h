@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "yp_half.h"
+#include "yp_elem_math.h"
 
 typedef struct {
     char name[128];
@@ -28,7 +28,7 @@ static inline int fx_read_values(FILE *fp, float *out, int64_t n, int half) {
     if (!half) return fread(out, sizeof(float), (size_t)n, fp) == (size_t)n ? 0 : -1;
     uint16_t *h = malloc((size_t)n * sizeof *h + 1);
     int rc = h && fread(h, sizeof *h, (size_t)n, fp) == (size_t)n ? 0 : -1;
-    for (int64_t i = 0; i < n && !rc; i++) out[i] = yp_half_to_float(h[i]);
+    for (int64_t i = 0; i < n && !rc; i++) out[i] = yp_f16_to_f32(h[i]);
     free(h);
     return rc;
 }

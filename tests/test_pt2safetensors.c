@@ -145,7 +145,7 @@ static void test_yolov5_like_pt(void) {
         }
         const float *got = yp_exec_tensor(&x, t), *orig = yp_exec_tensor(&src, t);
         for (int64_t k = 0; k < d->shape.w; k++) {
-            float v = yp_half_to_float(half[k]);
+            float v = yp_f16_to_f32(half[k]);
             double tol = 1e-3 * fabs(orig[k]) + 6e-8; /* FP16 rounding of the original */
             bad += memcmp(&got[k], &v, 4) != 0 || fabs((double)v - orig[k]) > tol;
         }

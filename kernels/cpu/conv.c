@@ -66,7 +66,7 @@ void yp_cpu_conv_destroy(yp_cpu_backend *cb) {
 
 static int conv_check(const char *op, const yp_conv_desc *d) {
     if (!d) return yp_cpu_fail("%s: NULL descriptor", op);
-    if (yp_cpu_check_elem(op, d->dtype)) return -1;
+    if (yp_cpu_check_elem(op, d->dtype) || yp_cpu_check_elem(op, d->wdtype)) return -1;
     if (d->groups < 1 || d->in.c % d->groups || d->out.c % d->groups)
         return yp_cpu_fail("%s: groups %d must be >= 1 and divide c_in %lld and c_out %lld", op, d->groups,
                            (long long)d->in.c, (long long)d->out.c);

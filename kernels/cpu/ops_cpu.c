@@ -1,9 +1,10 @@
-/* ops_cpu.c - the CPU backend's op table (yp_ops.h) and the small argument checks its op files
- * share. The kernels themselves live in silu.c, act.c, conv.c, bn.c, eltwise.c, pool.c, attention.c,
+/* ops_cpu.c - the CPU backend's op table (yp_ops.h), the cast entry, and the small argument
+ * checks its op files share. The kernels themselves live in silu.c, act.c, conv.c, bn.c, eltwise.c, pool.c, attention.c,
  * optim.c, loss.c (with ciou.c) and decode.c. */
 #include <string.h>
 
 #include "yp_cpu.h"
+#include "yp_elem_math.h"
 
 int yp_cpu_check_count(const char *op, int64_t n) {
     if (n < 0)
@@ -38,7 +39,23 @@ void yp_cpu_scale_beta(float *x, int64_t n, float beta) {
     }
 }
 
+/* Any pair of F32, F16, BF16 (the CPU's ops run fp32 only, but converting is plain arithmetic:
+ * the executor's and the tests' host-side reference of the device's cast). */
+static int cpu_cast(yp_backend *be, yp_elem from, const float *x, yp_elem to, float *y, int64_t n) {
+    static const char op[] = "cast";
+    (void)be;
+    const void *p[] = {x, y};
+    if (!yp_elem_size(from) || !yp_elem_size(to))
+        return yp_cpu_fail("%s: element types %d -> %d: need f32, f16 or bf16", op, (int)from, (int)to);
+    if (yp_cpu_check_count(op, n) || (n > 0 && yp_cpu_check_ptrs(op, 2, p))) return -1;
+    if (n > 0 && (const void *)x == (const void *)y) return yp_cpu_fail("%s: x and y are one buffer", op);
+    for (int64_t i = 0; i < n; i++) yp_elem_put(to, y, i, yp_elem_get(from, x, i));
+    return 0;
+}
+
 const yp_ops yp_cpu_ops = {
+    .elems = YP_ELEM_BIT(YP_ELEM_F32),
+    .cast = cpu_cast,
     .silu_forward = yp_cpu_silu_forward,
     .silu_backward = yp_cpu_silu_backward,
     .relu_forward = yp_cpu_relu_forward,

@@ -1,12 +1,16 @@
 // launch.cuh - internal to kernels/cuda: what the op files share for their launches: the block
-// size and grid of the grid-stride loops (GRID_STRIDE), the fp32-only dtype check, the count, dims and pointer
-// checks.
+// size and grid of the grid-stride loops (GRID_STRIDE), the element types (check_elem, and YP_CUDA_BY_ELEM,
+// which runs a launch with the storage type of a yp_elem), the count, dims and pointer checks.
 #ifndef YP_CUDA_LAUNCH_CUH
 #define YP_CUDA_LAUNCH_CUH
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "yp_cuda.h"
+#include "yp_elem_math.h"
 
 namespace yp_cuda {
 
@@ -19,11 +23,20 @@ static inline int grid_for(int64_t n) {
     return (int)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
-// The ops of these files run fp32 only: F16/BF16 are refused with the op and the type named.
+// The ops that run fp32 only (the optimizer's: AMP keeps fp32 master weights and their state):
+// any other type is refused with the op and the type named.
 static inline int check_f32(const char *op, yp_elem dt) {
     if (dt != YP_ELEM_F32)
-        return yp_cuda_fail("cuda backend: %s: dtype %s not supported yet; the CUDA ops run fp32", op,
+        return yp_cuda_fail("cuda backend: %s: dtype %s not supported; it runs on the fp32 master tensors", op,
                             yp_elem_name(dt));
+    return 0;
+}
+
+// The element types of the activation ops: F32, F16, BF16 (stored as such, computed in fp32);
+// anything else is refused with the op and the value named.
+static inline int check_elem(const char *op, yp_elem dt) {
+    if (dt != YP_ELEM_F32 && dt != YP_ELEM_F16 && dt != YP_ELEM_BF16)
+        return yp_cuda_fail("cuda backend: %s: element type %d is not f32, f16 or bf16", op, (int)dt);
     return 0;
 }
 
@@ -49,6 +62,21 @@ static inline int check_ptrs(const char *op, int count, const void *const *ptrs)
 }
 
 }  // namespace yp_cuda
+
+// Runs the statements that follow `T` with T the storage type of element type dt (float, __half,
+// __nv_bfloat16); dt must have passed check_elem. The statements are compiled once per type, so
+// they typically end in a return (the LAUNCH of a file).
+#define YP_CUDA_BY_ELEM(dt, T, ...)      \
+    if ((dt) == YP_ELEM_F16) {           \
+        typedef __half T;                \
+        __VA_ARGS__;                     \
+    } else if ((dt) == YP_ELEM_BF16) {   \
+        typedef __nv_bfloat16 T;         \
+        __VA_ARGS__;                     \
+    } else {                             \
+        typedef float T;                 \
+        __VA_ARGS__;                     \
+    }
 
 // A grid-stride loop: `i` runs over [0, n) across the whole grid.
 #define GRID_STRIDE(i, n)                                                                    \
