@@ -155,9 +155,9 @@ static int build_plan(const bench_opts *o, yp_backend *be, int64_t avail, yp_pla
 static int load_plan(bench_opts *o, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
     if (yp_plan_load_with(o->load_plan, yp_exec_scratch_resolver(), p, g, err)) return -1;
     const yp_candidate *c = &p->cand;
-    if (c->precision != YP_PREC_FP32)
-        return yp_err_set(err, "bench-step: %s is an %s plan; the %s executor runs fp32 plans: save one with "
-                          "--precision fp32", o->load_plan, yp_precision_name(c->precision), o->cuda ? "CUDA" : "CPU");
+    if (c->precision != YP_PREC_FP32 && !o->cuda)
+        return yp_err_set(err, "bench-step: %s is an %s plan; the CPU executor runs fp32 plans: save one with "
+                          "--precision fp32", o->load_plan, yp_precision_name(c->precision));
     if (o->cuda) return 0;
     const char *model = yp_candidate_scratch_name(c);
     long t = 0;

@@ -95,7 +95,8 @@ static void check_img(train_run *r) {
     r->o.img = s;
 }
 
-/* The fastest plan for the device that fits: fp32 (the only precision the executors run) under
+/* The fastest plan for the device that fits, in a precision the backend runs (the CPU: fp32; CUDA:
+ * fp32 or AMP, fp16 or, on a card with it, bf16), under
  * the host-memory budget for the CPU backend, for --gpu or else the instance's own card (its free
  * memory the budget) for CUDA, the given --batch or the largest that fits up to the nominal 64
  * (and the training images), over every checkpoint set. Leaves in r->so the search with the batch
@@ -128,7 +129,7 @@ static int plan_new(train_run *r, yp_err *err) {
     yp_search_opts so = yp_search_opts_default();
     so.n_models = 1, so.models[0] = r->g;
     so.n_sizes = 1, so.size_w[0] = so.size_h[0] = r->o.img;
-    so.prec_mask = 1u << YP_PREC_FP32; /* both executors run fp32 plans (no f16/bf16 kernels yet) */
+    so.prec_mask = yp_exec_precisions(r->be);
     int mosaic = !r->o.no_augment && r->hyp.aug.mosaic > 0;
     so.mosaic_mask = 1u << mosaic;
     so.batch = r->o.batch, so.max_batch = r->o.batch ? r->o.batch : max_batch;

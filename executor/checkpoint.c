@@ -306,6 +306,7 @@ static int resume_open(yp_exec *x, const yp_st_file *f, yp_ckpt_info *info, yp_e
          * differ by the loss scaler's skipped steps, and the scaler restarts at its initial scale,
          * as a resumed train.py's GradScaler does) */
         tr->opt_steps = info->updates;
+        tr->lowp_stale = 1; /* new masters: the AMP weight copies follow them */
     }
     free(host), free(at), free(it);
     return rc;

@@ -13,13 +13,14 @@
 static yp_conv_desc conv_desc(const yp_exec_call *c, const yp_node *n, int y) {
     const yp_conv_attrs *a = &n->a.conv;
     return (yp_conv_desc){.in = value_dims(c, n->inputs[0]), .out = dims(c, y), .kh = a->kh, .kw = a->kw,
-                          .sh = a->sh, .sw = a->sw, .ph = a->ph, .pw = a->pw, .groups = a->groups, .dtype = E(c, y)};
+                          .sh = a->sh, .sw = a->sw, .ph = a->ph, .pw = a->pw, .groups = a->groups, .dtype = E(c, y),
+                          .wdtype = E(c, c->st->a.w[0])};
 }
 
 /* Level l of Detect n with output (or output gradient) tensor y. */
 static yp_conv_desc detect_desc(const yp_exec_call *c, const yp_node *n, int l, int y) {
     return (yp_conv_desc){.in = value_dims(c, n->inputs[l]), .out = dims(c, y), .kh = 1, .kw = 1, .sh = 1, .sw = 1,
-                          .groups = 1, .dtype = E(c, y)};
+                          .groups = 1, .dtype = E(c, y), .wdtype = E(c, c->st->a.w[l])};
 }
 
 /* ---------------------------------------------------------------- steps */

@@ -26,7 +26,7 @@ static const yp_exec_op_row rows[YP_OP_COUNT] = {
     [YP_OP_SPACE_TO_DEPTH] = {.op = YP_OP_SPACE_TO_DEPTH, .forward = yp_exec_s2d_forward,
         .recompute = yp_exec_s2d_forward, .backward = yp_exec_s2d_backward},
     [YP_OP_ATTENTION] = {.op = YP_OP_ATTENTION, .forward = yp_exec_attn_forward, .recompute = yp_exec_attn_forward,
-        .backward = yp_exec_attn_backward, .prepare = yp_exec_attn_prepare},
+        .backward = yp_exec_attn_backward, .prepare = yp_exec_attn_prepare, .host_io = 1},
     [YP_OP_RELU] = {.op = YP_OP_RELU, .forward = yp_exec_relu_forward, .recompute = yp_exec_relu_forward,
         .backward = yp_exec_relu_backward},
     [YP_OP_LEAKY_RELU] = {.op = YP_OP_LEAKY_RELU, .forward = yp_exec_leaky_relu_forward,

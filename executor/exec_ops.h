@@ -47,6 +47,9 @@ typedef struct {
     yp_exec_step_fn prepare;
     /* Needed by an op whose nodes have parameters (the schedule's WEIGHT tensors). */
     yp_exec_init_fn init_param;
+    /* 1 when the op's training steps copy between the host and the arena (attention uploads its
+     * scalars): such a step cannot be part of a recorded run (replay.c). */
+    int host_io;
 } yp_exec_op_row;
 
 /* The row of op (0 <= op < YP_OP_COUNT). */

@@ -38,6 +38,7 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
             (ema[t] >= 0 && b->be->mem_copy(b->be, yp_bind_tensor(b, ema[t]), params[i].data, bytes, YP_COPY_HOST_TO_DEVICE)))
             return yp_err_set(err, "parameter %s: %s", params[i].name, b->be->last_error(b->be));
     }
+    x->trainer.lowp_stale = 1;
     return 0;
 }
 
@@ -100,6 +101,27 @@ yp_elem yp_exec_elem(yp_dtype d) {
     }
 }
 
+unsigned yp_exec_precisions(const yp_backend *be) {
+    unsigned mask = 0;
+    for (int p = 0; p < YP_PREC_COUNT && be->ops; p++)
+        if (be->ops->elems & YP_ELEM_BIT(yp_exec_elem(yp_precision_dtype((yp_precision)p)))) mask |= 1u << p;
+    return mask;
+}
+
+/* "fp32", "fp32, amp-fp16 and amp-bf16": the precisions of mask, for a message. */
+static const char *precisions_str(unsigned mask, char *buf, size_t n) {
+    buf[0] = 0;
+    int k = 0, total = 0;
+    for (int p = 0; p < YP_PREC_COUNT; p++) total += (mask >> p) & 1;
+    for (int p = 0; p < YP_PREC_COUNT; p++) {
+        if (!((mask >> p) & 1)) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s", k == 0 ? "" : k == total - 1 ? " and " : ", ", yp_precision_name((yp_precision)p));
+        k++;
+    }
+    return buf;
+}
+
 /* The first op entry a training step needs that the table lacks, or NULL (conv2d_backward and
  * sgd_ema_step are optional: the step runs the separate ones; bn_silu_* only for a plan that
  * fuses, which yp_exec_init checks apart). */
@@ -140,8 +162,14 @@ static int check_runs(const yp_plan *p, yp_backend *be, int64_t guard_bytes, yp_
     if (s->opts.eval) /* the planner sizes validation with it; running it comes with validation */
         return yp_err_set(err, "the executor runs training schedules; an evaluation schedule (the planner's sizing "
                           "of validation) is not something it steps through");
-    if (s->opts.act_dtype != YP_DTYPE_F32)
-        return yp_err_set(err, "the %s backend runs fp32 plans; re-plan with --precision fp32", be->name);
+    if (!(be->ops->elems & YP_ELEM_BIT(yp_exec_elem(s->opts.act_dtype)))) {
+        char have[64];
+        return yp_err_set(err, "the %s backend runs %s plans; re-plan with --precision fp32", be->name,
+                          precisions_str(yp_exec_precisions(be), have, sizeof have));
+    }
+    if (s->opts.act_dtype != YP_DTYPE_F32 && !be->ops->cast)
+        return yp_err_set(err, "backend %s has no cast op, which an AMP plan needs for its fp16/bf16 weight copies",
+                          be->name);
     const int64_t align = p->arena.align; /* the candidate's, as the arena was packed */
     if (align < 1 || guard_bytes % align)
         return yp_err_set(err, "guard bytes must be a multiple of the plan's alignment, %lld", (long long)align);
@@ -178,6 +206,7 @@ int yp_exec_init(yp_exec *x, const yp_plan *p, yp_backend *be, int64_t guard_byt
 }
 
 void yp_exec_free(yp_exec *x) {
+    yp_exec_graphs_free(x);
     yp_exec_sizes_free(x);
     yp_exec_eval_free(x->eval);
     if (x->train.arena) x->train.be->mem_free(x->train.be, x->train.arena);

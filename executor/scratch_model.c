@@ -16,7 +16,7 @@
 static yp_conv_desc desc_of(const yp_conv_query *q) {
     return (yp_conv_desc){.in = {q->in.n, q->in.h, q->in.w, q->in.c}, .out = {q->out.n, q->out.h, q->out.w, q->out.c},
                           .kh = q->kh, .kw = q->kw, .sh = q->sh, .sw = q->sw, .ph = q->ph, .pw = q->pw,
-                          .groups = q->groups, .dtype = yp_exec_elem(q->dtype)};
+                          .groups = q->groups, .dtype = yp_exec_elem(q->dtype), .wdtype = yp_exec_elem(q->wdtype)};
 }
 
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
@@ -48,7 +48,7 @@ static int onednn_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, in
 static int cuda_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
     (void)ctx, (void)err;
     yp_conv_desc d = desc_of(q);
-    yp_cudnn_scratch_bound(&d, per_image, fixed);
+    yp_cudnn_scratch_bound(&d, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image, fixed);
     return 0;
 }
 

@@ -30,6 +30,7 @@ int yp_trainer_init(yp_trainer *tr, const yp_plan *p, yp_err *err) {
     for (int t = 0; t < n; t++) tr->opt_m[t] = tr->opt_v[t] = tr->ema[t] = -1;
     tr->scaler = yp_grad_scaler_init();
     tr->scaler_on = p->cand.precision == YP_PREC_AMP_FP16; /* bf16 has fp32's range: no scaler */
+    tr->lowp_stale = 1; /* the copies are cast before the first micro-step */
     for (int t = 0; t < n; t++) {
         const yp_tensor *d = &s->tensors[t];
         if (d->param < 0) continue;
@@ -46,6 +47,19 @@ void yp_trainer_free(yp_trainer *tr) {
 }
 
 /* ---------------------------------------------------------------- micro-step and update */
+
+int yp_exec_refresh_lowp(const yp_binding *b, yp_err *err) {
+    const yp_schedule *s = b->s;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *c = &s->tensors[t];
+        if (c->kind != YP_KIND_LOWP) continue;
+        const yp_tensor *w = &s->tensors[c->param];
+        if (b->ops->cast(b->be, yp_exec_elem(w->dtype), yp_bind_tensor(b, c->param), yp_exec_elem(c->dtype),
+                         yp_bind_tensor(b, t), yp_shape_numel(c->shape)))
+            return yp_err_set(err, "casting %s from %s: %s", c->name, w->name, b->be->last_error(b->be));
+    }
+    return 0;
+}
 
 int yp_exec_micro_step(yp_exec *x, const float *images, const float *targets, int64_t n_targets, double loss_out[4],
                        yp_err *err) {
@@ -68,10 +82,20 @@ int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const f
     double sum[4] = {0, 0, 0, 0};
     const yp_step_batch in = {targets, n_targets, x->trainer.scaler_on ? x->trainer.scaler.scale : 1.0f};
     if (be->thread_init) be->thread_init(be); /* cheap; the caller's thread may have changed */
+    if (x->trainer.lowp_stale) { /* the AMP weight copies, after init, a load or an update */
+        if (yp_exec_refresh_lowp(&x->train, err)) return -1;
+        x->trainer.lowp_stale = 0;
+    }
     for (int i = 0; i < s->n_steps; i++) {
         const yp_step *st = &s->steps[i];
         if (st->phase == YP_PHASE_OPTIMIZER) break;
         if (yp_bind_guard_arm(b, i, err)) return -1;
+        const int end = i > 0 && yp_exec_replaying(x, b) ? yp_exec_run_end(s, i) : i;
+        if (end - i >= 2) { /* a run of device-only steps: its recording (replay.c) */
+            if (yp_exec_replay_run(x, b, i, end, &in, sum, err)) return -1;
+            i = end - 1;
+            continue;
+        }
         if (i == 0 && (be->mem_copy(be, yp_bind_tensor(b, b->images_t), images, (size_t)img->bytes, YP_COPY_HOST_TO_DEVICE) ||
                        be->mem_copy(be, yp_bind_tensor(b, b->targets_t), targets, (size_t)n_targets * 6 * sizeof(float),
                                     YP_COPY_HOST_TO_DEVICE)))
@@ -206,6 +230,7 @@ int yp_exec_update(yp_exec *x, yp_err *err) {
             return yp_err_set(err, "zeroing %s: %s", s->tensors[w->grad].name, be->last_error(be));
     }
     tr->updates++, tr->opt_steps += step;
+    tr->lowp_stale |= step; /* the masters moved */
     for (int t = 0; t < s->n_tensors; t++) { /* a skipped step still updates the EMA, as train.py does */
         const yp_tensor *w = &s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || tr->ema[t] < 0 || (fused && w->grad >= 0)) continue;

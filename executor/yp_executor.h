@@ -54,6 +54,8 @@ typedef struct {
                                * where the scaler skipped it) */
     int scaler_on;            /* the loss scaler runs (yp_trainer_init: amp-fp16 plans) */
     yp_grad_scaler scaler;    /* its state (yp_grad_scaler.h) */
+    int lowp_stale;           /* the fp32 masters changed since the AMP weight copies were cast from
+                               * them (init, a load, an update): the next micro-step casts first */
 } yp_trainer;
 
 /* Wall time per kind of step (profile.c; yp_exec_profile below): YP_PHASE_COUNT rows of
@@ -71,6 +73,21 @@ typedef struct {
     yp_binding b;     /* bound with the plan's offsets (yp_bind_resized) */
 } yp_exec_size;
 
+/* The training step's recorded runs (replay.c, yp_backend.h's graph entries): one per binding
+ * and run of device-only steps, recorded on its first micro-step. */
+typedef struct {
+    const void *binding; /* the yp_binding the run belongs to (the training one, or a size's) */
+    int first, end;      /* its steps [first, end) */
+    void *graph;         /* the backend's recording */
+} yp_exec_graph;
+
+typedef struct {
+    int off;             /* 1: plain launches only (yp_exec_graphs_off, or a recording failed) */
+    int n, cap;
+    yp_exec_graph *v;
+    char why[256];       /* why recording stopped ("" if it never failed) */
+} yp_exec_graphs;
+
 typedef struct yp_exec {
     yp_binding train;   /* the training schedule bound onto the arena (its `arena`: the allocation) */
     yp_trainer trainer; /* hyperparameters, optimizer and EMA links, counters */
@@ -81,6 +98,7 @@ typedef struct yp_exec {
     int n_sizes;
     yp_exec_size *eval_sizes; /* other validation shapes (yp_exec_add_eval_shape) */
     int n_eval_sizes;
+    yp_exec_graphs graphs; /* the recorded runs of the training step (replay.c) */
     int64_t rss_before_arena; /* the process's resident bytes when yp_exec_init had bound the plan and
                                * built the backend's primitives, just before zeroing the arena
                                * (yp_train_host.h's baseline; -1 when /proc cannot tell) */
@@ -133,6 +151,10 @@ unsigned yp_exec_model_fusions(const char *model);
 
 /* The element type (yp_ops.h) the backend's ops are given for tensors of schedule dtype d. */
 yp_elem yp_exec_elem(yp_dtype d);
+
+/* The precisions (bits 1u << yp_precision) whose plans be's op table runs: those whose activation
+ * type is in its `elems` (the CPU: fp32; CUDA: fp32, amp-fp16, amp-bf16). */
+unsigned yp_exec_precisions(const yp_backend *be);
 
 /* Prepares p for backend be (only fp32 plans run on the CPU): allocates and binds the arena,
  * initialises the weights as PyTorch and YOLOv5 do (seeded), zeroes gradients and optimizer
@@ -214,6 +236,22 @@ int yp_exec_profile(yp_exec *x, int on);
 
 /* Index of the weight tensor (kind WEIGHT) with this name, or -1. */
 int yp_exec_find_param(const yp_exec *x, const char *name);
+
+/* ---- recorded runs (replay.c) ----
+ * Where the backend records (yp_backend.h's graph entries: CUDA graphs), each run of consecutive
+ * device-only steps of a micro-step (node steps of ops without host I/O, before the optimizer)
+ * is recorded on its first micro-step and launched as one recording on every later one: the
+ * arena is static, so their arguments never change. The loss, attention's steps and the update
+ * run as plain calls between them. Runs are not recorded with guards or the profile on (they
+ * check or time each step). If a recording fails, its steps run plainly, x->graphs.why says why
+ * (printed once on stderr) and the executor runs plain launches from then on. */
+
+/* The end of the run of device-only steps of s that starts at step `first`: the first step from
+ * `first` on that is not one (first itself when it is not one). */
+int yp_exec_run_end(const yp_schedule *s, int first);
+
+/* Turns recording off (plain launches from now on, e.g. to compare); frees the recordings. */
+void yp_exec_graphs_off(yp_exec *x);
 
 /* ---- validation (eval.c) ----
  * The plan's evaluation pass (planner/yp_val_plan.h) runs in the same arena, between training

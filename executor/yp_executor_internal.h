@@ -21,6 +21,24 @@ typedef struct {
  * step's lbox, lobj, lcls, total (unscaled). */
 int yp_exec_run_step(const yp_binding *b, int step, const yp_step_batch *in, double loss_out[4], yp_err *err);
 
+/* Runs steps [first, end) of b, a run of device-only steps (yp_exec_run_end), as its recording:
+ * launches it, recording it first when this is its first micro-step; falls back to plain calls
+ * (and turns recording off) when recording fails. 0, or -1 with err set. */
+int yp_exec_replay_run(yp_exec *x, const yp_binding *b, int first, int end, const yp_step_batch *in, double sum[4],
+                       yp_err *err);
+
+/* Whether the micro-step over b records its runs: the backend records, recording is not off, and
+ * neither guards nor the profile are on. */
+int yp_exec_replaying(const yp_exec *x, const yp_binding *b);
+
+/* Frees every recording (yp_exec_free). */
+void yp_exec_graphs_free(yp_exec *x);
+
+/* Under AMP: casts every low-precision weight copy of b's schedule (YP_KIND_LOWP) from its fp32
+ * master through the backend's cast entry; a no-op for fp32 schedules. The micro-step calls it
+ * when yp_trainer.lowp_stale says the masters changed. 0, or -1 with err naming the copy. */
+int yp_exec_refresh_lowp(const yp_binding *b, yp_err *err);
+
 /* Checks every step of b against the executor's op table (exec_ops.h) before the first one runs:
  * its named operands are exactly the tensors it lists, it has an adapter, every parameter has an
  * initial value; then runs the rows' prepare (every conv's primitives built, its scratch checked

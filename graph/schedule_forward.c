@@ -76,6 +76,7 @@ void sb_conv_workspace(bld *b, int i, const char *what) {
         q.out = b->info[i].out[l];
         q.backward = !strcmp(what, "bwd");
         q.dtype = b->s->opts.act_dtype;
+        q.wdtype = b->trainable[i] ? q.dtype : YP_DTYPE_F32; /* as yp_tensor_amp_copied gives a copy */
         if (n->op == YP_OP_CONV2D) {
             const yp_conv_attrs *a = &n->a.conv;
             q.kh = a->kh, q.kw = a->kw, q.sh = a->sh, q.sw = a->sw, q.ph = a->ph, q.pw = a->pw;

@@ -125,6 +125,8 @@ typedef struct {
     int kh, kw, sh, sw, ph, pw, groups, bias; /* yp_conv_attrs' */
     int backward;   /* 0: forward (also recompute); 1: backward-data and backward-weights */
     yp_dtype dtype; /* of the activations (yp_sched_opts.act_dtype) */
+    yp_dtype wdtype; /* of the weights the conv reads: dtype under AMP for a trained conv (its
+                      * low-precision copy), else F32 (the master: fp32 plans, frozen layers) */
 } yp_conv_query;
 
 /* The scratch rule of the backend that will run the step: the floats of scratch one conv step

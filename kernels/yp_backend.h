@@ -90,6 +90,17 @@ struct yp_backend {
     /* The op table (yp_ops.h): every op of the backend is there; entries it lacks are NULL. One
      * static table per kind of backend, shared by its instances. */
     const yp_ops *ops;
+    /* Optional (CUDA: CUDA graphs): records the instance's queued work for replay, so that a run
+     * of ops whose arguments never change (the executor's arena is static) launches as one.
+     * Between graph_begin and graph_end the instance's op entries record instead of running: what
+     * they queue does not execute, and none of them may wait for the device or copy to or from
+     * the host (mem_copy, sync, an op that returns a result to host memory). graph_end stops
+     * recording and gives an executable recording in *graph (NULL with last_error when recording
+     * failed: it still stops); graph_launch queues it like any op; graph_free releases it. */
+    int (*graph_begin)(yp_backend *be);
+    int (*graph_end)(yp_backend *be, void **graph);
+    int (*graph_launch)(yp_backend *be, void *graph);
+    void (*graph_free)(yp_backend *be, void *graph);
     /* Optional: prepares the calling thread to run this instance's ops (CPU: its thread count,
      * flush denormals to zero; see "Threads" above). */
     void (*thread_init)(yp_backend *be);

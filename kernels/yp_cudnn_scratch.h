@@ -18,7 +18,16 @@
  * KRSC reorder per output channel) follow the same rule: their filter is c_in / groups deep, and
  * cuDNN's grouped algorithms are chosen within the same cap. It is conservative: conv2d_scratch
  * on a device answers the chosen algorithm's workspace, which is at most the bound's per_image,
- * and the same fixed. */
+ * and the same fixed.
+ *
+ * Low precision (d->dtype F16 or BF16, AMP): cuDNN's half and bfloat16 convolutions want the
+ * filter and its gradient in the data's type, while the schedule hands the conv fp32 gradients
+ * (the masters') and, for a frozen layer, fp32 weights. So the filter and the gradient are staged
+ * in the data's type, KRSC, in the fixed scratch: fixed = the weights' elements at 2 bytes, in
+ * floats rounded up, for every conv at the backward stage (the gradient is computed there, then
+ * added onto the fp32 dw) and at the forward stage unless the conv is a 1x1 whose weights already
+ * are of the data's type (d->wdtype == d->dtype: the low-precision copy, read in place). The cap
+ * keeps counting 4 bytes an element: conservative for 2-byte data, and the same figure as fp32. */
 #ifndef YP_CUDNN_SCRATCH_H
 #define YP_CUDNN_SCRATCH_H
 
@@ -34,16 +43,21 @@ static inline int64_t yp_cudnn_workspace_cap(const yp_conv_desc *d) {
     return act > YP_CUDNN_WORKSPACE_FLOOR ? act : YP_CUDNN_WORKSPACE_FLOOR;
 }
 
-/* Floats of fixed scratch: the KRSC weights (or their gradient) of a conv past 1x1, none for 1x1. */
-static inline int64_t yp_cudnn_fixed_floats(const yp_conv_desc *d) {
-    return yp_conv_taps(d) == 1 ? 0 : d->out.c * (d->in.c / d->groups) * yp_conv_taps(d);
+/* Floats of fixed scratch at `stage`: fp32, the KRSC weights (or their gradient) of a conv past
+ * 1x1, none for 1x1; low precision, the staged filter and gradient (see above). */
+static inline int64_t yp_cudnn_fixed_floats(const yp_conv_desc *d, yp_conv_stage stage) {
+    const int64_t elems = d->out.c * (d->in.c / d->groups) * yp_conv_taps(d);
+    if (d->dtype == YP_ELEM_F32) return yp_conv_taps(d) == 1 ? 0 : elems;
+    if (stage == YP_CONV_FORWARD && yp_conv_taps(d) == 1 && d->wdtype == d->dtype) return 0;
+    return (elems + 1) / 2;
 }
 
-/* The bound of conv d at either stage (forward, or backward-data and backward-weights in turn,
- * which share the scratch): per_image = ceil(cap(d) / 4), fixed = yp_cudnn_fixed_floats(d). */
-static inline void yp_cudnn_scratch_bound(const yp_conv_desc *d, int64_t *per_image, int64_t *fixed) {
+/* The bound of conv d at `stage` (forward, or backward-data and backward-weights in turn, which
+ * share the scratch): per_image = ceil(cap(d) / 4), fixed = yp_cudnn_fixed_floats(d, stage). */
+static inline void yp_cudnn_scratch_bound(const yp_conv_desc *d, yp_conv_stage stage, int64_t *per_image,
+                                          int64_t *fixed) {
     *per_image = (yp_cudnn_workspace_cap(d) + 3) / 4;
-    *fixed = yp_cudnn_fixed_floats(d);
+    *fixed = yp_cudnn_fixed_floats(d, stage);
 }
 
 #endif

@@ -5,11 +5,15 @@
  * state and EMA; 2 for AMP's activations and the low-precision weight copies), inside the arena,
  * and no two tensors that are live at one step share a byte; with guards every tensor keeps its
  * canary bytes free. The element type the steps hand the kernels is the tensor's. An executor on
- * the CPU backend refuses the AMP plans in one line, before allocating anything. The AMP plans
+ * the CPU backend refuses the AMP plans in one line, before allocating anything, and the cast that
+ * refreshes their low-precision weight copies after an update (yp_exec_refresh_lowp, through the
+ * CPU's cast entry) leaves every copy its master rounded to nearest even. The AMP plans
  * use the CUDA backend's conv scratch model (the plan `--device cuda` gets). */
 #include <stdlib.h>
+#include <string.h>
 
-#include "yp_executor.h"
+#include "yp_elem_math.h"
+#include "yp_executor_internal.h"
 #include "yp_test.h"
 #include "yp_test_models.h"
 
@@ -29,6 +33,46 @@ static int layout_errors(const yp_binding *b, int64_t guard) {
             if (b->offset[t] < b->offset[u] + y->bytes + guard && b->offset[u] < b->offset[t] + x->bytes + guard) bad++;
         }
     }
+    return bad;
+}
+
+/* Binds p on the CPU into an arena of its own, gives every master weight values that need
+ * rounding in 16 bits (and NaN to every copy), refreshes the copies, and counts the copies whose
+ * elements are not their master's rounded to the copy's type. */
+static int64_t refresh_errors(const yp_plan *p) {
+    yp_binding b;
+    yp_err err;
+    if (yp_bind_train(&b, p, cpu, 0, &err) || !(b.arena = cpu->mem_alloc(cpu, (size_t)b.arena_bytes))) {
+        fprintf(stderr, "  binding for the refresh: %s\n", err.msg);
+        yp_bind_free(&b);
+        return -1;
+    }
+    const yp_schedule *s = b.s;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *x = &s->tensors[t];
+        float *v = yp_bind_tensor(&b, t);
+        int64_t n = yp_shape_numel(x->shape);
+        if (x->kind == YP_KIND_WEIGHT)
+            for (int64_t i = 0; i < n; i++) v[i] = (float)((t * 7919 + i) % 2001 - 1000) * 1.0009765625e-3f;
+        if (x->kind == YP_KIND_LOWP) memset(v, 0xff, (size_t)x->bytes);
+    }
+    CHECK(yp_exec_refresh_lowp(&b, &err) == 0);
+    int64_t bad = 0;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *c = &s->tensors[t];
+        if (c->kind != YP_KIND_LOWP) continue;
+        const float *w = yp_bind_tensor(&b, c->param);
+        const void *h = yp_bind_tensor(&b, t);
+        yp_elem e = yp_exec_elem(c->dtype);
+        for (int64_t i = 0; i < yp_shape_numel(c->shape); i++)
+            if (yp_elem_get(e, h, i) != yp_elem_round(e, w[i])) {
+                bad++;
+                break;
+            }
+    }
+    cpu->mem_free(cpu, b.arena);
+    b.arena = NULL;
+    yp_bind_free(&b);
     return bad;
 }
 
@@ -78,6 +122,13 @@ static void check_precision(yp_precision prec) {
         }
         CHECK_EQ_I64(layout_errors(&b, guard), 0);
         yp_bind_free(&b);
+    }
+    int trained_convs = 0;
+    for (int t = 0; t < s->n_tensors; t++)
+        trained_convs += s->tensors[t].role == YP_ROLE_CONV_WEIGHT && s->tensors[t].grad >= 0;
+    if (amp) {
+        CHECK_EQ_I64(lowp, trained_convs); /* one copy per trained conv (and Detect) weight */
+        CHECK_EQ_I64(refresh_errors(&p), 0);
     }
     printf("  %s: arena %.1f MiB, %d low-precision copies\n", yp_precision_name(prec), (double)p.arena_bytes / (1 << 20),
            lowp);

@@ -1,7 +1,8 @@
 /* test_cudnn_scratch.c - the CUDA backend's conv workspace rule (kernels/yp_cudnn_scratch.h) and
  * the "cuda" conv scratch model built on it (executor/scratch_model.c), without a GPU: the bound's
  * figures for fabricated convs (the 16 MiB floor, activations above it, the KRSC weights of k > 1,
- * none for 1x1, groups), the resolver's rule giving the same, a plan made for a CUDA instance
+ * none for 1x1, groups; under fp16/bf16 the filter and gradient staged at 2 bytes, per stage and
+ * weight type), the resolver's rule giving the same (the query's weight type included), a plan made for a CUDA instance
  * (yp_exec_candidate_for) granting it to every conv, and that plan saved and loaded back
  * (re-planned offline) to the byte. */
 #include <stdlib.h>
@@ -26,30 +27,56 @@ static void test_bound(void) {
     /* small activations: the floor, 16 MiB = 4 Mi floats; 3x3 weights reordered */
     yp_conv_desc d = conv(2, 32, 16, 32, 3, 1, 1);
     CHECK_EQ_I64(yp_cudnn_workspace_cap(&d), 16 << 20);
-    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi, &fx);
     CHECK_EQ_I64(pi, 4 << 20);
     CHECK_EQ_I64(fx, 32 * 16 * 9);
     /* activations above the floor: input + output bytes, 64x160x160x32 in, 64x80x80x64 out */
     d = conv(64, 160, 32, 64, 3, 2, 1);
     const int64_t act = 64LL * 160 * 160 * 32 + 64LL * 80 * 80 * 64;
     CHECK_EQ_I64(yp_cudnn_workspace_cap(&d), act * 4);
-    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi, &fx);
     CHECK_EQ_I64(pi, act);
     CHECK_EQ_I64(fx, 64 * 32 * 9);
     /* 1x1: the same bytes in both layouts, no fixed scratch */
     d = conv(2, 40, 128, 255, 1, 1, 1);
-    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi, &fx);
     CHECK_EQ_I64(fx, 0);
     CHECK_EQ_I64(pi, 4 << 20);
     /* grouped: c_in / groups per filter */
     d = conv(1, 20, 64, 64, 3, 1, 4);
-    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi, &fx);
     CHECK_EQ_I64(fx, 64 * 16 * 9);
     /* depthwise (GhostConv's 5x5 cv2): one input channel per filter; the cap as for any conv */
     d = conv(8, 80, 128, 128, 5, 1, 128);
-    yp_cudnn_scratch_bound(&d, &pi, &fx);
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi, &fx);
     CHECK_EQ_I64(fx, 128 * 1 * 25);
     CHECK_EQ_I64(pi, (int64_t)2 * 8 * 80 * 80 * 128);
+}
+
+/* fp16/bf16 data: the filter (unless a 1x1 reads its low-precision copy in place) and the weight
+ * gradient are staged in the data's type, 2 bytes an element, rounded up to floats; the cap is
+ * fp32's. */
+static void test_bound_lowp(void) {
+    int64_t pi, fx, pi32, fx32;
+    yp_conv_desc d = conv(2, 32, 16, 33, 3, 1, 1); /* 33*16*9 = 4752 elements */
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi32, &fx32);
+    d.dtype = d.wdtype = YP_ELEM_F16;
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi, &fx);
+    CHECK_EQ_I64(pi, pi32);
+    CHECK_EQ_I64(fx, 4752 / 2);
+    yp_cudnn_scratch_bound(&d, YP_CONV_BACKWARD, &pi, &fx);
+    CHECK_EQ_I64(fx, 4752 / 2);
+    /* a 1x1 of an odd weight count: nothing staged forward from its copy, the gradient backward */
+    d = conv(2, 40, 3, 255, 1, 1, 1); /* 765 elements */
+    d.dtype = d.wdtype = YP_ELEM_BF16;
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi, &fx);
+    CHECK_EQ_I64(fx, 0);
+    yp_cudnn_scratch_bound(&d, YP_CONV_BACKWARD, &pi, &fx);
+    CHECK_EQ_I64(fx, 383);
+    /* a frozen 1x1 under AMP reads its fp32 master: converted into the staging forward too */
+    d.wdtype = YP_ELEM_F32;
+    yp_cudnn_scratch_bound(&d, YP_CONV_FORWARD, &pi, &fx);
+    CHECK_EQ_I64(fx, 383);
 }
 
 /* The resolver's "cuda" rule answers the bound of the query's conv. */
@@ -63,9 +90,17 @@ static void test_resolver(void) {
     int64_t pi = -1, fx = -1, want_pi, want_fx;
     CHECK(rule.fn(rule.ctx, &q, &pi, &fx, &err) == 0);
     yp_conv_desc d = conv(64, 160, 32, 64, 3, 2, 1);
-    yp_cudnn_scratch_bound(&d, &want_pi, &want_fx);
+    yp_cudnn_scratch_bound(&d, q.backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, &want_pi, &want_fx);
     CHECK_EQ_I64(pi, want_pi);
     CHECK_EQ_I64(fx, want_fx);
+    /* the weight type travels: a frozen 1x1 under AMP (fp32 weights) stages them forward */
+    yp_conv_query q1 = {.in = {2, 3, 40, 40}, .out = {2, 255, 40, 40}, .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+                        .groups = 1, .dtype = YP_DTYPE_F16, .wdtype = YP_DTYPE_F16};
+    CHECK(rule.fn(rule.ctx, &q1, &pi, &fx, &err) == 0);
+    CHECK_EQ_I64(fx, 0);
+    q1.wdtype = YP_DTYPE_F32;
+    CHECK(rule.fn(rule.ctx, &q1, &pi, &fx, &err) == 0);
+    CHECK_EQ_I64(fx, 383);
     CHECK(yp_scratch_resolve("cuda:0", yp_exec_scratch_resolver(), &rule, &err) == -1);
     CHECK_STR_HAS(err.msg, "known: im2col, onednn:T");
     CHECK_STR_HAS(err.msg, "cuda");
@@ -120,9 +155,42 @@ static void test_plan_round_trip(void) {
     yp_graph_free(g);
 }
 
+/* An AMP plan for CUDA stages what the kernels need: a trained 1x1 conv reads its fp16 copy in
+ * place (no forward "wt:"), a frozen one converts its fp32 master into the staging (a forward
+ * "wt:" of its weights at 2 bytes); both stage the gradient backward when they have one. */
+static int64_t tensor_bytes(const yp_schedule *s, const char *name) {
+    int t = yp_schedule_find(s, name);
+    return t < 0 ? 0 : s->tensors[t].bytes;
+}
+
+static void test_plan_lowp(void) {
+    yp_graph *g = yp_test_model("yolov5n");
+    REQUIRE(g != NULL);
+    yp_backend gpu_be = {.name = "cuda", .alignment = 256, .ops = yp_backend_cuda_ops()};
+    yp_gpu gpu;
+    yp_err err;
+    REQUIRE(yp_gpu_parse("a100-40gb", &gpu, &err) == 0);
+    yp_candidate c = yp_candidate_default();
+    c.batch = 2, c.img_w = c.img_h = 128, c.mosaic = 0, c.labels_per_image = 4, c.precision = YP_PREC_AMP_FP16;
+    yp_exec_candidate_for(&c, &gpu_be);
+    yp_plan p;
+    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 0, &p, &err) == 0);
+    /* model.2.cv1.conv: yolov5n's C3 1x1, 32 -> 16 channels: 512 weights, 256 floats staged */
+    CHECK_EQ_I64(tensor_bytes(p.sched, "wt:model.2.cv1.conv:fwd"), 0);
+    CHECK_EQ_I64(tensor_bytes(p.sched, "wt:model.2.cv1.conv:bwd"), 256 * 4);
+    yp_plan_free(&p);
+    c.freeze = 10; /* the backbone */
+    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 0, &p, &err) == 0);
+    CHECK_EQ_I64(tensor_bytes(p.sched, "wt:model.2.cv1.conv:fwd"), 256 * 4);
+    yp_plan_free(&p);
+    yp_graph_free(g);
+}
+
 int main(void) {
     YP_RUN(test_bound);
+    YP_RUN(test_bound_lowp);
     YP_RUN(test_resolver);
     YP_RUN(test_plan_round_trip);
+    YP_RUN(test_plan_lowp);
     return yp_test_summary();
 }

@@ -145,6 +145,8 @@ static int cuda_device_info(yp_backend *be, char *name, size_t name_len, int64_t
 static yp_ops make_cuda_ops() {
     yp_ops o;
     memset(&o, 0, sizeof o);
+    o.elems = YP_ELEM_BIT(YP_ELEM_F32) | YP_ELEM_BIT(YP_ELEM_F16) | YP_ELEM_BIT(YP_ELEM_BF16);
+    yp_cuda_register_cast(&o);
     o.silu_forward = yp_cuda_silu_forward;
     o.silu_backward = yp_cuda_silu_backward;
     yp_cuda_register_act(&o);
@@ -176,6 +178,50 @@ static void cuda_release(yp_backend *be) {
     std::free(cb);
 }
 
+// ---- CUDA graphs (yp_backend.h's graph entries): stream capture of the instance's stream, in
+// thread-local mode so that another thread's CUDA calls cannot invalidate it.
+static int cuda_graph_begin(yp_backend *be) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (yp_cuda_use("graph_begin", cb)) return -1;
+    cudaError_t e = cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeThreadLocal);
+    return e == cudaSuccess ? 0 : yp_cuda_fail("graph_begin: cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+}
+
+// Ends the capture whatever happened inside it (an op that broke it leaves the stream capturing
+// until this call); instantiates the recording.
+static int cuda_graph_end(yp_backend *be, void **graph) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    *graph = nullptr;
+    if (yp_cuda_use("graph_end", cb)) return -1;
+    cudaGraph_t g = nullptr;
+    cudaError_t e = cudaStreamEndCapture(cb->stream, &g);
+    if (e != cudaSuccess || !g) {
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();  // an invalidated capture is reported here, not sticky
+        return yp_cuda_fail("graph_end: cudaStreamEndCapture: %s", cudaGetErrorString(e));
+    }
+    cudaGraphExec_t x = nullptr;
+    e = cudaGraphInstantiate(&x, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return yp_cuda_fail("graph_end: cudaGraphInstantiate: %s", cudaGetErrorString(e));
+    }
+    *graph = x;
+    return 0;
+}
+
+static int cuda_graph_launch(yp_backend *be, void *graph) {
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (yp_cuda_use("graph_launch", cb)) return -1;
+    cudaError_t e = cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), cb->stream);
+    return e == cudaSuccess ? 0 : yp_cuda_fail("graph_launch: %s", cudaGetErrorString(e));
+}
+
+static void cuda_graph_free(yp_backend *be, void *graph) {
+    if (graph && !yp_cuda_use("graph_free", yp_cuda_of(be))) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+}
+
 static const yp_backend cuda_template = {
     /* name */ "cuda",
     /* alignment */ kCudaAlignment,
@@ -189,6 +235,10 @@ static const yp_backend cuda_template = {
     /* last_error */ cuda_last_error_get,
     /* device_info */ cuda_device_info,
     /* ops */ &cuda_ops,
+    /* graph_begin */ cuda_graph_begin,
+    /* graph_end */ cuda_graph_end,
+    /* graph_launch */ cuda_graph_launch,
+    /* graph_free */ cuda_graph_free,
     /* thread_init */ nullptr,
     /* release */ cuda_release,
 };

@@ -1,4 +1,5 @@
-// conv.cu - conv2d through cuDNN 9's legacy convolution API, fp32 (contracts in kernels/yp_ops.h).
+// conv.cu - conv2d through cuDNN 9's legacy convolution API, fp32, fp16 and bf16 (contracts in
+// kernels/yp_ops.h).
 //
 // Layouts. Activations are NHWC (CUDNN_TENSOR_NHWC descriptors over the caller's buffers).
 // Weights are PyTorch's OIHW (c_out, c_in/groups, kh, kw), the CPU backend's layout. cuDNN's
@@ -24,6 +25,16 @@
 // cache or builds a throwaway entry, so it never changes the instance's state. The cuDNN handle is
 // made with the instance (yp_cuda_conv_init).
 //
+// Low precision (d->dtype F16 or BF16: AMP). The data, the filter cuDNN reads and the gradient it
+// writes are of the data's type, with fp32 accumulation (CUDNN_DATA_FLOAT compute, Tensor Core
+// math allowed); the bias, dw and dbias stay fp32 (the masters' and their .grad), and the weights
+// are of d->wdtype: the low-precision copy, or the fp32 master of a frozen layer. So the filter is
+// staged in the data's type in `wt` (KRSC, converted on the way) unless it is a 1x1 whose weights
+// already are of that type, and the weight gradient is always computed into `wt` in the data's
+// type and then added onto the fp32 dw, which is what PyTorch's autocast does (cuDNN's fp16 dW,
+// then the cast back to the fp32 parameter's gradient). The bias gradient is summed from the
+// low-precision dy in fp32. yp_cudnn_scratch.h sizes `wt` for this.
+//
 // Bias add and the bias gradient are small kernels here (NHWC: channel = index % c).
 #include <climits>
 #include <cstdlib>
@@ -32,46 +43,48 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include "launch.cuh"
 #include "yp_cuda.h"
 #include "yp_cudnn_scratch.h"
+#include "yp_elem_math.h"
 
-static const int kBlockSize = 256;
-static const int64_t kMaxBlocks = 65536;
-
-static int grid_size(int64_t n) {
-    int64_t blocks = (n + kBlockSize - 1) / kBlockSize;
-    return (int)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
+using yp_cuda::kBlockSize;
+static int grid_size(int64_t n) { return yp_cuda::grid_for(n); }
 
 // ----------------------------------------------------------------------------
 // kernels
 
-// wt[o][r][s][i] = w[o][i][r][s] (OIHW -> OHWI), ci = c_in/groups, kk = kh*kw.
-static __global__ void oihw_to_ohwi_kernel(const float *__restrict__ w, float *__restrict__ wt, int64_t co,
-                                           int64_t ci, int64_t kk) {
+// wt[o][r][s][i] = w[o][i][r][s] (OIHW -> OHWI), ci = c_in/groups, kk = kh*kw, converted from the
+// weights' type S to the data's type T (the same type for fp32: a plain reorder).
+template <typename S, typename T>
+static __global__ void oihw_to_ohwi_kernel(const S *__restrict__ w, T *__restrict__ wt, int64_t co, int64_t ci,
+                                           int64_t kk) {
     int64_t n = co * ci * kk, stride = (int64_t)blockDim.x * gridDim.x;
     for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
         int64_t i = j % ci, rs = j / ci % kk, o = j / (ci * kk);
-        wt[j] = w[(o * ci + i) * kk + rs];
+        yp_st(wt + j, yp_ld(w + (o * ci + i) * kk + rs));
     }
 }
 
-// dw[o][i][r][s] = beta*dw[o][i][r][s] + t[o][r][s][i] (OHWI -> OIHW); beta 0 never reads dw.
-static __global__ void ohwi_to_oihw_acc_kernel(const float *__restrict__ t, float *__restrict__ dw, int64_t co,
+// dw[o][i][r][s] = beta*dw[o][i][r][s] + t[o][r][s][i] (OHWI of the data's type T -> fp32 OIHW);
+// beta 0 never reads dw. For kk = 1 the two layouts are one: an fp32 accumulation of t.
+template <typename T>
+static __global__ void ohwi_to_oihw_acc_kernel(const T *__restrict__ t, float *__restrict__ dw, int64_t co,
                                                int64_t ci, int64_t kk, float beta) {
     int64_t n = co * ci * kk, stride = (int64_t)blockDim.x * gridDim.x;
     for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
         int64_t rs = j % kk, i = j / kk % ci, o = j / (ci * kk);
-        float v = t[(o * kk + rs) * ci + i];
+        float v = yp_ld(t + (o * kk + rs) * ci + i);
         dw[j] = beta == 0.0f ? v : beta * dw[j] + v;
     }
 }
 
-// y[m*c + ch] += bias[ch] over n = rows*c elements.
-static __global__ void bias_add_kernel(float *y, const float *__restrict__ bias, int64_t n, int64_t c) {
+// y[m*c + ch] += bias[ch] over n = rows*c elements (y of the data's type, the bias fp32).
+template <typename T>
+static __global__ void bias_add_kernel(T *y, const float *__restrict__ bias, int64_t n, int64_t c) {
     int64_t stride = (int64_t)blockDim.x * gridDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        y[i] += bias[i % c];
+        yp_st(y + i, yp_ld(y + i) + bias[i % c]);
 }
 
 // db[ch] = beta*db[ch] (0 overwrites without reading), before the partial sums land on it.
@@ -83,13 +96,14 @@ static __global__ void scale_kernel(float *db, int64_t c, float beta) {
 
 // db[ch] += sum over rows m of dy[m*c + ch]: block (32, 8) covers 32 channels; blockIdx.y splits
 // the rows, each block adds its partial sum with one atomic per channel.
-static __global__ void bias_grad_kernel(const float *__restrict__ dy, float *db, int64_t rows, int64_t c) {
+template <typename T>
+static __global__ void bias_grad_kernel(const T *__restrict__ dy, float *db, int64_t rows, int64_t c) {
     __shared__ float part[8][33];
     int64_t ch = (int64_t)blockIdx.x * 32 + threadIdx.x;
     float s = 0.0f;
     if (ch < c)
         for (int64_t m = (int64_t)blockIdx.y * 8 + threadIdx.y; m < rows; m += (int64_t)gridDim.y * 8)
-            s += dy[m * c + ch];
+            s += yp_ld(dy + m * c + ch);
     part[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.y == 0 && ch < c) {
@@ -103,7 +117,7 @@ static __global__ void bias_grad_kernel(const float *__restrict__ dy, float *db,
 // the per-shape cache
 
 struct conv_entry {
-    yp_conv_desc key;  // in, out, kernel, stride, padding, groups, dtype (compared field by field)
+    yp_conv_desc key;  // in, out, kernel, stride, padding, groups, dtype, wdtype (compared field by field)
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
@@ -125,7 +139,8 @@ static int same_dims(const yp_dims &a, const yp_dims &b) {
 
 static int same_key(const yp_conv_desc &a, const yp_conv_desc &b) {
     return same_dims(a.in, b.in) && same_dims(a.out, b.out) && a.kh == b.kh && a.kw == b.kw && a.sh == b.sh &&
-           a.sw == b.sw && a.ph == b.ph && a.pw == b.pw && a.groups == b.groups && a.dtype == b.dtype;
+           a.sw == b.sw && a.ph == b.ph && a.pw == b.pw && a.groups == b.groups && a.dtype == b.dtype &&
+           a.wdtype == b.wdtype;
 }
 
 static const char *cudnn_err(cudnnStatus_t s) {
@@ -162,13 +177,15 @@ int yp_cuda_conv_init(yp_cuda_backend *cb) {
 }
 
 // The descriptor's extents and parameters: every extent >= 1, within cuDNN's int dimensions,
-// the output extents those of the conv, channels divisible by groups, fp32.
+// the output extents those of the conv, channels divisible by groups, the data fp32, fp16 or bf16 and
+// the weights of the data's type or fp32.
 static int check_desc(const char *op, const yp_conv_desc *d) {
     if (!d)
         return yp_cuda_fail("%s: NULL descriptor", op);
-    if (d->dtype != YP_ELEM_F32)
-        return yp_cuda_fail("cuda backend: %s: dtype %s not supported yet; the CUDA convolutions run fp32", op,
-                            yp_elem_name(d->dtype));
+    if (yp_cuda::check_elem(op, d->dtype)) return -1;
+    if (d->wdtype != d->dtype && d->wdtype != YP_ELEM_F32)
+        return yp_cuda_fail("cuda backend: %s: weights of type %s with %s data (need the data's type or f32)", op,
+                            yp_elem_name(d->wdtype), yp_elem_name(d->dtype));
     const yp_dims *ds[2] = {&d->in, &d->out};
     for (int k = 0; k < 2; k++)
         if (ds[k]->n < 1 || ds[k]->h < 1 || ds[k]->w < 1 || ds[k]->c < 1 || ds[k]->n > INT_MAX ||
@@ -192,8 +209,15 @@ static int check_desc(const char *op, const yp_conv_desc *d) {
     return 0;
 }
 
-// Builds e's descriptors for d (fp32, NHWC, KRSC filter, strict fp32 math).
+// cuDNN's name of element type t.
+static cudnnDataType_t cudnn_type(yp_elem t) {
+    return t == YP_ELEM_F16 ? CUDNN_DATA_HALF : t == YP_ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+// Builds e's descriptors for d (NHWC data and KRSC filter of the data's type, fp32 accumulation;
+// strict fp32 math for fp32 data, Tensor Core math for fp16 and bf16).
 static int entry_build(const char *op, const yp_conv_desc *d, conv_entry *e) {
+    const cudnnDataType_t dt = cudnn_type(d->dtype);
     memset(e, 0, sizeof *e);
     e->key = *d;
     cudnnStatus_t s = cudnnCreateTensorDescriptor(&e->x);
@@ -201,19 +225,20 @@ static int entry_build(const char *op, const yp_conv_desc *d, conv_entry *e) {
     if (s == CUDNN_STATUS_SUCCESS) s = cudnnCreateFilterDescriptor(&e->w);
     if (s == CUDNN_STATUS_SUCCESS) s = cudnnCreateConvolutionDescriptor(&e->conv);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetTensor4dDescriptor(e->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)d->in.n, (int)d->in.c,
+        s = cudnnSetTensor4dDescriptor(e->x, CUDNN_TENSOR_NHWC, dt, (int)d->in.n, (int)d->in.c,
                                        (int)d->in.h, (int)d->in.w);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetTensor4dDescriptor(e->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)d->out.n, (int)d->out.c,
+        s = cudnnSetTensor4dDescriptor(e->y, CUDNN_TENSOR_NHWC, dt, (int)d->out.n, (int)d->out.c,
                                        (int)d->out.h, (int)d->out.w);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetFilter4dDescriptor(e->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, (int)d->out.c,
+        s = cudnnSetFilter4dDescriptor(e->w, dt, CUDNN_TENSOR_NHWC, (int)d->out.c,
                                        (int)(d->in.c / d->groups), d->kh, d->kw);
     if (s == CUDNN_STATUS_SUCCESS)
         s = cudnnSetConvolution2dDescriptor(e->conv, d->ph, d->pw, d->sh, d->sw, 1, 1, CUDNN_CROSS_CORRELATION,
                                             CUDNN_DATA_FLOAT);
     if (s == CUDNN_STATUS_SUCCESS) s = cudnnSetConvolutionGroupCount(e->conv, d->groups);
-    if (s == CUDNN_STATUS_SUCCESS) s = cudnnSetConvolutionMathType(e->conv, CUDNN_FMA_MATH);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnSetConvolutionMathType(e->conv, d->dtype == YP_ELEM_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
     if (s != CUDNN_STATUS_SUCCESS) {
         entry_destroy(e);
         return yp_cuda_fail("%s: cuDNN descriptors of conv k %dx%d s %dx%d p %dx%d groups %d: %s", op, d->kh, d->kw,
@@ -236,9 +261,10 @@ static size_t workspace_cap(const yp_conv_desc *d) {
     return (size_t)yp_cudnn_workspace_cap(d);
 }
 
-// Math types that run in plain fp32 (Tensor Core math would be TF32 for fp32 data).
-static int plain_fp32(cudnnMathType_t m) {
-    return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+// Math types an algorithm of e may use: for fp32 data those that run in plain fp32 (Tensor Core
+// math would be TF32), for fp16 and bf16 any (Tensor Cores with fp32 accumulation).
+static int math_ok(const conv_entry *e, cudnnMathType_t m) {
+    return e->key.dtype != YP_ELEM_F32 || m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
 }
 
 // One chooser per direction: the heuristics' list, then the first usable algorithm within the cap,
@@ -254,7 +280,7 @@ static int plain_fp32(cudnnMathType_t m) {
         int best = -1, small = -1;                                                                            \
         size_t best_ws = 0, small_ws = 0;                                                                     \
         for (int i = 0; i < got && best < 0; i++) {                                                           \
-            if (perf[i].status != CUDNN_STATUS_SUCCESS || !plain_fp32(perf[i].mathType))                      \
+            if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(e, perf[i].mathType))                      \
                 continue;                                                                                     \
             size_t ws = 0;                                                                                    \
             AlgoT algo = perf[i].algo;                                                                        \
@@ -266,8 +292,9 @@ static int plain_fp32(cudnnMathType_t m) {
                 small = i, small_ws = ws;                                                                     \
         }                                                                                                     \
         if (best < 0 && small < 0)                                                                            \
-            return yp_cuda_fail("%s: cuDNN offers no fp32 %s algorithm for conv (%lld, %lld, %lld, %lld) k %dx%d " \
-                                "s %dx%d groups %d", op, what, (long long)e->key.in.n, (long long)e->key.in.h, \
+            return yp_cuda_fail("%s: cuDNN offers no %s %s algorithm for conv (%lld, %lld, %lld, %lld) k %dx%d "  \
+                                "s %dx%d groups %d", op, yp_elem_name(e->key.dtype), what, (long long)e->key.in.n,  \
+                                (long long)e->key.in.h,                                                       \
                                 (long long)e->key.in.w, (long long)e->key.in.c, e->key.kh, e->key.kw,         \
                                 e->key.sh, e->key.sw, e->key.groups);                                         \
         if (best < 0)                                                                                         \
@@ -359,7 +386,7 @@ static conv_entry *cache_get(const char *op, yp_cuda_backend *cb, const yp_conv_
     return entry_stage(op, cb->cudnn, e, stage) ? nullptr : e;
 }
 
-// Floats of a conv's weights (what the KRSC reorders move; the fixed scratch of a conv past 1x1).
+// Elements of a conv's weights (what the KRSC reorders and conversions move).
 static int64_t weight_floats(const yp_conv_desc *d) {
     return d->out.c * (d->in.c / d->groups) * yp_conv_taps(d);
 }
@@ -391,7 +418,7 @@ extern "C" int yp_cuda_conv2d_scratch(yp_backend *be, const yp_conv_desc *d, int
         size_t ws = stage == YP_CONV_FORWARD ? e->fwd_ws
                     : e->bwd_data_ws > e->bwd_filter_ws ? e->bwd_data_ws : e->bwd_filter_ws;
         *per_image = floats_of(ws);
-        *fixed = yp_cudnn_fixed_floats(d);
+        *fixed = yp_cudnn_fixed_floats(d, stage);
     }
     if (own)
         entry_destroy(&tmp);
@@ -412,16 +439,24 @@ extern "C" int yp_cuda_conv2d_prepare(yp_backend *be, const yp_conv_desc *d, int
     return cache_get(op, cb, d, stage) ? 0 : -1;
 }
 
-// The weights as cuDNN reads them: w itself for a 1x1, else reordered into wt.
-static const float *filter_of(const char *op, yp_cuda_backend *cb, const yp_conv_desc *d, const float *w, float *wt) {
-    if (yp_conv_taps(d) == 1) return w;
+// The weights as cuDNN reads them: w itself for a 1x1 whose weights are of the data's type, else
+// reordered to KRSC (and converted to the data's type) into wt.
+static const void *filter_of(const char *op, yp_cuda_backend *cb, const yp_conv_desc *d, const float *w, float *wt) {
+    if (yp_conv_taps(d) == 1 && d->wdtype == d->dtype) return w;
     if (!wt) {
-        yp_cuda_fail("%s: NULL fixed scratch (the KRSC weights of a %dx%d conv)", op, d->kh, d->kw);
+        yp_cuda_fail("%s: NULL fixed scratch (the staged weights of a %dx%d conv)", op, d->kh, d->kw);
         return nullptr;
     }
-    int64_t n = weight_floats(d);
-    oihw_to_ohwi_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(w, wt, d->out.c, d->in.c / d->groups,
-                                                                       yp_conv_taps(d));
+    const int64_t n = weight_floats(d), co = d->out.c, ci = d->in.c / d->groups, kk = yp_conv_taps(d);
+    if (d->wdtype == YP_ELEM_F32) {
+        YP_CUDA_BY_ELEM(d->dtype, T,
+                        oihw_to_ohwi_kernel<float, T><<<grid_size(n), kBlockSize, 0, cb->stream>>>(
+                            w, reinterpret_cast<T *>(wt), co, ci, kk));
+    } else {
+        YP_CUDA_BY_ELEM(d->dtype, T,
+                        oihw_to_ohwi_kernel<T, T><<<grid_size(n), kBlockSize, 0, cb->stream>>>(
+                            reinterpret_cast<const T *>(w), reinterpret_cast<T *>(wt), co, ci, kk));
+    }
     return yp_cuda_check_launch(op) ? nullptr : wt;
 }
 
@@ -444,7 +479,7 @@ extern "C" int yp_cuda_conv2d_forward(yp_backend *be, const yp_conv_desc *d, con
     if (yp_cuda_use(op, cb)) return -1;
     conv_entry *e = cache_get(op, cb, d, YP_CONV_FORWARD);
     if (!e || need_ws(op, e->fwd_ws, ws)) return -1;
-    const float *f = filter_of(op, cb, d, w, wt);
+    const void *f = filter_of(op, cb, d, w, wt);
     if (!f) return -1;
     const float one = 1.0f, zero = 0.0f;
     if (cudnn_ok(op, cudnnConvolutionForward(cb->cudnn, &one, e->x, x, e->w, f, e->conv, e->fwd, ws, e->fwd_ws,
@@ -452,7 +487,9 @@ extern "C" int yp_cuda_conv2d_forward(yp_backend *be, const yp_conv_desc *d, con
         return -1;
     if (bias) {
         int64_t n = d->out.n * d->out.h * d->out.w * d->out.c;
-        bias_add_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(y, bias, n, d->out.c);
+        YP_CUDA_BY_ELEM(d->dtype, T,
+                        bias_add_kernel<T><<<grid_size(n), kBlockSize, 0, cb->stream>>>(reinterpret_cast<T *>(y),
+                                                                                          bias, n, d->out.c));
         return yp_cuda_check_launch("conv2d_forward bias");
     }
     return 0;
@@ -467,7 +504,7 @@ extern "C" int yp_cuda_conv2d_backward_data(yp_backend *be, const yp_conv_desc *
     if (yp_cuda_use(op, cb)) return -1;
     conv_entry *e = cache_get(op, cb, d, YP_CONV_BACKWARD);
     if (!e || need_ws(op, e->bwd_data_ws, ws)) return -1;
-    const float *f = filter_of(op, cb, d, w, wt);
+    const void *f = filter_of(op, cb, d, w, wt);
     if (!f) return -1;
     const float one = 1.0f;
     return cudnn_ok(op, cudnnConvolutionBackwardData(cb->cudnn, &one, e->w, f, e->y, dy, e->conv, e->bwd_data, ws,
@@ -480,22 +517,24 @@ extern "C" int yp_cuda_conv2d_backward_weights(yp_backend *be, const yp_conv_des
     yp_cuda_backend *cb = yp_cuda_of(be);
     if (check_desc(op, d)) return -1;
     if (!x || !dy || !dw) return yp_cuda_fail("%s: NULL x, dy or dw", op);
-    const int pointwise = yp_conv_taps(d) == 1;
-    if (!pointwise && !wt)
-        return yp_cuda_fail("%s: NULL fixed scratch (the KRSC gradient of a %dx%d conv)", op, d->kh, d->kw);
+    // fp32 1x1: cuDNN's KRSC is OIHW and it accumulates onto dw with beta itself; otherwise the
+    // gradient goes into wt (KRSC, the data's type) and is added onto dw after.
+    const int direct = yp_conv_taps(d) == 1 && d->dtype == YP_ELEM_F32;
+    if (!direct && !wt)
+        return yp_cuda_fail("%s: NULL fixed scratch (the staged gradient of a %dx%d conv)", op, d->kh, d->kw);
     if (yp_cuda_use(op, cb)) return -1;
     conv_entry *e = cache_get(op, cb, d, YP_CONV_BACKWARD);
     if (!e || need_ws(op, e->bwd_filter_ws, ws)) return -1;
     const float one = 1.0f, zero = 0.0f;
-    // 1x1: KRSC is OIHW, cuDNN accumulates with beta itself; else into wt, then reordered.
-    float *out = pointwise ? dw : wt;
     if (cudnn_ok(op, cudnnConvolutionBackwardFilter(cb->cudnn, &one, e->x, x, e->y, dy, e->conv, e->bwd_filter, ws,
-                                                    e->bwd_filter_ws, pointwise ? &beta : &zero, e->w, out)))
+                                                    e->bwd_filter_ws, direct ? &beta : &zero, e->w,
+                                                    direct ? dw : wt)))
         return -1;
-    if (!pointwise) {
-        int64_t n = weight_floats(d);
-        ohwi_to_oihw_acc_kernel<<<grid_size(n), kBlockSize, 0, cb->stream>>>(wt, dw, d->out.c, d->in.c / d->groups,
-                                                                              yp_conv_taps(d), beta);
+    if (!direct) {
+        const int64_t n = weight_floats(d), co = d->out.c, ci = d->in.c / d->groups, kk = yp_conv_taps(d);
+        YP_CUDA_BY_ELEM(d->dtype, T,
+                        ohwi_to_oihw_acc_kernel<T><<<grid_size(n), kBlockSize, 0, cb->stream>>>(
+                            reinterpret_cast<const T *>(wt), dw, co, ci, kk, beta));
         if (yp_cuda_check_launch(op)) return -1;
     }
     if (dbias) {
@@ -504,7 +543,9 @@ extern "C" int yp_cuda_conv2d_backward_weights(yp_backend *be, const yp_conv_des
         if (yp_cuda_check_launch("conv2d_backward_weights bias")) return -1;
         int64_t splits = (rows + 8 * 64 - 1) / (8 * 64);  // >= 64 rows per thread, at most 1024 splits
         dim3 grid((unsigned)((c + 31) / 32), (unsigned)(splits < 1024 ? splits : 1024));
-        bias_grad_kernel<<<grid, dim3(32, 8), 0, cb->stream>>>(dy, dbias, rows, c);
+        YP_CUDA_BY_ELEM(d->dtype, T,
+                        bias_grad_kernel<T><<<grid, dim3(32, 8), 0, cb->stream>>>(reinterpret_cast<const T *>(dy),
+                                                                                   dbias, rows, c));
         return yp_cuda_check_launch("conv2d_backward_weights bias");
     }
     return 0;

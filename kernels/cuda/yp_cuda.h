@@ -38,6 +38,10 @@ int yp_cuda_fail(const char *fmt, ...)
 int yp_cuda_check_launch(const char *what);
 
 /* ---- launchers (contracts in yp_ops.h) ---- */
+/* cast.cu: the cast entry (any pair of F32, F16, BF16); yp_cuda_register_cast sets it. */
+void yp_cuda_register_cast(yp_ops *o);
+int yp_cuda_cast(yp_backend *be, yp_elem from, const float *x, yp_elem to, float *y, int64_t n);
+
 int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
 int yp_cuda_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
 
