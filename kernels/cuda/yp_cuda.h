@@ -103,8 +103,8 @@ int yp_cuda_attention_backward(yp_backend *be, const yp_attn_desc *d, const floa
                                const float *probs, const float *dy, float *dq, float *dk, float *dv,
                                const float *betas, float *ws);
 
-/* bn.cu: the BatchNorm entries and the fused BN+SiLU (x, y, dx, dy fp32; F16/BF16 refused).
- * yp_cuda_register_bn sets them. */
+/* bn.cu: the BatchNorm entries and the fused BN+SiLU (x, y, dx, dy of d->dtype: fp32, fp16 or bf16;
+ * per-channel operands fp32; fp32 arithmetic). yp_cuda_register_bn sets them. */
 void yp_cuda_register_bn(yp_ops *o);
 int yp_cuda_bn_forward_train(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
                              const float *beta_, float *y, float *stats, float *running_mean, float *running_var);
