@@ -21,5 +21,8 @@ if(YP_HAVE_CUDA)
   yp_add_test(test_cuda_ops LIBS yp_kernels ${MATH_LIB} LABELS gpu)
   # Attention against the CPU backend's (test_cpu_attention checks that one against PyTorch).
   yp_add_test(test_cuda_attention LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+  # BatchNorm, loss_level and detect_decode in fp16 and bf16 against the CPU's fp32 on the same
+  # (rounded) inputs; skips the same way.
+  yp_add_test(test_cuda_lowp_norm LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 

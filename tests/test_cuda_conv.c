@@ -3,8 +3,8 @@
  * 1 and 2, 6x6 stride 2 pad 2, grouped and depthwise; with and without bias; odd spatial sizes)
  * forward, backward-data and backward-weights with beta 0 (onto NaN) and beta 1 (onto random
  * contents), the combined backward, the scratch query and preparation; the decode of three
- * levels; one loss level with positives that share cells, in training and evaluation, and its
- * argument errors.
+ * levels; one loss level with positives that share cells (tests/yp_test_detect.h), in training and
+ * evaluation, and its argument errors.
  * Without a usable GPU (or a build without CUDA) it prints "SKIP: <reason>" and exits 77, which
  * ctest reports as skipped. */
 #include <math.h>
@@ -15,6 +15,7 @@
 #include "yp_backend.h"
 #include "yp_test.h"
 #include "yp_test_cuda.h"
+#include "yp_test_detect.h"
 
 static yp_backend *gpu, *cpu;
 
@@ -311,9 +312,6 @@ static void test_conv_errors(void) {
 
 /* ---- detect_decode ---- */
 
-static const float anchors_s[3][3][2] = {
-    {{10, 13}, {16, 30}, {33, 23}}, {{30, 61}, {62, 45}, {59, 119}}, {{116, 90}, {156, 198}, {373, 326}}};
-
 /* Three levels of odd grids, 4 classes, 2 images. Both sides evaluate the same fp32 expression
  * (expf: <= 2 ulp on CUDA, < 1 ulp in glibc; IEEE division; the products by 2 exact): a few ulp
  * of values up to ~1e3 pixels, so rtol 1e-5 with atol 1e-5 has a 10x margin. */
@@ -328,7 +326,7 @@ static void test_detect_decode(void) {
     int64_t rows = 0;
     for (int l = 0; l < 3; l++) {
         d.h[l] = hs[l], d.w[l] = ws[l], d.stride[l] = strides[l];
-        memcpy(d.anchors[l], anchors_s[l], sizeof anchors_s[l]);
+        memcpy(d.anchors[l], yp_test_anchors[l], sizeof yp_test_anchors[l]);
         int64_t n = d.n * hs[l] * ws[l] * d.na * no;
         xs[l] = rand_host(n, 200 + (uint64_t)l, -4, 4);
         gxs[l] = to_device(xs[l], n);
@@ -342,9 +340,9 @@ static void test_detect_decode(void) {
     REQUIRE(from_device(y_g, g_y, ny) == 0);
     CHECK_EQ_I64(mismatches("detect_decode", y_g, y_c, ny, 1e-5, 1e-5), 0);
 
-    d.dtype = YP_ELEM_BF16;
+    d.dtype = YP_ELEM_COUNT; /* F16 and BF16 run (test_cuda_lowp_norm); no other value does */
     CHECK(gpu->ops->detect_decode(gpu, &d, (const float *const *)gxs, g_y) == -1);
-    CHECK_STR_HAS(gpu->last_error(gpu), "bf16");
+    CHECK_STR_HAS(gpu->last_error(gpu), "not f32, f16 or bf16");
     d.dtype = YP_ELEM_F32;
     const float *nulls[3] = {gxs[0], NULL, gxs[2]};
     CHECK(gpu->ops->detect_decode(gpu, &d, nulls, g_y) == -1);
@@ -356,56 +354,17 @@ static void test_detect_decode(void) {
 
 /* ---- loss_level ---- */
 
-static yp_loss_desc loss_desc(int nc) {
-    yp_loss_desc d;
-    memset(&d, 0, sizeof d);
-    d.cfg.nc = nc, d.cfg.na = 3, d.cfg.nl = 3;
-    memcpy(d.cfg.anchors, anchors_s, sizeof anchors_s);
-    d.cfg.strides[0] = 8, d.cfg.strides[1] = 16, d.cfg.strides[2] = 32;
-    d.cfg.anchor_t = 4.0f;
-    d.cfg.box = 0.05f, d.cfg.obj = 1.0f * 0.7f, d.cfg.cls = 0.5f * nc / 80.0f;
-    d.cfg.balance[0] = 4.0f, d.cfg.balance[1] = 1.0f, d.cfg.balance[2] = 0.4f;
-    d.cfg.label_smoothing = 0.1f;
-    d.batch = 2;
-    d.grid_h[0] = 10, d.grid_w[0] = 12, d.grid_h[1] = 5, d.grid_w[1] = 6, d.grid_h[2] = 3, d.grid_w[2] = 3;
-    d.dtype = YP_ELEM_F32;
-    return d;
-}
-
-/* n positives of level `level`: random cells, with every third one on the cell and anchor of the
- * one before (several positives of one (image, anchor, cell): gradients add, the last one's
- * CIoU is the objectness target), box targets as build_targets makes them. */
-static yp_loss_target *make_positives(const yp_loss_desc *d, int level, int n, uint64_t seed) {
-    yp_loss_target *p = calloc((size_t)n, sizeof *p);
-    uint64_t st = seed;
-    for (int k = 0; p && k < n; k++) {
-        yp_loss_target *t = &p[k];
-        if (k % 3 == 2) {
-            *t = p[k - 1];
-        } else {
-            t->b = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->batch);
-            t->a = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->cfg.na);
-            t->gj = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->grid_h[level]);
-            t->gi = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->grid_w[level]);
-        }
-        t->cls = (int32_t)(yp_test_uniform(&st, 0, 1) * (float)d->cfg.nc);
-        t->tbox[0] = yp_test_uniform(&st, -0.5f, 1.5f), t->tbox[1] = yp_test_uniform(&st, -0.5f, 1.5f);
-        t->tbox[2] = yp_test_uniform(&st, 0.3f, 4.0f), t->tbox[3] = yp_test_uniform(&st, 0.3f, 4.0f);
-    }
-    return p;
-}
-
 /* One level on both backends. Element math is the same fp32 (the CIoU from one text); the
  * differences are expf/log1pf ulps and the order of the sums (double; the gradients of positives
  * sharing a cell add in float in another order): terms to rtol 1e-5, each gradient and
  * objectness target to 1e-5 relative plus 1e-5 of the tensor's scale. */
 static void loss_case(int nc, int level, int n_pos, int train) {
-    yp_loss_desc d = loss_desc(nc);
+    yp_loss_desc d = yp_test_loss_desc(nc);
     const int no = nc + 5;
     const int64_t slots = d.batch * d.grid_h[level] * d.grid_w[level] * d.cfg.na, np = slots * no;
     fprintf(stderr, "loss: nc %d, level %d, %d positives%s\n", nc, level, n_pos, train ? "" : ", no gradient");
     float *pred = rand_host(np, 300 + (uint64_t)nc, -3, 3);
-    yp_loss_target *pos = make_positives(&d, level, n_pos, 400 + (uint64_t)n_pos);
+    yp_loss_target *pos = yp_test_positives(&d, level, n_pos, 400 + (uint64_t)n_pos);
     float *om_c = host_buf(slots), *dp_c = host_buf(np), *om_g = host_buf(slots), *dp_g = host_buf(np);
     REQUIRE(pred && pos && om_c && dp_c && om_g && dp_g);
     yp_loss_terms tc, tg;
@@ -444,10 +403,10 @@ static void test_loss_level(void) {
 }
 
 static void test_loss_errors(void) {
-    yp_loss_desc d = loss_desc(3);
+    yp_loss_desc d = yp_test_loss_desc(3);
     const int level = 1;
     const int64_t slots = d.batch * d.grid_h[level] * d.grid_w[level] * d.cfg.na, np = slots * 8;
-    yp_loss_target *pos = make_positives(&d, level, 4, 7);
+    yp_loss_target *pos = yp_test_positives(&d, level, 4, 7);
     REQUIRE(pos);
     pos[2].gi = (int32_t)d.grid_w[level]; /* one column past the grid */
     float *g_pred = nan_device(np), *g_om = nan_device(slots), *g_dp = nan_device(np);
@@ -460,9 +419,9 @@ static void test_loss_errors(void) {
     CHECK_STR_HAS(gpu->last_error(gpu), "outside level 1");
     CHECK(gpu->ops->loss_level(gpu, &d, 3, g_pred, g_pos, 0, g_om, g_dp, &t) == -1);
     CHECK_STR_HAS(gpu->last_error(gpu), "out of range");
-    d.dtype = YP_ELEM_F16;
+    d.dtype = YP_ELEM_COUNT; /* F16 and BF16 run (test_cuda_lowp_norm); no other value does */
     CHECK(gpu->ops->loss_level(gpu, &d, level, g_pred, g_pos, 0, g_om, g_dp, &t) == -1);
-    CHECK_STR_HAS(gpu->last_error(gpu), "f16");
+    CHECK_STR_HAS(gpu->last_error(gpu), "loss_level: element type 3 is not f32, f16 or bf16");
     CHECK(gpu->sync(gpu) == 0);
     gpu->mem_free(gpu, g_pred), gpu->mem_free(gpu, g_om), gpu->mem_free(gpu, g_dp), gpu->mem_free(gpu, g_pos);
     free(pos);

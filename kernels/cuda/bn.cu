@@ -1,6 +1,6 @@
-// bn.cu - BatchNorm2d on the GPU (NHWC; x, y, dx, dy fp32, F16/BF16 refused; per-channel operands
-// fp32, sums double), with the CPU backend's semantics (kernels/cpu/bn.c) and its per-channel
-// formulas, from the shared kernels/yp_bn_math.h:
+// bn.cu - BatchNorm2d on the GPU (NHWC; x, y, dx, dy of d->dtype: fp32, fp16 or bf16; per-channel
+// operands fp32, sums double), with the CPU backend's semantics (kernels/cpu/bn.c) and its
+// per-channel formulas, from the shared kernels/yp_bn_math.h:
 //   stats = {mean[c], invstd[c]} (fp32), invstd = 1/sqrt(biased var + eps); running_mean and
 //   running_var = (1 - momentum)*old + momentum*batch value in double, running_var with the
 //   unbiased variance; the normalisation folded per channel into y = fma(x, a, b) with
@@ -10,6 +10,15 @@
 //   k3 = -k1*sum(dy)/N; dgamma = sum(dy*(x-mean))*invstd, dbeta = sum(dy).
 // The per-channel sums are in double: the forward's over x - x[row 0] (shifted data, no
 // cancellation when |mean| is large next to the spread), as the CPU does.
+//
+// Element types: each kernel is a template over the storage type T of x, y, dx, dy (float, __half,
+// __nv_bfloat16; YP_CUDA_BY_ELEM picks it), which it reads and writes through yp_ld / yp_st
+// (kernels/yp_elem_math.h); everything between the load and the store is the fp32/double
+// arithmetic above, so the fp32 kernels are these templates instantiated for float and a
+// low-precision output is the fp32 result rounded once (PyTorch's fp16/bf16 BN computes in fp32
+// the same way). The one place the rounding shows up in the arithmetic is bn_silu_backward's
+// sums: they are taken over dx as stored, so that bn_backward given them computes what its own
+// first pass over that stored dx would.
 //
 // The ops take no scratch (yp_ops.h), so a reduction over the n*h*w rows of a channel cannot
 // leave partial sums in memory between blocks: each block of kCh x kRows threads owns kCh
@@ -26,13 +35,14 @@
 #include "yp_index_math.h"  // yp_acc
 
 using yp_cuda::check_dims;
-using yp_cuda::check_f32;
+using yp_cuda::check_elem;
 using yp_cuda::check_ptrs;
 using yp_cuda::grid_for;
 using yp_cuda::kBlockSize;
 
 // A reduction block: kCh channels (threadIdx.x; a warp reads 4 rows of 8 channels, 32 bytes
-// each: whole sectors) by kRows row lanes (threadIdx.y).
+// each in fp32: whole sectors; 16 bytes in fp16/bf16, half sectors, which moves no more sectors
+// than fp32 does) by kRows row lanes (threadIdx.y).
 static const int kCh = 8;
 static const int kRows = 64;
 
@@ -46,6 +56,15 @@ static __device__ __forceinline__ float silu_of(float v) {
 static __device__ __forceinline__ float silu_grad_of(float v, float dy) {
     float s = 1.0f / (1.0f + expf(-v));
     return dy * s * (1.0f + v * (1.0f - s));
+}
+
+// Stores v at p (rounded to T) and returns the value stored: v itself for float.
+template <typename T>
+static __device__ __forceinline__ float store_rounded(T *p, float v) {
+    T t;
+    yp_st(&t, v);
+    *p = t;
+    return yp_ld(&t);
 }
 
 // Sums s1, s2 over the kRows threads of the block that share threadIdx.x, in a fixed tree; the
@@ -71,15 +90,16 @@ static __device__ void block_reduce2(double *s1, double *s2) {
 // kernels
 
 // Training statistics: one block per kCh channels, all rows.
-static __global__ void bn_stats_kernel(const float *x, int64_t rows, int64_t c, float eps, float momentum,
+template <typename T>
+static __global__ void bn_stats_kernel(const T *x, int64_t rows, int64_t c, float eps, float momentum,
                                        float *stats, float *running_mean, float *running_var) {
     const int64_t ch = (int64_t)blockIdx.x * kCh + threadIdx.x;
     const bool live = ch < c;
-    const float k = live ? x[ch] : 0.0f;  // the shift: row 0's value
+    const float k = live ? yp_ld(x + ch) : 0.0f;  // the shift: row 0's value
     double s1 = 0.0, s2 = 0.0;
     if (live)
         for (int64_t r = threadIdx.y; r < rows; r += kRows) {
-            float v = x[r * c + ch] - k;
+            float v = yp_ld(x + r * c + ch) - k;
             s1 += v;
             s2 += (double)v * v;
         }
@@ -91,8 +111,9 @@ static __global__ void bn_stats_kernel(const float *x, int64_t rows, int64_t c, 
 
 // y = fma(x, a, b) (then SiLU when `silu`) with a, b folded from mean and the second per-channel
 // array: invstd, or (is_var) the variance, invstd = 1/sqrt(var + eps). y may be x.
-static __global__ void bn_apply_kernel(const float *x, const float *gamma, const float *beta_, const float *mean,
-                                       const float *second, int is_var, float eps, int silu, float *y, int64_t c,
+template <typename T>
+static __global__ void bn_apply_kernel(const T *x, const float *gamma, const float *beta_, const float *mean,
+                                       const float *second, int is_var, float eps, int silu, T *y, int64_t c,
                                        int64_t total) {
     int64_t stride = (int64_t)blockDim.x * gridDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
@@ -100,27 +121,30 @@ static __global__ void bn_apply_kernel(const float *x, const float *gamma, const
         double is = is_var ? 1.0 / sqrt((double)second[ch] + (double)eps) : (double)second[ch];
         float a, b;
         yp_bn_fold(gamma[ch], beta_[ch], (double)mean[ch], is, &a, &b);
-        float v = fmaf(x[i], a, b);
-        y[i] = silu ? silu_of(v) : v;
+        float v = fmaf(yp_ld(x + i), a, b);
+        yp_st(y + i, silu ? silu_of(v) : v);
     }
 }
 
 // dx = silu'(bn_apply(x)) * dy, elementwise (dx may be dy).
-static __global__ void bn_silu_grad_kernel(const float *x, const float *gamma, const float *beta_,
-                                           const float *stats, const float *dy, float *dx, int64_t c, int64_t total) {
+template <typename T>
+static __global__ void bn_silu_grad_kernel(const T *x, const float *gamma, const float *beta_, const float *stats,
+                                           const T *dy, T *dx, int64_t c, int64_t total) {
     int64_t stride = (int64_t)blockDim.x * gridDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         int64_t ch = i % c;
         float a, b;
         yp_bn_fold(gamma[ch], beta_[ch], (double)stats[ch], (double)stats[c + ch], &a, &b);
-        dx[i] = silu_grad_of(fmaf(x[i], a, b), dy[i]);
+        yp_st(dx + i, silu_grad_of(fmaf(yp_ld(x + i), a, b), yp_ld(dy + i)));
     }
 }
 
-// The same, with bn_backward's sums of that dx: sums = {sum(dx)[c], sum(dx*(x - mean))[c]}.
-static __global__ void bn_silu_grad_sums_kernel(const float *x, const float *gamma, const float *beta_,
-                                                const float *stats, const float *dy, float *dx, double *sums,
-                                                int64_t rows, int64_t c) {
+// The same, with bn_backward's sums of that dx: sums = {sum(dx)[c], sum(dx*(x - mean))[c]}, over
+// dx as stored (rounded to T), which is what bn_backward's own pass would read.
+template <typename T>
+static __global__ void bn_silu_grad_sums_kernel(const T *x, const float *gamma, const float *beta_,
+                                                const float *stats, const T *dy, T *dx, double *sums, int64_t rows,
+                                                int64_t c) {
     const int64_t ch = (int64_t)blockIdx.x * kCh + threadIdx.x;
     const bool live = ch < c;
     double s1 = 0.0, s2 = 0.0;
@@ -130,9 +154,9 @@ static __global__ void bn_silu_grad_sums_kernel(const float *x, const float *gam
         yp_bn_fold(gamma[ch], beta_[ch], (double)mean, (double)stats[c + ch], &a, &b);
         for (int64_t r = threadIdx.y; r < rows; r += kRows) {
             const int64_t i = r * c + ch;
-            float xv = x[i];
-            float g = silu_grad_of(fmaf(xv, a, b), dy[i]);
-            dx[i] = g;
+            float xv = yp_ld(x + i);
+            float g = silu_grad_of(fmaf(xv, a, b), yp_ld(dy + i));
+            g = store_rounded(dx + i, g);  // the sums are of dx as stored
             s1 += g;
             s2 += (double)g * (double)(xv - mean);
         }
@@ -147,8 +171,9 @@ static __global__ void bn_silu_grad_sums_kernel(const float *x, const float *gam
 // BN backward. Without sums: one block (gridDim.y == 1) per kCh channels sums dy and
 // dy*(x - mean) over all rows, then writes dgamma/dbeta and dx. With sums, blockIdx.y splits
 // the rows too (no reduction); its row 0 of blocks writes dgamma/dbeta.
-static __global__ void bn_backward_kernel(const float *x, const float *stats, const float *gamma, const float *dy,
-                                          const double *sums, float *dx, float *dgamma, float *dbeta, float beta_dx,
+template <typename T>
+static __global__ void bn_backward_kernel(const T *x, const float *stats, const float *gamma, const T *dy,
+                                          const double *sums, T *dx, float *dgamma, float *dbeta, float beta_dx,
                                           float beta_w, int64_t rows, int64_t c) {
     const int64_t ch = (int64_t)blockIdx.x * kCh + threadIdx.x;
     const bool live = ch < c;
@@ -161,9 +186,9 @@ static __global__ void bn_backward_kernel(const float *x, const float *stats, co
         if (live)
             for (int64_t r = threadIdx.y; r < rows; r += kRows) {
                 const int64_t i = r * c + ch;
-                float g = dy[i];
+                float g = yp_ld(dy + i);
                 sdy += g;
-                sdyx += (double)g * (double)(x[i] - mean);
+                sdyx += (double)g * (double)(yp_ld(x + i) - mean);
             }
         block_reduce2(&sdy, &sdyx);
     }
@@ -177,7 +202,7 @@ static __global__ void bn_backward_kernel(const float *x, const float *stats, co
     const int64_t step = (int64_t)kRows * gridDim.y;
     for (int64_t r = (int64_t)blockIdx.y * kRows + threadIdx.y; r < rows; r += step) {
         const int64_t i = r * c + ch;
-        dx[i] = yp_acc(beta_dx, dx + i, yp_bn_dx(k1, k2, k3, dy[i], x[i], mean));
+        yp_st(dx + i, yp_acc(beta_dx, dx + i, yp_bn_dx(k1, k2, k3, yp_ld(dy + i), yp_ld(x + i), mean)));
     }
 }
 
@@ -187,7 +212,7 @@ static __global__ void bn_backward_kernel(const float *x, const float *stats, co
 static int bn_check(const char *op, const yp_bn_desc *d) {
     if (!d)
         return yp_cuda_fail("%s: NULL descriptor", op);
-    if (check_f32(op, d->dtype) || check_dims(op, "input", d->dims))
+    if (check_elem(op, d->dtype) || check_dims(op, "input", d->dims))
         return -1;
     if (!(d->eps > 0.0f))
         return yp_cuda_fail("%s: eps %g must be > 0", op, (double)d->eps);
@@ -207,8 +232,9 @@ static int launch_apply(const char *op, yp_cuda_backend *cb, const yp_bn_desc *d
                         const float *gamma, const float *beta_, const float *mean, const float *second, int is_var,
                         int silu, float *y) {
     const int64_t total = bn_rows(d) * d->dims.c;
-    bn_apply_kernel<<<grid_for(total), kBlockSize, 0, cb->stream>>>(x, gamma, beta_, mean, second, is_var, d->eps,
-                                                                    silu, y, d->dims.c, total);
+    YP_CUDA_BY_ELEM(d->dtype, T,
+                    bn_apply_kernel<T><<<grid_for(total), kBlockSize, 0, cb->stream>>>(
+                        (const T *)x, gamma, beta_, mean, second, is_var, d->eps, silu, (T *)y, d->dims.c, total));
     return yp_cuda_check_launch(op);
 }
 
@@ -226,8 +252,9 @@ extern "C" int yp_cuda_bn_forward_train(yp_backend *be, const yp_bn_desc *d, con
                             (long long)rows);
     if (yp_cuda_use(op, cb))
         return -1;
-    bn_stats_kernel<<<channel_grid(c, 1), dim3(kCh, kRows), 0, cb->stream>>>(x, rows, c, d->eps, d->momentum,
-                                                                             stats, running_mean, running_var);
+    YP_CUDA_BY_ELEM(d->dtype, T,
+                    bn_stats_kernel<T><<<channel_grid(c, 1), dim3(kCh, kRows), 0, cb->stream>>>(
+                        (const T *)x, rows, c, d->eps, d->momentum, stats, running_mean, running_var));
     if (yp_cuda_check_launch(op))
         return -1;
     // normalised with the statistics as saved (fp32), as bn_apply would
@@ -274,12 +301,15 @@ extern "C" int yp_cuda_bn_silu_backward(yp_backend *be, const yp_bn_desc *d, con
     if (bn_check(op, d) || check_ptrs(op, 6, p) || yp_cuda_use(op, cb))
         return -1;
     const int64_t rows = bn_rows(d), c = d->dims.c, total = rows * c;
-    if (sums)
-        bn_silu_grad_sums_kernel<<<channel_grid(c, 1), dim3(kCh, kRows), 0, cb->stream>>>(x, gamma, beta_, stats, dy,
-                                                                                           dx, sums, rows, c);
-    else
-        bn_silu_grad_kernel<<<grid_for(total), kBlockSize, 0, cb->stream>>>(x, gamma, beta_, stats, dy, dx, c,
-                                                                            total);
+    if (sums) {
+        YP_CUDA_BY_ELEM(d->dtype, T,
+                        bn_silu_grad_sums_kernel<T><<<channel_grid(c, 1), dim3(kCh, kRows), 0, cb->stream>>>(
+                            (const T *)x, gamma, beta_, stats, (const T *)dy, (T *)dx, sums, rows, c));
+    } else {
+        YP_CUDA_BY_ELEM(d->dtype, T,
+                        bn_silu_grad_kernel<T><<<grid_for(total), kBlockSize, 0, cb->stream>>>(
+                            (const T *)x, gamma, beta_, stats, (const T *)dy, (T *)dx, c, total));
+    }
     return yp_cuda_check_launch(op);
 }
 
@@ -297,8 +327,10 @@ extern "C" int yp_cuda_bn_backward(yp_backend *be, const yp_bn_desc *d, const fl
         int64_t groups = (rows + (int64_t)kRows * 16 - 1) / ((int64_t)kRows * 16);
         ysplit = (unsigned)(groups < 65535 ? groups : 65535);
     }
-    bn_backward_kernel<<<channel_grid(c, ysplit), dim3(kCh, kRows), 0, cb->stream>>>(
-        x, stats, gamma, dy, sums, dx, dgamma, dbeta, betas.dx, betas.w, rows, c);
+    YP_CUDA_BY_ELEM(d->dtype, T,
+                    bn_backward_kernel<T><<<channel_grid(c, ysplit), dim3(kCh, kRows), 0, cb->stream>>>(
+                        (const T *)x, stats, gamma, (const T *)dy, sums, (T *)dx, dgamma, dbeta, betas.dx, betas.w,
+                        rows, c));
     return yp_cuda_check_launch(op);
 }
 

@@ -1,6 +1,10 @@
-// loss.cu - one Detect level's YOLOv5 loss and its gradient on the GPU, fp32 (loss_level,
-// contract in kernels/yp_ops.h): the CPU backend's computation (kernels/cpu/loss.c) with the
-// same fp32 element math (CIoU from the shared kernels/yp_ciou.h) and double sums.
+// loss.cu - one Detect level's YOLOv5 loss and its gradient on the GPU (loss_level, contract in
+// kernels/yp_ops.h): the CPU backend's computation (kernels/cpu/loss.c) with the same fp32 element
+// math (CIoU from the shared kernels/yp_ciou.h) and double sums. pred and dpred are of d->dtype
+// (fp32, fp16 or bf16; objmap is fp32): the kernels are templates over that storage type T, read
+// pred through yp_ld and write dpred through yp_st (kernels/yp_elem_math.h), and compute in fp32
+// in between, so the fp32 path is the same code instantiated for float. Under AMP the gains carry
+// the loss scale (yp_loss_compute), so dpred may be large; nothing here depends on its size.
 //
 // Three kernels on the instance's stream, after dpred and objmap are zeroed:
 //  1. claim: each positive k that lies inside the level writes -(k+1) into its objectness slot
@@ -18,7 +22,9 @@
 // the instance keeps (allocated with the instance), then copied back with the wait the contract
 // describes. The order of the double and float additions differs from the CPU's sequential
 // order: the terms agree to ~1e-12 relative, the gradients of positives sharing a cell to float
-// rounding.
+// rounding. In fp16/bf16 a positive's gradient is added to what its slot holds in fp32 and stored
+// rounded (grad_add): a slot with one positive holds its gradient rounded once, each further
+// positive of the slot rounds the running sum once more.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +32,7 @@
 
 #include <cuda_runtime.h>
 
+#include "launch.cuh"  // check_elem, YP_CUDA_BY_ELEM
 #include "yp_ciou.h"
 #include "yp_cuda.h"
 
@@ -59,6 +66,28 @@ static __device__ float bce_logits_sig(float x, float y, float *sig) {
     float m = x < 0.0f ? -x : 0.0f, e = expf(-fabsf(x));
     *sig = x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
     return (1.0f - y) * x + m + log1pf(e);
+}
+
+// dp[0] += v for a positive's gradient (several positives may share a slot, so an atomic add).
+// fp32: atomicAdd. fp16/bf16: a compare-and-swap of the 16-bit element that forms old + v in fp32
+// and stores it rounded once (the type's own atomicAdd would round v first, then the sum).
+static __device__ __forceinline__ void grad_add(float *dp, float v) {
+    atomicAdd(dp, v);
+}
+template <typename T>
+static __device__ void grad_add(T *dp, float v) {
+    static_assert(sizeof(T) == sizeof(unsigned short), "fp16 and bf16 are 16-bit words");
+    unsigned short *word = reinterpret_cast<unsigned short *>(dp);
+    unsigned short seen = *word, assumed;
+    do {
+        assumed = seen;
+        T old, sum;
+        memcpy(&old, &assumed, sizeof old);
+        yp_st(&sum, yp_ld(&old) + v);
+        unsigned short bits;
+        memcpy(&bits, &sum, sizeof bits);
+        seen = atomicCAS(word, assumed, bits);
+    } while (seen != assumed);
 }
 
 static __device__ bool inside(const level_args &L, const yp_loss_target &t) {
@@ -96,8 +125,9 @@ static __global__ void claim_kernel(level_args L, const yp_loss_target *__restri
     }
 }
 
-static __global__ void positives_kernel(level_args L, const float *__restrict__ pred,
-                                        const yp_loss_target *__restrict__ pos, int64_t n, float *objmap, float *dp,
+template <typename T>
+static __global__ void positives_kernel(level_args L, const T *__restrict__ pred,
+                                        const yp_loss_target *__restrict__ pos, int64_t n, float *objmap, T *dp,
                                         loss_words *res) {
     const int64_t step = (int64_t)blockDim.x * gridDim.x;
     // Every thread runs the same number of rounds so that block_add's barriers are uniform.
@@ -109,9 +139,10 @@ static __global__ void positives_kernel(level_args L, const float *__restrict__ 
             const yp_loss_target t = pos[k];
             if (inside(L, t)) {
                 const int64_t slot = slot_of(L, t), at = slot * L.no;
-                const float *p = pred + at;
+                const T *p = pred + at;
                 const float aw = L.anchors[t.a][0], ah = L.anchors[t.a][1];
-                const float s[4] = {sigmoidf_dev(p[0]), sigmoidf_dev(p[1]), sigmoidf_dev(p[2]), sigmoidf_dev(p[3])};
+                const float s[4] = {sigmoidf_dev(yp_ld(p)), sigmoidf_dev(yp_ld(p + 1)), sigmoidf_dev(yp_ld(p + 2)),
+                                    sigmoidf_dev(yp_ld(p + 3))};
                 const float pbox[4] = {s[0] * 2 - 0.5f, s[1] * 2 - 0.5f, (s[2] * 2) * (s[2] * 2) * aw,
                                        (s[3] * 2) * (s[3] * 2) * ah};
                 float dbox[4];
@@ -119,18 +150,18 @@ static __global__ void positives_kernel(level_args L, const float *__restrict__ 
                 box = 1.0 - (double)ciou;
                 if (*(volatile int *)&objmap[slot] == -(int)(k + 1)) objmap[slot] = ciou > 0.0f ? ciou : 0.0f;
                 if (dp) {
-                    float *g = dp + at;
-                    atomicAdd(&g[0], -(L.gbox * dbox[0] * 2 * s[0] * (1 - s[0])));
-                    atomicAdd(&g[1], -(L.gbox * dbox[1] * 2 * s[1] * (1 - s[1])));
-                    atomicAdd(&g[2], -(L.gbox * dbox[2] * 8 * s[2] * s[2] * (1 - s[2]) * aw));
-                    atomicAdd(&g[3], -(L.gbox * dbox[3] * 8 * s[3] * s[3] * (1 - s[3]) * ah));
+                    T *g = dp + at;
+                    grad_add(g, -(L.gbox * dbox[0] * 2 * s[0] * (1 - s[0])));
+                    grad_add(g + 1, -(L.gbox * dbox[1] * 2 * s[1] * (1 - s[1])));
+                    grad_add(g + 2, -(L.gbox * dbox[2] * 8 * s[2] * s[2] * (1 - s[2]) * aw));
+                    grad_add(g + 3, -(L.gbox * dbox[3] * 8 * s[3] * s[3] * (1 - s[3]) * ah));
                 }
                 if (L.nc > 1) {
                     for (int c = 0; c < L.nc; c++) {
                         const float y = c == t.cls ? L.cp : L.cn;
                         float sig;
-                        cls += bce_logits_sig(p[5 + c], y, &sig);
-                        if (dp) atomicAdd(&dp[at + 5 + c], L.gcls * (sig - y));
+                        cls += bce_logits_sig(yp_ld(&p[5 + c]), y, &sig);
+                        if (dp) grad_add(&dp[at + 5 + c], L.gcls * (sig - y));
                     }
                 }
             }
@@ -140,15 +171,16 @@ static __global__ void positives_kernel(level_args L, const float *__restrict__ 
     }
 }
 
-static __global__ void objectness_kernel(level_args L, const float *__restrict__ pred, const float *__restrict__ tobj,
-                                         int64_t count, float *dp, loss_words *res) {
+template <typename T>
+static __global__ void objectness_kernel(level_args L, const T *__restrict__ pred, const float *__restrict__ tobj,
+                                         int64_t count, T *dp, loss_words *res) {
     const int64_t step = (int64_t)blockDim.x * gridDim.x;
     double sum = 0.0;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
-        const float x = pred[i * L.no + 4];
+        const float x = yp_ld(pred + i * L.no + 4);
         float sig;
         sum += bce_logits_sig(x, tobj[i], &sig);
-        if (dp) dp[i * L.no + 4] = L.gobj * (sig - tobj[i]);
+        if (dp) yp_st(dp + i * L.no + 4, L.gobj * (sig - tobj[i]));
     }
     block_add(sum, &res->obj);
 }
@@ -207,10 +239,7 @@ extern "C" int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int lev
     static const char op[] = "loss_level";
     yp_cuda_backend *cb = yp_cuda_of(be);
     if (!d) return yp_cuda_fail("%s: NULL descriptor", op);
-    if (d->dtype != YP_ELEM_F32)
-        return yp_cuda_fail("cuda backend: %s: dtype %s not supported yet; the CUDA loss runs fp32", op,
-                            yp_elem_name(d->dtype));
-    if (check_level(op, d, level)) return -1;
+    if (yp_cuda::check_elem(op, d->dtype) || check_level(op, d, level)) return -1;
     if (n_pos < 0) return yp_cuda_fail("%s: negative count %lld", op, (long long)n_pos);
     if (n_pos >= INT32_MAX) return yp_cuda_fail("%s: %lld positives (at most %d)", op, (long long)n_pos, INT32_MAX - 1);
     if (!pred || !objmap || !terms || (n_pos > 0 && !pos)) return yp_cuda_fail("%s: NULL buffer", op);
@@ -239,15 +268,19 @@ extern "C" int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int lev
     if (cuda_ok(op, cudaMemsetAsync(res, 0, offsetof(loss_words, bad), st)) ||
         cuda_ok(op, cudaMemsetAsync(&res->bad, 0xff, sizeof res->bad, st)) ||
         cuda_ok(op, cudaMemsetAsync(objmap, 0, (size_t)count * sizeof(float), st)) ||
-        (dpred && cuda_ok(op, cudaMemsetAsync(dpred, 0, (size_t)(count * L.no) * sizeof(float), st))))
+        (dpred && cuda_ok(op, cudaMemsetAsync(dpred, 0, (size_t)(count * L.no) * yp_elem_size(d->dtype), st))))
         return -1;
     if (n_pos > 0) {
         claim_kernel<<<blocks_for(n_pos), kBlockSize, 0, st>>>(L, pos, n_pos, reinterpret_cast<int *>(objmap), res);
         if (yp_cuda_check_launch("loss_level claim")) return -1;
-        positives_kernel<<<blocks_for(n_pos), kBlockSize, 0, st>>>(L, pred, pos, n_pos, objmap, dpred, res);
+        YP_CUDA_BY_ELEM(d->dtype, T,
+                        positives_kernel<T><<<blocks_for(n_pos), kBlockSize, 0, st>>>(L, (const T *)pred, pos, n_pos,
+                                                                                      objmap, (T *)dpred, res));
         if (yp_cuda_check_launch("loss_level positives")) return -1;
     }
-    objectness_kernel<<<blocks_for(count), kBlockSize, 0, st>>>(L, pred, objmap, count, dpred, res);
+    YP_CUDA_BY_ELEM(d->dtype, T,
+                    objectness_kernel<T><<<blocks_for(count), kBlockSize, 0, st>>>(L, (const T *)pred, objmap, count,
+                                                                                   (T *)dpred, res));
     if (yp_cuda_check_launch("loss_level objectness")) return -1;
 
     loss_words h;

@@ -70,10 +70,11 @@ int yp_cuda_conv2d_backward_weights(yp_backend *be, const yp_conv_desc *d, const
 int yp_cuda_conv2d_backward(yp_backend *be, const yp_conv_desc *d, const float *x, const float *dy, const float *w,
                             float *dx, float *dw, float *dbias, yp_betas beta, float *ws, float *wt);
 
-/* detect.cu: Detect's evaluation decode (fp32). */
+/* detect.cu: Detect's evaluation decode (x of d->dtype: fp32, fp16 or bf16; y fp32). */
 int yp_cuda_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *const *x, float *y);
 
-/* loss.cu: one Detect level's YOLOv5 loss and its gradient (fp32). */
+/* loss.cu: one Detect level's YOLOv5 loss and its gradient (pred, dpred of d->dtype: fp32, fp16 or bf16;
+ * objmap fp32; fp32 arithmetic). */
 int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
                        int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
 /* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth, depth_to_space, zero_pad (fp32;
@@ -107,8 +108,8 @@ int yp_cuda_attention_backward(yp_backend *be, const yp_attn_desc *d, const floa
                                const float *probs, const float *dy, float *dq, float *dk, float *dv,
                                const float *betas, float *ws);
 
-/* bn.cu: the BatchNorm entries and the fused BN+SiLU (x, y, dx, dy fp32; F16/BF16 refused).
- * yp_cuda_register_bn sets them. */
+/* bn.cu: the BatchNorm entries and the fused BN+SiLU (x, y, dx, dy of d->dtype: fp32, fp16 or bf16;
+ * per-channel operands fp32; fp32 arithmetic). yp_cuda_register_bn sets them. */
 void yp_cuda_register_bn(yp_ops *o);
 int yp_cuda_bn_forward_train(yp_backend *be, const yp_bn_desc *d, const float *x, const float *gamma,
                              const float *beta_, float *y, float *stats, float *running_mean, float *running_var);
