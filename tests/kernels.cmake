@@ -21,5 +21,8 @@ if(YP_HAVE_CUDA)
   yp_add_test(test_cuda_ops LIBS yp_kernels ${MATH_LIB} LABELS gpu)
   # Attention against the CPU backend's (test_cpu_attention checks that one against PyTorch).
   yp_add_test(test_cuda_attention LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+  # F16/BF16 storage of the data-movement, activation and attention ops against the CPU's fp32
+  # result on the same inputs, rounded to the type; skips the same way.
+  yp_add_test(test_cuda_lowp LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 
