@@ -24,5 +24,8 @@ if(YP_HAVE_CUDA)
   # BatchNorm, loss_level and detect_decode in fp16 and bf16 against the CPU's fp32 on the same
   # (rounded) inputs; skips the same way.
   yp_add_test(test_cuda_lowp_norm LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+  # F16/BF16 storage of the data-movement, activation and attention ops against the CPU's fp32
+  # result on the same inputs, rounded to the type; skips the same way.
+  yp_add_test(test_cuda_lowp LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 

@@ -1,7 +1,8 @@
 /* test_cuda_ops.c - the CUDA backend's data-movement, BatchNorm and optimizer ops against the CPU
  * backend, forward and backward, fp32, on deterministic random data of odd sizes (channel counts
  * that are no multiple of any block size, beta 0 and 1 where the contract has one, NaN-filled
- * outputs where beta 0 must not read them), plus argument errors and the F16/BF16 refusals.
+ * outputs where beta 0 must not read them), plus argument errors and the element-type refusals
+ * (the F16/BF16 runs of the data-movement ops are tests/test_cuda_lowp.c's).
  * Without a usable GPU (or a build without CUDA) it prints "SKIP: <reason>" and exits 77.
  *
  * Tolerances, |cuda - cpu| <= rtol*|cpu| + atol:
@@ -362,7 +363,7 @@ static void test_activations(void) {
     CHECK(cpu->ops->hardswish_forward(cpu, YP_ELEM_F32, x.h, y.h, n) == 0);
     GPU_OK(gpu->ops->hardswish_forward(gpu, YP_ELEM_F32, x.d, y.d, n));
     CHECK_EQ_I64(compare("hardswish_forward", &y, 1e-6, 0), 0);
-    CHECK(gpu->ops->relu_forward(gpu, YP_ELEM_F16, x.d, y.d, n) == -1); /* fp32 only, as the others */
+    CHECK(gpu->ops->relu_forward(gpu, YP_ELEM_COUNT, x.d, y.d, n) == -1); /* no element type */
     CHECK_STR_HAS(gpu->last_error(gpu), "relu_forward");
     buf_free(&x), buf_free(&y), buf_free(&dy);
 }
@@ -588,19 +589,23 @@ static void test_errors(void) {
     const yp_ops *o = gpu->ops;
     float *p = gpu->mem_alloc(gpu, 1024 * sizeof(float));
     REQUIRE(p != NULL);
-    /* F16/BF16 are refused with the op and the type named */
-    expect_fail(o->add_forward(gpu, YP_ELEM_F16, p, p, p, 4), "add_forward", "f16");
-    expect_fail(o->axpy_grad(gpu, YP_ELEM_BF16, p, p, 0.0f, 4), "axpy_grad", "bf16");
-    expect_fail(o->upsample_forward(gpu, YP_ELEM_F16, (yp_dims){1, 2, 2, 2}, 2, p, p), "upsample_forward", "f16");
+    /* the data-movement ops run F32, F16 and BF16 (tests/test_cuda_lowp.c): a value that is no
+     * element type is refused with the op named */
+    const yp_elem bad = YP_ELEM_COUNT;
+    const char *bad_why = "not f32, f16 or bf16";
+    expect_fail(o->add_forward(gpu, bad, p, p, p, 4), "add_forward", bad_why);
+    expect_fail(o->axpy_grad(gpu, bad, p, p, 0.0f, 4), "axpy_grad", bad_why);
+    expect_fail(o->upsample_forward(gpu, bad, (yp_dims){1, 2, 2, 2}, 2, p, p), "upsample_forward", bad_why);
     const yp_s2d_desc sd = {{1, 2, 2, 2}, 2, YP_S2D_ROW_MAJOR};
-    expect_fail(o->space_to_depth(gpu, YP_ELEM_F16, &sd, p, p + 64, 0.0f), "space_to_depth", "f16");
-    expect_fail(o->depth_to_space(gpu, YP_ELEM_BF16, &sd, p, p + 64, 0.0f), "depth_to_space", "bf16");
+    expect_fail(o->space_to_depth(gpu, bad, &sd, p, p + 64, 0.0f), "space_to_depth", bad_why);
+    expect_fail(o->depth_to_space(gpu, bad, &sd, p, p + 64, 0.0f), "depth_to_space", bad_why);
     yp_pool_desc pd = pool_desc((yp_dims){1, 4, 4, 2}, 2, 2, 0);
-    pd.dtype = YP_ELEM_F16;
-    expect_fail(o->maxpool_forward(gpu, &pd, p, p), "maxpool_forward", "f16");
+    pd.dtype = bad;
+    expect_fail(o->maxpool_forward(gpu, &pd, p, p), "maxpool_forward", bad_why);
     /* BN runs F32, F16 and BF16 (test_cuda_lowp_norm); a value that is none of them is refused */
     yp_bn_desc bd = {{1, 4, 4, 2}, 1e-3f, 0.03f, YP_ELEM_COUNT};
-    expect_fail(o->bn_apply(gpu, &bd, p, p, p, p, p), "bn_apply", "not f32, f16 or bf16");
+    expect_fail(o->bn_apply(gpu, &bd, p, p, p, p, p), "bn_apply", bad_why);
+    /* the optimizer runs on the fp32 masters: F16/BF16 refused with the op and the type named */
     yp_optim_hyp h = {.lr = 0.01f, .momentum = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .step = 0, .grad_scale = 1};
     expect_fail(o->sgd_step(gpu, YP_ELEM_F16, p, p, p, 4, &h), "sgd_step", "f16");
     double out = 0;

@@ -42,10 +42,12 @@ int yp_cuda_check_launch(const char *what);
 void yp_cuda_register_cast(yp_ops *o);
 int yp_cuda_cast(yp_backend *be, yp_elem from, const float *x, yp_elem to, float *y, int64_t n);
 
+/* silu.cu: SiLU (F32, F16, BF16; fp32 arithmetic, stored in the element type). */
 int yp_cuda_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
 int yp_cuda_silu_backward(yp_backend *be, yp_elem dt, const float *x, const float *dy, float *dx, int64_t n);
 
-/* act.cu: relu, leaky_relu, hardswish (fp32; F16/BF16 refused). yp_cuda_register_act sets them. */
+/* act.cu: relu, leaky_relu, hardswish (F32, F16, BF16; fp32 arithmetic, stored in the element
+ * type). yp_cuda_register_act sets them. */
 void yp_cuda_register_act(yp_ops *o);
 int yp_cuda_relu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n);
 int yp_cuda_relu_backward(yp_backend *be, yp_elem dt, const float *y, const float *dy, float *dx, float beta,
@@ -77,8 +79,9 @@ int yp_cuda_detect_decode(yp_backend *be, const yp_decode_desc *d, const float *
  * objmap fp32; fp32 arithmetic). */
 int yp_cuda_loss_level(yp_backend *be, const yp_loss_desc *d, int level, const float *pred, const yp_loss_target *pos,
                        int64_t n_pos, float *objmap, float *dpred, yp_loss_terms *terms);
-/* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth, depth_to_space, zero_pad (fp32;
- * F16/BF16 refused). yp_cuda_register_eltwise sets those entries of an op table. */
+/* eltwise.cu: add, axpy_grad, concat, upsample, maxpool, space_to_depth, depth_to_space, zero_pad (F32,
+ * F16, BF16; fp32 arithmetic, stored in the element type). yp_cuda_register_eltwise sets those entries
+ * of an op table. */
 void yp_cuda_register_eltwise(yp_ops *o);
 int yp_cuda_add_forward(yp_backend *be, yp_elem dt, const float *a, const float *b, float *y, int64_t n);
 int yp_cuda_axpy_grad(yp_backend *be, yp_elem dt, const float *dy, float *dx, float beta, int64_t n);
@@ -99,7 +102,8 @@ int yp_cuda_depth_to_space(yp_backend *be, yp_elem dt, const yp_s2d_desc *d, con
 int yp_cuda_zero_pad_forward(yp_backend *be, const yp_pad_desc *d, const float *x, float *y);
 int yp_cuda_zero_pad_backward(yp_backend *be, const yp_pad_desc *d, const float *dy, float *dx, float beta);
 
-/* attention.cu: multi-head attention forward and backward (fp32); yp_cuda_register_attention
+/* attention.cu: multi-head attention forward and backward (F32, F16, BF16: the operands, P and the
+ * backward's scratch all of the descriptor's dtype, fp32 arithmetic); yp_cuda_register_attention
  * sets those entries. */
 void yp_cuda_register_attention(yp_ops *o);
 int yp_cuda_attention_forward(yp_backend *be, const yp_attn_desc *d, const float *q, const float *k, const float *v,
