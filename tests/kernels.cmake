@@ -13,6 +13,7 @@ yp_add_test(test_cpu_conv_cross LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # The host+device element functions of the CUDA kernels (yp_index_math.h, yp_bn_math.h) run on
 # the host against the CPU backend: needs no GPU, built with or without CUDA.
 yp_add_test(test_kernels_index LIBS yp_kernels ${MATH_LIB} LABELS unit)
+yp_add_test(test_elem_math LIBS yp_kernels ${MATH_LIB} LABELS unit)
 if(YP_HAVE_CUDA)
   # Skips itself (exit 77) on machines without a driver or GPU, such as CI.
   yp_add_test(test_cuda_silu LIBS yp_kernels ${MATH_LIB} LABELS gpu)
