@@ -28,5 +28,7 @@ if(YP_HAVE_CUDA)
   # F16/BF16 storage of the data-movement, activation and attention ops against the CPU's fp32
   # result on the same inputs, rounded to the type; skips the same way.
   yp_add_test(test_cuda_lowp LIBS yp_kernels ${MATH_LIB} LABELS gpu)
+  # The convolutions with fp16/bf16 data (fp32 masters' gradients) and the cast entry; skips so too.
+  yp_add_test(test_cuda_lowp_conv LIBS yp_kernels ${MATH_LIB} LABELS gpu)
 endif()
 
