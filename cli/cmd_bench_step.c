@@ -20,14 +20,19 @@ typedef struct {
     long batch, steps, threads, warmup;
     int json, no_ema, profile;
     int64_t fixed_bytes; /* the backend's fixed device cost, for the report */
+    int64_t taken_bytes; /* device memory the run took past the instance (arena and all): the free
+                          * memory after the instance was made less after the last step; -1: unknown */
+    int replayed;        /* the step ran as recorded runs (CUDA graphs) */
     int64_t mem;         /* --mem: the host memory the run may use (0: what the host has available) */
     yp_save_policy policy;
+    yp_precision precision; /* --precision: fp32 (the default), amp-fp16 or amp-bf16 (CUDA) */
     /* given on the command line: options a loaded plan decides itself */
-    int model_given, batch_given, img_given, policy_given, threads_given;
+    int model_given, batch_given, img_given, policy_given, threads_given, precision_given;
+    int batch_auto; /* --batch auto: the planner's choice for the device (the search's fastest plan) */
 } bench_opts;
 
-#define USAGE "usage: yoloplan bench-step [--model M] [--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] " \
-              "[--no-ema] | --load-plan FILE, then [--device cpu|cuda] [--steps N] [--warmup N] [--threads T] [--mem SIZE] " \
+#define USAGE "usage: yoloplan bench-step [--model M] [--batch B|auto] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] " \
+              "[--precision fp32|amp-fp16|amp-bf16] [--no-ema] | --load-plan FILE, then [--device cpu|cuda] [--steps N] [--warmup N] [--threads T] [--mem SIZE] " \
               "[--profile] [--json]"
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
@@ -50,6 +55,7 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
             o->cuda = !strcmp(v, "cuda");
         }
         else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err), o->img_given = 1;
+        else if (!strcmp(a, "--batch") && !strcmp(v, "auto")) o->batch_auto = o->batch_given = 1;
         else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 1, 4096, &o->batch, err), o->batch_given = 1;
         else if (!strcmp(a, "--steps")) rc = cli_parse_int(a, v, 1, 100000, &o->steps, err);
         else if (!strcmp(a, "--warmup")) rc = cli_parse_int(a, v, 0, 1000, &o->warmup, err);
@@ -57,6 +63,11 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
         else if (!strcmp(a, "--mem")) rc = cli_parse_size(a, v, &o->mem, err);
         else if (!strcmp(a, "--policy") && yp_save_policy_parse(v) >= 0)
             o->policy = (yp_save_policy)yp_save_policy_parse(v), o->policy_given = 1;
+        else if (!strcmp(a, "--precision")) {
+            int p = yp_precision_parse(v);
+            if (p < 0) return yp_err_set(err, "bench-step: --precision %s: expected fp32, amp-fp16 or amp-bf16", v);
+            o->precision = (yp_precision)p, o->precision_given = 1;
+        }
         else
             return yp_err_set(err, "bench-step: unknown option %s; " USAGE, a);
         if (rc) return -1;
@@ -65,14 +76,19 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     for (int i = 1; i < argc; i++) o->json |= !strcmp(argv[i], "--json");
     if (o->load_plan) {
         char list[96] = "";
-        const int given[] = {o->model_given, o->batch_given, o->img_given, o->policy_given, o->no_ema};
-        static const char *const names[] = {"--model", "--batch", "--img", "--policy", "--no-ema"};
-        for (int k = 0; k < 5; k++)
+        const int given[] = {o->model_given, o->batch_given, o->img_given, o->policy_given, o->no_ema, o->precision_given};
+        static const char *const names[] = {"--model", "--batch", "--img", "--policy", "--no-ema", "--precision"};
+        for (int k = 0; k < 6; k++)
             if (given[k]) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", names[k]);
         if (list[0])
             return yp_err_set(err, "bench-step --load-plan runs the saved plan as it is (model, batch, img, policy, "
                               "EMA and the rest come from the file): drop %s", list);
     }
+    if (o->batch_auto && o->precision_given)
+        return yp_err_set(err, "bench-step: --batch auto takes the planner's precision too; drop --precision");
+    if (o->precision != YP_PREC_FP32 && !o->cuda)
+        return yp_err_set(err, "bench-step: --precision %s runs on the GPU only (the CPU executor trains in fp32): add "
+                          "--device cuda or drop --precision", yp_precision_name(o->precision));
     return 0;
 }
 
@@ -108,6 +124,7 @@ static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f)
 static yp_candidate bench_candidate(const bench_opts *o, yp_backend *be, int64_t b) {
     yp_candidate c = yp_candidate_default();
     c.batch = b, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
+    c.precision = o->precision;
     c.ema = !o->no_ema; /* YOLOv5 updates its EMA every optimizer step; --no-ema measures the step without */
     yp_exec_candidate_for(&c, be);
     return c;
@@ -130,12 +147,33 @@ static int64_t largest_fitting(const bench_opts *o, yp_backend *be, const yp_gra
     return lo;
 }
 
+/* --batch auto: what the planner picks for the device, as `yoloplan --gpu` and `train` do: the
+ * fastest plan that fits, over the batches up to the nominal 64, every checkpoint set and the
+ * precisions the backend runs. */
+static int auto_plan(const bench_opts *o, yp_backend *be, const yp_graph *g, const yp_gpu *dev, yp_plan *p,
+                     yp_err *err) {
+    yp_search_opts so = yp_search_opts_default();
+    so.n_models = 1, so.models[0] = g;
+    so.n_sizes = 1, so.size_w[0] = o->w, so.size_h[0] = o->h;
+    so.prec_mask = yp_exec_precisions(be);
+    so.mosaic_mask = 1u << 0;
+    so.base = bench_candidate(o, be, 1);
+    yp_search_result res;
+    if (yp_search(&so, dev, 0, &res, err)) return -1;
+    int rc = res.n_rows > 0 ? yp_search_realize(&so, &res.rows[0], dev, 0, 0, p, err)
+                            : yp_err_set(err, "bench-step --batch auto: no plan of %s at %lldx%lld fits %s", g->name,
+                                         (long long)o->w, (long long)o->h, dev->desc);
+    yp_search_free(&res);
+    return rc;
+}
+
 static int build_plan(const bench_opts *o, yp_backend *be, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
     *g = cli_load_model(o->model, 0, err);
     if (!*g) return -1;
     yp_gpu host; /* the CPU backend's arena lives in host memory: plan for what is available */
     if (!o->cuda) yp_gpu_host(avail, &host);
     else if (cli_gpu_of_backend(be, &host, err)) return -1; /* the card, its free memory the budget */
+    if (o->batch_auto) return auto_plan(o, be, *g, &host, p, err);
     yp_candidate c = bench_candidate(o, be, o->batch);
     if (yp_plan_build(*g, &c, &host, 0, 0, p, err)) return -1;
     if (!p->fits && !o->cuda) { /* refused before anything is allocated */
@@ -194,6 +232,11 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)rss);
         cJSON_AddNumberToObject(j, "arena_bytes", (double)p->arena_bytes);
         cJSON_AddNumberToObject(j, "fixed_bytes", (double)o->fixed_bytes);
+        cJSON_AddStringToObject(j, "precision", yp_precision_name(p->cand.precision));
+        if (o->cuda) {
+            cJSON_AddNumberToObject(j, "device_taken_bytes", (double)o->taken_bytes);
+            cJSON_AddBoolToObject(j, "cuda_graphs", o->replayed);
+        }
         cJSON_AddNumberToObject(j, "last_loss", r->last_loss[3]);
         char *s = cJSON_Print(j);
         fputs(s ? s : "{}", f), fputc('\n', f);
@@ -201,8 +244,10 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
         cJSON_Delete(j);
         return;
     }
-    char where[64];
-    if (o->cuda) snprintf(where, sizeof where, "cuda (fixed cost %.1f MiB)", (double)o->fixed_bytes / 1048576.0);
+    char where[128];
+    if (o->cuda)
+        snprintf(where, sizeof where, "cuda %s (fixed cost %.1f MiB, took %.1f MiB%s)", yp_precision_name(p->cand.precision),
+                 (double)o->fixed_bytes / 1048576.0, (double)o->taken_bytes / 1048576.0, o->replayed ? ", CUDA graphs" : "");
     else snprintf(where, sizeof where, "%ld threads", o->threads);
     fprintf(f, "%s batch %lld img %lldx%lld, %s, %ld steps (+%ld warm-up): %.1f ms/step (median %.1f, "
             "fastest %.1f), %.2f images/s, peak RSS %.1f MiB (arena %.1f MiB), last loss %.4f\n", p->g->name,
@@ -227,7 +272,8 @@ static int run(bench_opts *o, yp_err *err) {
     const yp_cpu_config cpu = {(int)o->threads};
     if (!rc && !(be = o->cuda ? yp_backend_cuda_new(0, why, sizeof why) : yp_backend_cpu_new(&cpu, why, sizeof why)))
         rc = yp_err_set(err, "bench-step --device %s: %s", o->cuda ? "cuda" : "cpu", why);
-    if (!rc) o->fixed_bytes = be->fixed_bytes;
+    int64_t free0 = -1, free1 = -1;
+    if (!rc) o->fixed_bytes = be->fixed_bytes, yp_backend_device_free(be, &free0);
     if (!rc && !o->load_plan) rc = build_plan(o, be, avail, &p, &g, err);
     yp_search_opts so; /* a refusal names the largest batch up to the plan's that fits */
     if (!rc) cli_search_of_plan(&p, p.cand.batch, &so);
@@ -243,6 +289,8 @@ static int run(bench_opts *o, yp_err *err) {
     cfg.steps = o->steps, cfg.warmup = o->warmup, cfg.profile = o->profile;
     yp_bench_result r;
     rc = yp_bench_run(&x, &cfg, &r, err);
+    o->taken_bytes = free0 >= 0 && yp_backend_device_free(be, &free1) == 1 ? free0 - free1 : -1;
+    o->replayed = x.graphs.n > 0 && !x.graphs.off;
     if (!rc) print_result(o, &p, &r, stdout);
     if (!rc && o->profile) print_profile(&x, o->steps, r.ms_per_step, o->json ? stderr : stdout);
     yp_exec_free(&x);

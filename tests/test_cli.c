@@ -459,6 +459,7 @@ static void test_bench_step_load_plan(void) {
         {"--batch 2 --img 128 --no-ema", "drop --batch, --img, --no-ema", ""},
         {"--policy pytorch", "drop --policy", ""},
         {"--threads 2", "--threads 2", "onednn:1"},
+        {"--precision amp-fp16 --device cuda", "drop --precision", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(cmd, sizeof cmd, "bench-step --load-plan %s --steps 1 %s", p1, bad[i][0]);
@@ -474,6 +475,22 @@ static void test_bench_step_load_plan(void) {
     CHECK_EQ_I64(run("%s", cmd), 2);
     CHECK_STR_HAS(errtxt, "amp-fp16 plan; the CPU executor runs fp32 plans");
     CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
+    /* a precision other than fp32 is the GPU's; --batch auto picks its own */
+    CHECK_EQ_I64(run("bench-step --model yolov5n --img 64 --precision amp-bf16 --steps 1"), 2);
+    CHECK_STR_HAS(errtxt, "--precision amp-bf16 runs on the GPU only");
+    CHECK_EQ_I64(run("bench-step --model yolov5n --img 64 --batch auto --precision fp32 --device cuda"), 2);
+    CHECK_STR_HAS(errtxt, "--batch auto takes the planner's precision too");
+    CHECK_EQ_I64(run("bench-step --model yolov5n --img 64 --precision fp8"), 2);
+    CHECK_STR_HAS(errtxt, "expected fp32, amp-fp16 or amp-bf16");
+    /* --batch auto on the CPU: the search's fastest plan for the host's memory, then its steps */
+    CHECK_EQ_I64(run("bench-step --model yolov5n --img 64 --batch auto --steps 1 --warmup 0 --threads 1 --json"), 0);
+    cJSON *ja = cJSON_Parse(out);
+    CHECK(ja != NULL);
+    if (ja) {
+        CHECK(cJSON_GetObjectItem(ja, "batch")->valuedouble >= 1);
+        CHECK(!strcmp(cJSON_GetObjectItem(ja, "precision")->valuestring, "fp32"));
+        cJSON_Delete(ja);
+    }
 
     /* im2col plans the first conv's reordered weights only (6912 bytes); oneDNN's blocked
      * weights and scratchpad take more (15104 bytes on 1 thread on the AVX-512 machine this
