@@ -127,16 +127,25 @@ class YoloLoss:
         self.cls_pos = 1.0 - 0.5 * label_smoothing
         self.cls_neg = 0.5 * label_smoothing
         self.bce_pos_weight = torch.ones(1)
+        self.offsets = self.OFFSETS
+
+    def to(self, device):
+        """Moves the loss's constants to device (the predictions' and targets'); returns self."""
+        self.anchors = self.anchors.to(device)
+        self.bce_pos_weight = self.bce_pos_weight.to(device)
+        self.offsets = self.OFFSETS.to(device)
+        return self
 
     def assign(self, level, ny, nx, targets):
         """build_targets for one level of an ny x nx grid; returns Positives."""
         na, nt = self.na, targets.shape[0]
         anchors = self.anchors[level]
-        grid_gain = torch.tensor([1.0, 1.0, nx, ny, nx, ny])
+        dev = targets.device
+        grid_gain = torch.tensor([1.0, 1.0, nx, ny, nx, ny], device=dev)
         scaled = targets * grid_gain  # (nt, 6): image, class, gx, gy, gw, gh
         # every (anchor, target) pair, anchor-major
         pairs = scaled.unsqueeze(0).expand(na, nt, 6)
-        anchor_id = torch.arange(na).view(na, 1).expand(na, nt)
+        anchor_id = torch.arange(na, device=dev).view(na, 1).expand(na, nt)
         ratio = pairs[..., 4:6] / anchors.view(na, 1, 2)
         keep = torch.maximum(ratio, 1 / ratio).max(2).values < self.anchor_t
         pairs, anchor_id = pairs[keep], anchor_id[keep]  # (m, 6), (m,)
@@ -150,7 +159,7 @@ class YoloLoss:
         m = pairs.shape[0]
         sel_pairs = pairs.unsqueeze(0).expand(5, m, 6)[use]
         sel_anchor = anchor_id.unsqueeze(0).expand(5, m)[use]
-        sel_offset = (self.OFFSETS * 0.5).view(5, 1, 2).expand(5, m, 2)[use]
+        sel_offset = (self.offsets * 0.5).view(5, 1, 2).expand(5, m, 2)[use]
 
         gxy = sel_pairs[:, 2:4]
         cell = (gxy - sel_offset).long()  # truncation, like .long()
@@ -163,16 +172,17 @@ class YoloLoss:
 
     def __call__(self, preds, targets):
         """preds: list of (bs, na, ny, nx, nc + 5); returns (total, (lbox, lobj, lcls) detached)."""
-        lbox = torch.zeros(1)
-        lobj = torch.zeros(1)
-        lcls = torch.zeros(1)
+        dev = preds[0].device
+        lbox = torch.zeros(1, device=dev)
+        lobj = torch.zeros(1, device=dev)
+        lcls = torch.zeros(1, device=dev)
         bs = preds[0].shape[0]
         self.positives = []
         for level, p in enumerate(preds):
             ny, nx = p.shape[2], p.shape[3]
             pos = self.assign(level, ny, nx, targets)
             self.positives.append(pos)
-            tobj = torch.zeros(p.shape[:4])
+            tobj = torch.zeros(p.shape[:4], device=dev)
             if len(pos):
                 sel = p[pos.image, pos.anchor, pos.row, pos.col]  # (n, nc + 5)
                 pxy = sel[:, 0:2].sigmoid() * 2 - 0.5
@@ -180,10 +190,10 @@ class YoloLoss:
                 iou = ciou(torch.cat((pxy, pwh), 1), pos.box)
                 lbox = lbox + (1.0 - iou).mean()
                 # index assignment: with repeated indices the last one stays (CPU, serial)
-                tobj[pos.image, pos.anchor, pos.row, pos.col] = iou.detach().clamp(0)
+                tobj[pos.image, pos.anchor, pos.row, pos.col] = iou.detach().clamp(0).to(tobj.dtype)
                 if self.nc > 1:
                     cls_target = torch.full_like(sel[:, 5:], self.cls_neg)
-                    cls_target[torch.arange(len(pos)), pos.cls] = self.cls_pos
+                    cls_target[torch.arange(len(pos), device=dev), pos.cls] = self.cls_pos
                     lcls = lcls + F.binary_cross_entropy_with_logits(sel[:, 5:], cls_target,
                                                                      pos_weight=self.bce_pos_weight)
             obj = F.binary_cross_entropy_with_logits(p[..., 4], tobj, pos_weight=self.bce_pos_weight)

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch's side of bench/cpu_vs_pytorch.sh: timed YOLOv5 training steps on the CPU.
+"""PyTorch's side of bench/cpu_vs_pytorch.sh and bench/gpu_check.sh: timed YOLOv5 training steps
+on the CPU, or with ``--device cuda`` on the GPU.
 
 The same model as yoloplan's (``yolov5.build``), in training mode, trained the way
 Ultralytics' train.py does it, on random data:
@@ -33,6 +34,15 @@ yoloplan's step also updates a ModelEMA (decay 0.9999, tau 2000) after the optim
 
     /usr/bin/python3 bench/reference/train_step_bench.py --model yolov5s --steps 10
     /usr/bin/python3 bench/reference/train_step_bench.py --model n --memory-format channels_last
+
+On the GPU (``--device cuda``) the step is train.py's under ``--amp``: ``torch.autocast`` fp16
+around the forward and the loss, ``torch.cuda.amp.GradScaler`` (scale, backward, unscale_, clip,
+step, update); the batch is made on the host as above and copied over each step, as yoloplan's
+bench-step does; the timings synchronise the device. It adds max_memory_reserved_bytes and
+max_memory_allocated_bytes (``torch.cuda``'s counters over the whole run) to the JSON.
+
+    /usr/bin/python3 bench/reference/train_step_bench.py --device cuda --amp --memory-format channels_last \
+        --model yolov5s --batch 64 --img 640 --steps 30 --threads 16
 
 Run one model per process, so that the peak RSS is that model's.
 """
@@ -121,7 +131,13 @@ def main():
     ap.add_argument("--memory-format", choices=("default", "channels_last"), default="default")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ema", action="store_true", help="also update a ModelEMA every step, as yoloplan does")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--amp", action="store_true", help="CUDA: autocast fp16 and GradScaler, as train.py")
     args = ap.parse_args()
+    if args.amp and args.device != "cuda":
+        ap.error("--amp needs --device cuda")
+    dev = torch.device(args.device)
+    cuda = dev.type == "cuda"
     if args.steps < 1 or args.warmup < 0 or args.batch < 1 or args.img % 32:
         ap.error("need --steps >= 1, --warmup >= 0, --batch >= 1 and --img a multiple of 32")
 
@@ -132,13 +148,15 @@ def main():
     nc = 80
     model = yolov5.build(args.model, nc=nc)
     model.train()
+    model = model.to(dev)
     fmt = torch.channels_last if args.memory_format == "channels_last" else None
     if fmt is not None:
         model = model.to(memory_format=fmt)
     anchors = [[list(level[j:j + 2]) for j in range(0, len(level), 2)] for level in yolov5.ANCHORS]
     gains = yolo_loss.scaled_gains(yolo_loss.SCRATCH_LOW, nc, len(anchors), args.img)
     compute_loss = yolo_loss.YoloLoss(nc, anchors, list(yolov5.STRIDES), gains,
-                                      anchor_t=yolo_loss.SCRATCH_LOW["anchor_t"])
+                                      anchor_t=yolo_loss.SCRATCH_LOW["anchor_t"]).to(dev)
+    scaler = torch.cuda.amp.GradScaler(enabled=args.amp) if cuda else None
     optimizer, groups = smart_optimizer(model)
     params = [p for p in model.parameters() if p.requires_grad]
     ema = ModelEMA(model) if args.ema else None
@@ -150,24 +168,42 @@ def main():
         if i == args.warmup:
             t0 = time.perf_counter()
             faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        if cuda:
+            torch.cuda.synchronize()
         ts = time.perf_counter()
         images, targets = random_batch(args.batch, args.img, nc, gen, fmt)
-        preds = model(images)
-        total, _parts = compute_loss(preds, targets)
-        total.backward()
-        nn.utils.clip_grad_norm_(params, max_norm=MAX_GRAD_NORM)
-        optimizer.step()
+        if cuda:
+            images, targets = images.to(dev), targets.to(dev)
+            with torch.autocast("cuda", dtype=torch.float16, enabled=args.amp):
+                preds = model(images)
+                total, _parts = compute_loss(preds, targets)
+            scaler.scale(total).backward()
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(params, max_norm=MAX_GRAD_NORM)
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            preds = model(images)
+            total, _parts = compute_loss(preds, targets)
+            total.backward()
+            nn.utils.clip_grad_norm_(params, max_norm=MAX_GRAD_NORM)
+            optimizer.step()
         optimizer.zero_grad()
         if ema is not None:
             ema.update(model)
-        last = total.item()
+        last = total.item()  # waits for the step on the GPU
         if i >= args.warmup:
             step_s.append(time.perf_counter() - ts)
     elapsed = time.perf_counter() - t0
     ms = elapsed * 1e3 / args.steps
     usage = resource.getrusage(resource.RUSAGE_SELF)
     rss = usage.ru_maxrss * 1024
-    print(json.dumps({
+    extra = {}
+    if cuda:
+        extra = {"device": "cuda", "amp": args.amp, "gpu": torch.cuda.get_device_name(dev),
+                 "max_memory_reserved_bytes": torch.cuda.max_memory_reserved(dev),
+                 "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(dev)}
+    print(json.dumps({**extra,
         "model": model.name if hasattr(model, "name") else args.model,
         "batch": args.batch, "img": args.img, "threads": args.threads,
         "memory_format": args.memory_format, "ema": args.ema, "steps": args.steps, "warmup": args.warmup,
