@@ -26,7 +26,8 @@ int yp_trainer_init(yp_trainer *tr, const yp_plan *p, yp_err *err) {
     tr->hyp = yp_hyp_default(p->cand.optimizer);
     tr->opt_m = malloc((size_t)n * sizeof(int)), tr->opt_v = malloc((size_t)n * sizeof(int));
     tr->ema = malloc((size_t)n * sizeof(int));
-    if (!tr->opt_m || !tr->opt_v || !tr->ema) return yp_err_set(err, "out of memory binding the arena");
+    tr->multi = malloc((size_t)n * sizeof *tr->multi + 1);
+    if (!tr->opt_m || !tr->opt_v || !tr->ema || !tr->multi) return yp_err_set(err, "out of memory binding the arena");
     for (int t = 0; t < n; t++) tr->opt_m[t] = tr->opt_v[t] = tr->ema[t] = -1;
     tr->scaler = yp_grad_scaler_init();
     tr->scaler_on = p->cand.precision == YP_PREC_AMP_FP16; /* bf16 has fp32's range: no scaler */
@@ -42,7 +43,7 @@ int yp_trainer_init(yp_trainer *tr, const yp_plan *p, yp_err *err) {
 }
 
 void yp_trainer_free(yp_trainer *tr) {
-    free(tr->opt_m), free(tr->opt_v), free(tr->ema);
+    free(tr->opt_m), free(tr->opt_v), free(tr->ema), free(tr->multi);
     memset(tr, 0, sizeof *tr);
 }
 
@@ -175,13 +176,11 @@ static double grad_norm(const yp_binding *b, yp_err *err) {
     return sqrt(total);
 }
 
-/* The optimizer step of weight t of b; `fused` (SGD with sgd_ema_step): its gradient zeroing and
- * EMA update (decay d) in the same pass. */
-static int step_param(const yp_binding *b, const yp_trainer *tr, int t, float scale, int fused, float d) {
+/* The hyperparameters of weight t's update (its group's lr and decay). */
+static yp_optim_hyp hyp_of(const yp_binding *b, const yp_trainer *tr, int t, float scale, float d) {
     const yp_tensor *w = &b->s->tensors[t];
-    float *p = yp_bind_tensor(b, t), *g = yp_bind_tensor(b, w->grad), *m = yp_bind_tensor(b, tr->opt_m[t]);
     const yp_hyp *h = &tr->hyp;
-    const yp_optim_hyp oh = {
+    return (yp_optim_hyp){
         .lr = (float)(is_bias(w) ? h->lr_bias : h->lr),
         .momentum = (float)h->momentum,
         .beta2 = (float)h->beta2,
@@ -192,6 +191,37 @@ static int step_param(const yp_binding *b, const yp_trainer *tr, int t, float sc
         .grad_scale = scale,
         .ema_decay = d,
     };
+}
+
+/* Every trained weight's step, gradient zeroing and EMA through the backend's multi-tensor entry
+ * (a few launches on a GPU rather than three per tensor). 0, or -1 with err set. */
+static int step_multi(const yp_binding *b, yp_trainer *tr, float scale, float d, yp_err *err) {
+    const yp_schedule *s = b->s;
+    int k = 0, first = -1;
+    for (int t = 0; t < s->n_tensors; t++) {
+        const yp_tensor *w = &s->tensors[t];
+        if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
+        if (tr->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
+        const yp_optim_hyp h = hyp_of(b, tr, t, scale, d);
+        first = first < 0 ? t : first;
+        tr->multi[k++] = (yp_optim_tensor){yp_bind_tensor(b, t), yp_bind_tensor(b, w->grad), yp_bind_tensor(b, tr->opt_m[t]),
+                                           tr->opt_v[t] >= 0 ? yp_bind_tensor(b, tr->opt_v[t]) : NULL,
+                                           tr->ema[t] >= 0 ? yp_bind_tensor(b, tr->ema[t]) : NULL, w->shape.w, h.lr,
+                                           h.weight_decay};
+    }
+    if (k == 0) return 0;
+    const yp_optim_hyp h = hyp_of(b, tr, first, scale, d); /* lr and decay are per tensor */
+    if (b->ops->optim_multi(b->be, YP_ELEM_F32, s->opts.optimizer != YP_OPT_SGD, k, tr->multi, &h))
+        return yp_err_set(err, "optimizer step: %s", b->be->last_error(b->be));
+    return 0;
+}
+
+/* The optimizer step of weight t of b; `fused` (SGD with sgd_ema_step): its gradient zeroing and
+ * EMA update (decay d) in the same pass. */
+static int step_param(const yp_binding *b, const yp_trainer *tr, int t, float scale, int fused, float d) {
+    const yp_tensor *w = &b->s->tensors[t];
+    float *p = yp_bind_tensor(b, t), *g = yp_bind_tensor(b, w->grad), *m = yp_bind_tensor(b, tr->opt_m[t]);
+    const yp_optim_hyp oh = hyp_of(b, tr, t, scale, d);
     const yp_elem dt = yp_exec_elem(w->dtype);
     if (fused)
         return b->ops->sgd_ema_step(b->be, dt, p, g, m, tr->ema[t] >= 0 ? yp_bind_tensor(b, tr->ema[t]) : NULL,
@@ -218,9 +248,12 @@ int yp_exec_update(yp_exec *x, yp_err *err) {
     double coef = tr->hyp.max_grad_norm / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
     float scale = (coef < 1.0 ? (float)coef : 1.0f) * inv;
     double d = tr->hyp.ema_decay * (1.0 - exp(-(double)(tr->updates + 1) / tr->hyp.ema_tau));
-    /* SGD, zeroing and the EMA of a trained tensor in one pass when the backend has it */
-    const int fused = step && s->opts.optimizer == YP_OPT_SGD && b->ops->sgd_ema_step;
-    for (int t = 0; t < s->n_tensors; t++) {
+    /* every trained tensor's step, zeroing and EMA in a few launches when the backend has it;
+     * else SGD, zeroing and the EMA of a tensor in one pass when it has that */
+    const int multi = step && b->ops->optim_multi && !x->per_tensor_optim;
+    const int fused = multi || (step && s->opts.optimizer == YP_OPT_SGD && b->ops->sgd_ema_step);
+    if (multi && step_multi(b, tr, scale, (float)d, err)) return -1;
+    for (int t = 0; !multi && t < s->n_tensors; t++) {
         const yp_tensor *w = &s->tensors[t];
         if (w->kind != YP_KIND_WEIGHT || w->grad < 0) continue;
         if (tr->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);

@@ -54,6 +54,7 @@ typedef struct {
                                * where the scaler skipped it) */
     int scaler_on;            /* the loss scaler runs (yp_trainer_init: amp-fp16 plans) */
     yp_grad_scaler scaler;    /* its state (yp_grad_scaler.h) */
+    yp_optim_tensor *multi;   /* the optimizer's tensors, for a backend with optim_multi (update.c) */
     int lowp_stale;           /* the fp32 masters changed since the AMP weight copies were cast from
                                * them (init, a load, an update): the next micro-step casts first */
 } yp_trainer;
@@ -99,6 +100,8 @@ typedef struct yp_exec {
     yp_exec_size *eval_sizes; /* other validation shapes (yp_exec_add_eval_shape) */
     int n_eval_sizes;
     yp_exec_graphs graphs; /* the recorded runs of the training step (replay.c) */
+    int per_tensor_optim;  /* 1: the update calls the per-tensor optimizer entries even where the
+                            * backend has optim_multi (0 after yp_exec_init; tests compare the two) */
     int64_t rss_before_arena; /* the process's resident bytes when yp_exec_init had bound the plan and
                                * built the backend's primitives, just before zeroing the arena
                                * (yp_train_host.h's baseline; -1 when /proc cannot tell) */

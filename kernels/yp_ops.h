@@ -110,6 +110,15 @@ typedef struct {
     int order;    /* yp_s2d_order */
 } yp_s2d_desc;
 
+/* One parameter tensor of a multi-tensor optimizer update (optim_multi). */
+typedef struct {
+    float *w, *grad, *m;     /* the weight, its gradient and SGD's momentum (Adam's first moment) */
+    float *v;                /* Adam's second moment; unused by SGD */
+    float *ema;              /* its EMA, or NULL: none */
+    int64_t n;
+    float lr, weight_decay;  /* this tensor's parameter group's */
+} yp_optim_tensor;
+
 /* The betas of a backward entry with two kinds of gradient outputs: `dx` for the input's
  * gradient, `w` for the parameters' (weight and bias) gradients. */
 typedef struct {
@@ -335,6 +344,12 @@ typedef struct yp_ops {
      * h->ema_decay, in one pass over the tensor (the same results as the three). */
     int (*sgd_ema_step)(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema, int64_t n,
                         const yp_optim_hyp *h);
+    /* Optional: the whole update of k parameter tensors in as few launches as the device allows
+     * (a multi-tensor apply): for each ts[j], the step of sgd_step (adam 0) or adam_step (adam 1;
+     * h->decoupled: AdamW) with h but ts[j]'s lr and weight_decay, then its gradient zeroed, then
+     * (ema not NULL) ema_update with the new w and decay h->ema_decay: the same results as those
+     * entries one tensor at a time. ts is a host array of k >= 0 entries (device pointers). */
+    int (*optim_multi)(yp_backend *be, yp_elem dt, int adam, int k, const yp_optim_tensor *ts, const yp_optim_hyp *h);
     /* *out = sum of x[i]^2, accumulated in double (for gradient-norm clipping). */
     int (*sum_squares)(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
     /* Optional: *out = s_0 + s_1 + ... + s_{k-1} added in that order from 0, s_j the sum_squares of

@@ -535,6 +535,44 @@ static void test_optim(void) {
     buf_free(&w), buf_free(&grad), buf_free(&m), buf_free(&v), buf_free(&ema);
 }
 
+/* optim_multi: 40 tensors of odd sizes (more than one launch's worth), EMA on every other one,
+ * two parameter groups' lr and decay, for SGD, Adam and AdamW: CUDA's entry against the CPU's,
+ * the gradients zeroed. */
+static void test_optim_multi(void) {
+    enum { K = 40 };
+    buf w[K], g[K], m[K], v[K], e[K];
+    yp_optim_tensor hc[K], dc[K];
+    for (int j = 0; j < K; j++) {
+        int64_t n = 1 + (int64_t)j * 997 % 5003;
+        w[j] = buf_rand(n, 600 + (uint64_t)j, -1, 1, 0), g[j] = buf_rand(n, 700 + (uint64_t)j, -2, 2, 0);
+        m[j] = buf_rand(n, 800 + (uint64_t)j, -0.1f, 0.1f, 0), v[j] = buf_rand(n, 900 + (uint64_t)j, 0, 0.01f, 0);
+        e[j] = buf_rand(n, 1000 + (uint64_t)j, -1, 1, 0);
+        REQUIRE(w[j].d && g[j].d && m[j].d && v[j].d && e[j].d);
+        float lr = j % 3 ? 0.01f : 0.1f, wd = j % 3 ? 5e-4f : 0.0f;
+        hc[j] = (yp_optim_tensor){w[j].h, g[j].h, m[j].h, v[j].h, j % 2 ? e[j].h : NULL, n, lr, wd};
+        dc[j] = (yp_optim_tensor){w[j].d, g[j].d, m[j].d, v[j].d, j % 2 ? e[j].d : NULL, n, lr, wd};
+    }
+    yp_optim_hyp h = {.momentum = 0.937f, .beta2 = 0.999f, .eps = 1e-8f, .step = 3, .grad_scale = 0.5f,
+                      .ema_decay = 0.999f};
+    for (int kind = 0; kind < 3; kind++) { /* SGD, Adam, AdamW */
+        h.decoupled = kind == 2;
+        CHECK(cpu->ops->optim_multi(cpu, YP_ELEM_F32, kind > 0, K, hc, &h) == 0);
+        GPU_OK(gpu->ops->optim_multi(gpu, YP_ELEM_F32, kind > 0, K, dc, &h));
+        int64_t bad = 0;
+        for (int j = 0; j < K; j++) {
+            bad += compare("optim_multi w", &w[j], OPT_RTOL, OPT_ATOL) + compare("optim_multi m", &m[j], OPT_RTOL, OPT_ATOL);
+            bad += compare("optim_multi v", &v[j], OPT_RTOL, OPT_ATOL) + compare("optim_multi ema", &e[j], OPT_RTOL, OPT_ATOL);
+            bad += compare("optim_multi grad", &g[j], 0, 0);
+            buf_free(&g[j]);
+            g[j] = buf_rand(w[j].n, 1100 + (uint64_t)(j + 50 * kind), -2, 2, 0);
+            hc[j].grad = g[j].h, dc[j].grad = g[j].d;
+            CHECK(buf_upload(&w[j]) == 0 && buf_upload(&m[j]) == 0 && buf_upload(&v[j]) == 0 && buf_upload(&e[j]) == 0);
+        }
+        CHECK_EQ_I64(bad, 0);
+    }
+    for (int j = 0; j < K; j++) buf_free(&w[j]), buf_free(&g[j]), buf_free(&m[j]), buf_free(&v[j]), buf_free(&e[j]);
+}
+
 static void test_sum_squares(void) {
     const int64_t sizes[] = {0, 1, 255, 1000003, 3 * 1000003 + 1};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -659,6 +697,7 @@ int main(void) {
     YP_RUN(test_activations);
     YP_RUN(test_bn);
     YP_RUN(test_optim);
+    YP_RUN(test_optim_multi);
     YP_RUN(test_sum_squares);
     YP_RUN(test_sum_squares_multi);
     YP_RUN(test_errors);

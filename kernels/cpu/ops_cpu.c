@@ -94,6 +94,7 @@ const yp_ops yp_cpu_ops = {
     .adam_step = yp_cpu_adam_step,
     .ema_update = yp_cpu_ema_update,
     .sgd_ema_step = yp_cpu_sgd_ema_step,
+    .optim_multi = yp_cpu_optim_multi,
     .sum_squares = yp_cpu_sum_squares,
     .sum_squares_multi = yp_cpu_sum_squares_multi,
     .loss_level = yp_cpu_loss_level,

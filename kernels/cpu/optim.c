@@ -5,6 +5,7 @@
  * factor). Single pass, on the OpenMP threads for large tensors. */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "yp_cpu.h"
 #include "yp_optim_math.h" /* the per-element formulas, shared with the CUDA backend */
@@ -112,6 +113,26 @@ int yp_cpu_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float
         w[i] = nw;
         grad[i] = 0.0f;
         if (ema) ema[i] = yp_ema_elem(ema[i], nw, d, one_minus);
+    }
+    return 0;
+}
+
+/* Tensor by tensor, through the entries above: what every backend's optim_multi must equal. */
+int yp_cpu_optim_multi(yp_backend *be, yp_elem dt, int adam, int k, const yp_optim_tensor *ts, const yp_optim_hyp *h) {
+    static const char op[] = "optim_multi";
+    if (yp_cpu_check_elem(op, dt)) return -1;
+    if (k < 0 || (k > 0 && (!ts || !h))) return yp_cpu_fail("%s: NULL arrays or a negative count %d", op, k);
+    for (int j = 0; j < k; j++) {
+        const yp_optim_tensor *t = &ts[j];
+        yp_optim_hyp hj = *h;
+        hj.lr = t->lr, hj.weight_decay = t->weight_decay;
+        if (!adam) {
+            if (yp_cpu_sgd_ema_step(be, dt, t->w, t->grad, t->m, t->ema, t->n, &hj)) return -1;
+            continue;
+        }
+        if (yp_cpu_adam_step(be, dt, t->w, t->grad, t->m, t->v, t->n, &hj)) return -1;
+        if (t->n > 0) memset(t->grad, 0, (size_t)t->n * sizeof *t->grad);
+        if (t->ema && yp_cpu_ema_update(be, dt, t->ema, t->w, t->n, h->ema_decay)) return -1;
     }
     return 0;
 }

@@ -137,6 +137,7 @@ int yp_cpu_adam_step(yp_backend *be, yp_elem dt, float *w, const float *grad, fl
 int yp_cpu_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema, int64_t n,
                         const yp_optim_hyp *h);
 int yp_cpu_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, int64_t n, float d);
+int yp_cpu_optim_multi(yp_backend *be, yp_elem dt, int adam, int k, const yp_optim_tensor *ts, const yp_optim_hyp *h);
 int yp_cpu_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
 int yp_cpu_sum_squares_multi(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *ns,
                              double *out);

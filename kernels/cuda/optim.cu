@@ -1,5 +1,6 @@
-// optim.cu - the optimizer entries on the GPU (fp32; F16/BF16 refused): SGD (Nesterov), Adam /
-// AdamW, the weight EMA, the fused SGD + zeroed gradient + EMA, and sum_squares. The per-element
+// optim.cu - the optimizer entries on the GPU (fp32, the masters; F16/BF16 refused): SGD (Nesterov),
+// Adam / AdamW, the weight EMA, the fused SGD + zeroed gradient + EMA, the multi-tensor update of
+// many tensors in a few launches (optim_multi), and sum_squares. The per-element
 // formulas are the CPU backend's, from the shared kernels/yp_optim_math.h; results differ from
 // the CPU only where nvcc contracts a multiply-add into an fma (a rounding, not a formula).
 //
@@ -10,6 +11,7 @@
 // tensor's sum kept on the device in a slot, the slots added in order by one thread, and waits
 // once for all of them (not once per tensor). A mutex serialises that use of the arrays between
 // threads of the process; the final copy and wait keep both out of a CUDA graph capture.
+#include <cstring>
 #include <mutex>
 
 #include <cuda_runtime.h>
@@ -65,6 +67,43 @@ static __global__ void ema_kernel(float *ema, const float *w, int64_t n, float d
     int64_t stride = (int64_t)blockDim.x * gridDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
         ema[i] = yp_ema_elem(ema[i], w[i], d, one_minus);
+}
+
+// optim_multi: up to kMultiTensors tensors per launch, their pointers and constants passed by
+// value in the kernel's parameters (under CUDA's 4 KB), blockIdx.y the tensor, a grid-stride loop
+// over its elements in x. Each element runs exactly sgd_ema_kernel's or adam_kernel's formula,
+// then the zeroing and the EMA, so the results are the per-tensor entries'.
+static const int kMultiTensors = 36;
+struct multi_tensor {
+    float *w, *g, *m, *v, *e;
+    int64_t n;
+    yp_adam_coef k;  // Adam: the tensor's constants; SGD: lr in step_size, wd in wd_grad
+};
+struct multi_batch {
+    multi_tensor t[kMultiTensors];
+    float momentum, scale, d, one_minus;
+    int adam;
+};
+static_assert(sizeof(multi_batch) <= 4000, "optim_multi's batch must fit CUDA's kernel parameters");
+
+static __global__ void optim_multi_kernel(const multi_batch b) {
+    const multi_tensor &t = b.t[blockIdx.y];
+    int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < t.n; i += stride) {
+        float mi = t.m[i], nw;
+        if (b.adam) {
+            float vi = t.v[i];
+            nw = yp_adam_elem(t.w[i], t.g[i], &mi, &vi, t.k);
+            t.v[i] = vi;
+        } else {
+            nw = yp_sgd_elem(t.w[i], t.g[i], &mi, t.k.step_size, b.momentum, t.k.wd_grad, b.scale);
+        }
+        t.m[i] = mi;
+        t.w[i] = nw;
+        t.g[i] = 0.0f;
+        if (t.e)
+            t.e[i] = yp_ema_elem(t.e[i], nw, b.d, b.one_minus);
+    }
 }
 
 // sum_squares: at most kSumBlocks partial sums, each block's in a fixed shared-memory tree.
@@ -283,7 +322,46 @@ extern "C" int yp_cuda_sum_squares_multi(yp_backend *be, yp_elem dt, int k, cons
     return read_result(op, cb, out);
 }
 
+extern "C" int yp_cuda_optim_multi(yp_backend *be, yp_elem dt, int adam, int k, const yp_optim_tensor *ts,
+                                   const yp_optim_hyp *h) {
+    static const char op[] = "optim_multi";
+    yp_cuda_backend *cb = yp_cuda_of(be);
+    if (check_f32(op, dt)) return -1;
+    if (k < 0 || (k > 0 && (!ts || !h))) return yp_cuda_fail("%s: NULL arrays or a negative count %d", op, k);
+    if (adam && k > 0 && h->step < 1) return yp_cuda_fail("%s: step %lld must be >= 1", op, (long long)h->step);
+    if (k == 0) return 0;
+    if (yp_cuda_use(op, cb)) return -1;
+    multi_batch b;
+    b.momentum = h->momentum, b.scale = h->grad_scale, b.d = h->ema_decay, b.one_minus = 1.0f - h->ema_decay;
+    b.adam = adam;
+    for (int j0 = 0; j0 < k; j0 += kMultiTensors) {
+        const int count = k - j0 < kMultiTensors ? k - j0 : kMultiTensors;
+        int64_t most = 0;
+        for (int j = 0; j < count; j++) {
+            const yp_optim_tensor *t = &ts[j0 + j];
+            if (t->n < 0 || (t->n > 0 && (!t->w || !t->grad || !t->m || (adam && !t->v))))
+                return yp_cuda_fail("%s: tensor %d: NULL buffer or a negative count", op, j0 + j);
+            yp_optim_hyp hj = *h;
+            hj.lr = t->lr, hj.weight_decay = t->weight_decay;
+            multi_tensor &m = b.t[j];
+            m.w = t->w, m.g = t->grad, m.m = t->m, m.v = t->v, m.e = t->ema, m.n = t->n;
+            if (adam) {
+                m.k = yp_adam_coefs(&hj);
+            } else {
+                memset(&m.k, 0, sizeof m.k);
+                m.k.step_size = t->lr, m.k.wd_grad = t->weight_decay;
+            }
+            most = t->n > most ? t->n : most;
+        }
+        if (most == 0) continue;
+        optim_multi_kernel<<<dim3((unsigned)grid_for(most), (unsigned)count), kBlockSize, 0, cb->stream>>>(b);
+        if (yp_cuda_check_launch(op)) return -1;
+    }
+    return 0;
+}
+
 extern "C" void yp_cuda_register_optim(yp_ops *o) {
+    o->optim_multi = yp_cuda_optim_multi;
     o->sgd_step = yp_cuda_sgd_step;
     o->adam_step = yp_cuda_adam_step;
     o->ema_update = yp_cuda_ema_update;

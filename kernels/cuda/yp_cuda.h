@@ -129,7 +129,7 @@ int yp_cuda_bn_backward(yp_backend *be, const yp_bn_desc *d, const float *x, con
                         const float *gamma, const float *dy, const double *sums, float *dx, float *dgamma,
                         float *dbeta, yp_betas beta);
 
-/* optim.cu: sgd_step, adam_step, ema_update, sgd_ema_step, sum_squares, sum_squares_multi (fp32; F16/BF16 refused).
+/* optim.cu: sgd_step, adam_step, ema_update, sgd_ema_step, optim_multi, sum_squares, sum_squares_multi (fp32, the masters; F16/BF16 refused).
  * yp_cuda_register_optim sets them. */
 void yp_cuda_register_optim(yp_ops *o);
 int yp_cuda_sgd_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, int64_t n,
@@ -139,6 +139,8 @@ int yp_cuda_adam_step(yp_backend *be, yp_elem dt, float *w, const float *grad, f
 int yp_cuda_ema_update(yp_backend *be, yp_elem dt, float *ema, const float *w, int64_t n, float d);
 int yp_cuda_sgd_ema_step(yp_backend *be, yp_elem dt, float *w, float *grad, float *m, float *ema, int64_t n,
                          const yp_optim_hyp *h);
+int yp_cuda_optim_multi(yp_backend *be, yp_elem dt, int adam, int k, const yp_optim_tensor *ts,
+                        const yp_optim_hyp *h);
 int yp_cuda_sum_squares(yp_backend *be, yp_elem dt, const float *x, int64_t n, double *out);
 int yp_cuda_sum_squares_multi(yp_backend *be, yp_elem dt, int k, const float *const *xs, const int64_t *ns,
                               double *out);
