@@ -75,7 +75,8 @@ static int parse_sizes(yp_search_opts *o, const char *v, yp_err *err) {
     return 0;
 }
 
-static int gpu_auto(yp_gpu *gpu, yp_err *err) {
+/* The card this machine has, measured; *model its cuDNN scratch model ("cuda:CARD"). */
+static int gpu_auto(yp_gpu *gpu, char *model, size_t model_len, yp_err *err) {
     char why[256], name[128];
     yp_backend *be = yp_backend_cuda_new(0, why, sizeof why);
     int64_t total = 0, free_b = 0;
@@ -85,6 +86,7 @@ static int gpu_auto(yp_gpu *gpu, yp_err *err) {
         yp_backend_free(be);
         return -1;
     }
+    yp_exec_card_model(be, model, model_len);
     yp_backend_free(be);
     yp_gpu_from_device(name, total, gpu);
     /* measured: what the context and handles already took is outside our budget */
@@ -230,7 +232,9 @@ static int scratch_model(plan_args *pa, const raw_opts *r, yp_err *err) {
 
 /* --gpu G (a card, its memory or auto) and the --reserve it leaves room for. */
 static int parse_gpu(plan_args *pa, const char *v, yp_err *err) {
-    if (!strcmp(v, "auto") ? gpu_auto(&pa->gpu, err) : yp_gpu_parse(v, &pa->gpu, err)) return -1;
+    if (!strcmp(v, "auto") ? gpu_auto(&pa->gpu, pa->card_model, sizeof pa->card_model, err)
+                           : yp_gpu_parse(v, &pa->gpu, err))
+        return -1;
     if (pa->gpu.mem_bytes <= pa->gpu.fixed_bytes)
         return yp_err_set(err, "--gpu %s: %s has %.2f GiB, no more than the %.2f GiB the CUDA context and libraries "
                           "take on any card; give a card with more memory", v, pa->gpu.desc,
@@ -277,6 +281,11 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
         o->prec_mask = 1u << p;
     }
     if (r->scratch && scratch_model(pa, r, err)) return -1;
+    if (!r->scratch && pa->card_model[0]) { /* --gpu auto: each conv's workspace as this card's cuDNN picks it */
+        raw_opts card = *r;
+        card.scratch = pa->card_model;
+        if (scratch_model(pa, &card, err)) return -1;
+    }
     o->mosaic_mask = !r->mosaic || !strcmp(r->mosaic, "both") ? 3 : !strcmp(r->mosaic, "on") ? 2 : 1;
     if (r->ckpt_given && r->policy_given && o->base.policy == YP_SAVE_PYTORCH && strcmp(r->ckpt, "none"))
         return yp_err_set(err, "--ckpt %s with --policy pytorch: checkpoint sets need the yoloplan saving policy; drop "

@@ -16,6 +16,7 @@ typedef struct {
     yp_search_opts search;
     yp_graph *owned[YP_SEARCH_MAX_MODELS]; /* graphs loaded for --model (freed by plan_args_free) */
     yp_gpu gpu;
+    char card_model[YP_SCRATCH_NAME_MAX]; /* --gpu auto: the card's cuDNN scratch model ("" otherwise) */
     int64_t reserve;
     int top_k;               /* rows shown: --top K (per model with several models); 0 with --all: every row */
     int top_given;           /* --top or --all was given */

@@ -52,8 +52,60 @@ static int cuda_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int6
     return 0;
 }
 
-/* "cuda", or "onednn:T" with T a thread count written plainly (1..1024, no sign, no leading
- * zero); 1 for any other name. */
+/* "cuda:CARD": what cuDNN chooses on that card, asked through a CUDA instance's conv2d_scratch
+ * (the chosen algorithm's workspace, exact for the card). CARD is the device's name as a slug
+ * (lowercase letters and digits, '-' for the rest: "nvidia-h200"), so a plan names the card its
+ * figures are for, and a loader on another machine refuses it rather than trust them. */
+static void card_slug(const char *device, char *out, size_t n) {
+    size_t k = 0;
+    for (const char *p = device; *p && k + 1 < n; p++) {
+        char c = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (alnum) out[k++] = c;
+        else if (k > 0 && out[k - 1] != '-') out[k++] = '-';
+    }
+    while (k > 0 && out[k - 1] == '-') k--;
+    out[k] = 0;
+}
+
+void yp_exec_card_model(yp_backend *be, char *buf, size_t n) {
+    char name[128], slug[YP_SCRATCH_NAME_MAX - sizeof CUDA_MODEL]; /* room for "cuda:" and the NUL */
+    int64_t total, free_b;
+    buf[0] = 0;
+    if (!be->device_info || be->device_info(be, name, sizeof name, &total, &free_b)) return;
+    card_slug(name, slug, sizeof slug);
+    snprintf(buf, n, "%s:%s", CUDA_MODEL, slug);
+}
+
+/* The process's CUDA instance for resolving "cuda:CARD" on load (made once, kept for the process:
+ * the CUDA context is the process's either way), or NULL with why set. */
+static yp_backend *card_instance(char *why, size_t n) {
+    static yp_backend *be;
+    static char reason[256];
+    if (!be && !reason[0]) be = yp_backend_cuda_new(0, reason, sizeof reason);
+    if (!be) snprintf(why, n, "%s", reason);
+    return be;
+}
+
+static int resolve_card(const char *name, yp_scratch_rule *rule, yp_err *err) {
+    char why[256], here[YP_SCRATCH_NAME_MAX];
+    yp_backend *be = card_instance(why, sizeof why);
+    if (!be)
+        return yp_err_set(err, "conv scratch model %s: the conv workspaces cuDNN chose on that card, and this machine "
+                          "has no usable GPU (%s); plan again here, or with --scratch cuda for a plan that re-plans "
+                          "anywhere", name, why);
+    yp_exec_card_model(be, here, sizeof here);
+    if (strcmp(here, name))
+        return yp_err_set(err, "conv scratch model %s: the conv workspaces cuDNN chose on that card, and this machine's "
+                          "GPU is %s; plan again here, or with --scratch cuda for a plan that re-plans anywhere",
+                          name, here[0] ? here + strlen(CUDA_MODEL ":") : "unnamed");
+    rule->fn = yp_exec_conv_scratch;
+    rule->ctx = be;
+    return 0;
+}
+
+/* "cuda", "cuda:CARD", or "onednn:T" with T a thread count written plainly (1..1024, no sign, no
+ * leading zero); 1 for any other name. */
 static int resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
     const size_t n = strlen(ONEDNN_PREFIX);
     if (!strcmp(name, CUDA_MODEL)) {
@@ -61,6 +113,7 @@ static int resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
         rule->ctx = NULL;
         return 0;
     }
+    if (!strncmp(name, CUDA_MODEL ":", strlen(CUDA_MODEL ":"))) return resolve_card(name, rule, err);
     if (strcmp(name, "onednn") && strncmp(name, ONEDNN_PREFIX, n)) return 1;
     const char *v = strlen(name) > n ? name + n : "";
     long t = 0;
@@ -77,7 +130,8 @@ static int resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
 }
 
 const yp_scratch_resolver *yp_exec_scratch_resolver(void) {
-    static const yp_scratch_resolver r = {"onednn:T (T: CPU threads, 1..1024), cuda", resolve};
+    static const yp_scratch_resolver r = {"onednn:T (T: CPU threads, 1..1024), cuda, cuda:CARD (that card's cuDNN)",
+                                          resolve};
     return &r;
 }
 
@@ -88,9 +142,11 @@ void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n) {
 }
 
 /* The rule under the model's name: for a CPU instance its own conv2d_scratch (the same answers as
- * the resolved "onednn:T" rule, without an instance per query); for a CUDA instance the "cuda"
- * bound, not the card's answers, so that the plan saved re-plans the same anywhere (the executor
- * checks at init that the bound covers what the card's algorithms ask for). The alignment: the
+ * the resolved "onednn:T" rule, without an instance per query); for a CUDA instance that names its
+ * card, "cuda:CARD", its own conv2d_scratch too: the workspace of the algorithm cuDNN picks for
+ * each conv on this card, so the plan is exact for it (a plan.json of it re-plans where that card
+ * is; the bound "cuda", with --scratch cuda, re-plans anywhere); a stand-in instance that cannot
+ * name a device gets the "cuda" bound. The alignment: the
  * largest of the candidate's, the backend's and YP_ALIGN_DEFAULT (all powers of two, so it is a
  * multiple of each; the CPU's 64 leaves 256, so CPU plans keep their figures). The fusions: those
  * its op table runs. */
@@ -98,7 +154,11 @@ void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
     yp_exec_scratch_model(be, c->scratch, sizeof c->scratch);
     c->scratch_rule.fn = yp_exec_conv_scratch;
     c->scratch_rule.ctx = be;
-    if (!strcmp(c->scratch, CUDA_MODEL)) c->scratch_rule.fn = cuda_rule, c->scratch_rule.ctx = NULL;
+    if (!strcmp(c->scratch, CUDA_MODEL)) {
+        yp_exec_card_model(be, c->scratch, sizeof c->scratch);
+        if (!c->scratch[0]) snprintf(c->scratch, sizeof c->scratch, "%s", CUDA_MODEL), c->scratch_rule.fn = cuda_rule,
+                            c->scratch_rule.ctx = NULL;
+    }
     int64_t a = (int64_t)be->alignment > YP_ALIGN_DEFAULT ? (int64_t)be->alignment : YP_ALIGN_DEFAULT;
     if (c->alignment < a) c->alignment = a;
     c->fusions = yp_exec_fusions(be);
@@ -107,7 +167,7 @@ void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
 /* A CPU instance of one thread asked: every CPU instance shares one op table. "cuda": the CUDA
  * op table, which needs no device to read (none when the library was built without CUDA). */
 unsigned yp_exec_model_fusions(const char *model) {
-    if (model && !strcmp(model, CUDA_MODEL)) {
+    if (model && (!strcmp(model, CUDA_MODEL) || !strncmp(model, CUDA_MODEL ":", strlen(CUDA_MODEL ":")))) {
         yp_backend table = {.name = CUDA_MODEL, .ops = yp_backend_cuda_ops()};
         return yp_exec_fusions(&table);
     }

@@ -124,6 +124,11 @@ int64_t yp_process_rss_bytes(void);
  * count as it was; the CUDA rule is arithmetic. Static; never free it. */
 const yp_scratch_resolver *yp_exec_scratch_resolver(void);
 
+/* The conv scratch model that asks CUDA instance be's cuDNN ("cuda:" + its card's name as a slug,
+ * e.g. "cuda:nvidia-h200": exact for that card; the resolver refuses it on a machine without that
+ * card), or "" when be cannot name its device. */
+void yp_exec_card_model(yp_backend *be, char *buf, size_t n);
+
 /* The model instance be needs into buf ("onednn:T" for a CPU instance of T threads; otherwise
  * the backend's name: "cuda" for a CUDA instance). */
 void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n);

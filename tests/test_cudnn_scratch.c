@@ -79,6 +79,13 @@ static void test_bound_lowp(void) {
     CHECK_EQ_I64(fx, 383);
 }
 
+static int fake_device_info(yp_backend *be, char *name, size_t n, int64_t *total, int64_t *free_b) {
+    (void)be;
+    snprintf(name, n, "NVIDIA GeForce RTX 3070 Laptop GPU");
+    *total = *free_b = (int64_t)8 << 30;
+    return 0;
+}
+
 /* The resolver's "cuda" rule answers the bound of the query's conv. */
 static void test_resolver(void) {
     yp_scratch_rule rule = {0};
@@ -101,9 +108,28 @@ static void test_resolver(void) {
     q1.wdtype = YP_DTYPE_F32;
     CHECK(rule.fn(rule.ctx, &q1, &pi, &fx, &err) == 0);
     CHECK_EQ_I64(fx, 383);
-    CHECK(yp_scratch_resolve("cuda:0", yp_exec_scratch_resolver(), &rule, &err) == -1);
+    CHECK(yp_scratch_resolve("cudnn", yp_exec_scratch_resolver(), &rule, &err) == -1);
     CHECK_STR_HAS(err.msg, "known: im2col, onednn:T");
-    CHECK_STR_HAS(err.msg, "cuda");
+    CHECK_STR_HAS(err.msg, "cuda, cuda:CARD");
+    /* "cuda:CARD" asks that card's cuDNN: without it (no GPU here) a loader refuses the plan in one
+     * line, naming the way out */
+    yp_backend *card = yp_backend_cuda_new(0, NULL, 0);
+    if (!card) {
+        CHECK(yp_scratch_resolve("cuda:nvidia-h200", yp_exec_scratch_resolver(), &rule, &err) == -1);
+        CHECK_STR_HAS(err.msg, "conv scratch model cuda:nvidia-h200: the conv workspaces cuDNN chose on that card");
+        CHECK_STR_HAS(err.msg, "no usable GPU");
+        CHECK_STR_HAS(err.msg, "--scratch cuda");
+    }
+    yp_backend_free(card);
+    CHECK_EQ_I64(yp_exec_model_fusions("cuda:nvidia-h200"), yp_exec_model_fusions("cuda"));
+    /* the card's name as the model names it: a slug, cut to fit the name field */
+    yp_backend named = {.name = "cuda", .device_info = fake_device_info};
+    char model[YP_SCRATCH_NAME_MAX];
+    yp_exec_card_model(&named, model, sizeof model);
+    CHECK(!strcmp(model, "cuda:nvidia-geforce-rtx-3070-la"));
+    yp_backend unnamed = {.name = "cuda"};
+    yp_exec_card_model(&unnamed, model, sizeof model);
+    CHECK(model[0] == 0);
     /* the fusions of a plan for "cuda" are those of the CUDA op table (none in a build without it) */
     const yp_ops *ops = yp_backend_cuda_ops();
     unsigned want = ops && ops->bn_silu_apply && ops->bn_silu_backward ? YP_FUSE_BN_SILU : 0u;
