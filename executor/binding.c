@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "yp_binding.h"
+#include "yp_elem_math.h"
+#include "yp_executor.h"
 
 #define YP_GUARD_BYTE 0xA5
 
@@ -65,7 +67,26 @@ int yp_bind_loss(yp_binding *b) {
                         s->opts.w, s->opts.h);
     int assign = s->loss_step >= 0 ? s->steps[s->loss_step].a.loss_assign : -1;
     b->loss_stage = malloc((size_t)(assign >= 0 ? s->tensors[assign].bytes : 0) + 1);
-    return b->loss_stage ? 0 : -1;
+    const yp_tensor *img = b->images_t >= 0 ? &s->tensors[b->images_t] : NULL;
+    if (img && img->dtype != YP_DTYPE_F32) b->image_stage = malloc((size_t)img->bytes + 1);
+    return b->loss_stage && (!img || img->dtype == YP_DTYPE_F32 || b->image_stage) ? 0 : -1;
+}
+
+int yp_bind_upload_images(const yp_binding *b, const float *images, int64_t n_images, yp_err *err) {
+    const yp_tensor *img = &b->s->tensors[b->images_t];
+    const int64_t n = n_images * (yp_shape_numel(img->shape) / img->shape.n);
+    const yp_elem t = yp_exec_elem(img->dtype);
+    const void *src = images;
+    if (t != YP_ELEM_F32) { /* AMP's 2-byte input: rounded on the host, as autocast's cast of the batch */
+        void *stage = b->image_stage;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+        for (int64_t i = 0; i < n; i++) yp_elem_put(t, stage, i, images[i]);
+        src = stage;
+    }
+    if (n > 0 && b->be->mem_copy(b->be, yp_bind_tensor(b, b->images_t), src, (size_t)n * yp_elem_size(t),
+                                 YP_COPY_HOST_TO_DEVICE))
+        return yp_err_set(err, "uploading the batch's images: %s", b->be->last_error(b->be));
+    return 0;
 }
 
 int yp_bind_train(yp_binding *b, const yp_plan *p, yp_backend *be, int64_t guard_bytes, yp_err *err) {
@@ -161,6 +182,6 @@ int yp_bind_check_guards(const yp_binding *b, int step, yp_err *err) {
 }
 
 void yp_bind_free(yp_binding *b) {
-    free(b->offset), free(b->fwd_t), free(b->loss_stage);
+    free(b->offset), free(b->fwd_t), free(b->loss_stage), free(b->image_stage);
     memset(b, 0, sizeof *b);
 }

@@ -151,8 +151,8 @@ static int upload(const yp_binding *v, const yp_eval_batch *in, yp_err *err) {
     const yp_tensor *img = &v->s->tensors[v->images_t];
     size_t given = (size_t)(img->bytes / img->shape.n * in->n_images);
     unsigned char *at = yp_bind_tensor(v, v->images_t);
-    if (be->mem_copy(be, at, in->images, given, YP_COPY_HOST_TO_DEVICE) ||
-        be->mem_set(be, at + given, 0, (size_t)img->bytes - given) ||
+    if (yp_bind_upload_images(v, in->images, in->n_images, err)) return -1;
+    if (be->mem_set(be, at + given, 0, (size_t)img->bytes - given) ||
         (in->targets && be->mem_copy(be, yp_bind_tensor(v, v->targets_t), in->targets,
                                      (size_t)in->n_targets * 6 * sizeof(float), YP_COPY_HOST_TO_DEVICE)))
         return yp_err_set(err, "validation: uploading the batch: %s", be->last_error(be));

@@ -97,9 +97,9 @@ int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const f
             i = end - 1;
             continue;
         }
-        if (i == 0 && (be->mem_copy(be, yp_bind_tensor(b, b->images_t), images, (size_t)img->bytes, YP_COPY_HOST_TO_DEVICE) ||
-                       be->mem_copy(be, yp_bind_tensor(b, b->targets_t), targets, (size_t)n_targets * 6 * sizeof(float),
-                                    YP_COPY_HOST_TO_DEVICE)))
+        if (i == 0 && yp_bind_upload_images(b, images, img->shape.n, err)) return -1;
+        if (i == 0 && be->mem_copy(be, yp_bind_tensor(b, b->targets_t), targets, (size_t)n_targets * 6 * sizeof(float),
+                                   YP_COPY_HOST_TO_DEVICE))
             return yp_err_set(err, "uploading the batch: %s", be->last_error(be));
         double t0 = yp_profile_start(&x->prof);
         if (yp_exec_run_step(b, i, &in, sum, err) || yp_bind_check_guards(b, i, err)) return -1;

@@ -28,6 +28,7 @@ typedef struct yp_binding {
     int images_t, targets_t; /* the schedule's input tensors */
     yp_loss_cfg loss;        /* the loss of s's loss step (the model's gains, s's image size) */
     void *loss_stage;        /* host staging of the loss's positives (loss:assign's bytes) */
+    void *image_stage;       /* host staging of the images in their tensor's 2-byte type (AMP), or NULL */
 } yp_binding;
 
 /* The address of tensor t of b->s inside the arena. */
@@ -41,9 +42,15 @@ void *yp_bind_tensor(const yp_binding *b, int t);
 int yp_bind_train(yp_binding *b, const yp_plan *p, yp_backend *be, int64_t guard_bytes, yp_err *err);
 
 /* b's loss configuration for its schedule's loss step (YOLOv5's defaults for the graph, at the
- * schedule's image size) and its staging buffer, as large as that step's loss:assign. 0, or -1
- * when out of memory. */
+ * schedule's image size) and its host staging: the loss's positives, as large as that step's
+ * loss:assign, and, when the images tensor is not fp32, the images in its type. 0, or -1 when out
+ * of memory. */
 int yp_bind_loss(yp_binding *b);
+
+/* The first n_images images of a host batch (fp32, the tensor's layout) into b's images tensor:
+ * copied as they are for an fp32 tensor, else rounded to its type in b->image_stage first (an AMP
+ * plan's 2-byte input). 0, or -1 with err set. */
+int yp_bind_upload_images(const yp_binding *b, const float *images, int64_t n_images, yp_err *err);
 
 /* Binds s, the plan's training schedule built again at another image size (multi-scale batches),
  * onto train's arena with train's offsets: "offsets kept", which is safe because s has the same

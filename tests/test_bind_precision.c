@@ -7,7 +7,8 @@
  * canary bytes free. The element type the steps hand the kernels is the tensor's. An executor on
  * the CPU backend refuses the AMP plans in one line, before allocating anything, and the cast that
  * refreshes their low-precision weight copies after an update (yp_exec_refresh_lowp, through the
- * CPU's cast entry) leaves every copy its master rounded to nearest even. The AMP plans
+ * CPU's cast entry) leaves every copy its master rounded to nearest even, as the upload of an fp32
+ * host batch leaves the 2-byte images tensor. The AMP plans
  * use the CUDA backend's conv scratch model (the plan `--device cuda` gets). */
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,20 @@ static int64_t refresh_errors(const yp_plan *p) {
     }
     CHECK(yp_exec_refresh_lowp(&b, &err) == 0);
     int64_t bad = 0;
+    /* the host's fp32 batch lands in the images tensor rounded to its type */
+    const yp_tensor *im = &s->tensors[b.images_t];
+    const int64_t ni = yp_shape_numel(im->shape);
+    float *batch = malloc((size_t)ni * sizeof *batch);
+    if (!batch) return -1;
+    for (int64_t i = 0; i < ni; i++) batch[i] = (float)((i * 7919) % 1000) / 999.0f;
+    CHECK(yp_bind_upload_images(&b, batch, im->shape.n, &err) == 0);
+    const yp_elem ie = yp_exec_elem(im->dtype);
+    for (int64_t i = 0; i < ni; i++)
+        if (yp_elem_get(ie, yp_bind_tensor(&b, b.images_t), i) != yp_elem_round(ie, batch[i])) {
+            bad++;
+            break;
+        }
+    free(batch);
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *c = &s->tensors[t];
         if (c->kind != YP_KIND_LOWP) continue;
