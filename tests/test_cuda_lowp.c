@@ -50,6 +50,7 @@
 
 #include "yp_backend.h"
 #include "yp_test.h"
+#include "yp_test_move_cases.h"
 #include "yp_test_cuda.h"
 
 static yp_backend *gpu, *cpu;
@@ -176,10 +177,7 @@ static void test_concat(void) {
 }
 
 static void test_upsample(void) {
-    const struct {
-        yp_dims in;
-        int s;
-    } cases[] = {{{2, 7, 9, 33}, 2}, {{1, 5, 4, 17}, 3}};
+    const yp_test_upsample_case cases[] = {YP_TEST_UPSAMPLE_CASES};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const yp_dims in = cases[k].in;
         const int s = cases[k].s;
@@ -233,9 +231,7 @@ static void test_maxpool(void) {
 
 /* Both directions, both betas, Focus's order and Contract's at gains 2 and 3. */
 static void test_space_to_depth(void) {
-    const yp_s2d_desc cases[] = {{{2, 16, 22, 3}, 2, YP_S2D_COL_MAJOR},
-                                 {{2, 6, 10, 5}, 2, YP_S2D_ROW_MAJOR},
-                                 {{2, 9, 12, 7}, 3, YP_S2D_ROW_MAJOR}};
+    const yp_s2d_desc cases[] = {YP_TEST_S2D_CASES};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const yp_s2d_desc *d = &cases[k];
         const int64_t n = d->fine.n * d->fine.h * d->fine.w * d->fine.c;
@@ -257,7 +253,7 @@ static void test_space_to_depth(void) {
 }
 
 static void test_zero_pad(void) {
-    const yp_pad_desc cases[] = {{{2, 13, 13, 5}, 0, 1, 0, 1, YP_ELEM_F32}, {{1, 4, 7, 3}, 2, 1, 3, 0, YP_ELEM_F32}};
+    const yp_pad_desc cases[] = {YP_TEST_PAD_CASES};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const yp_pad_desc *dc = &cases[k];
         yp_pad_desc dg = *dc;

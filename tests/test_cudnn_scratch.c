@@ -136,22 +136,33 @@ static void test_resolver(void) {
     CHECK_EQ_I64(yp_exec_model_fusions("cuda"), want);
 }
 
-/* A plan made for a CUDA instance (a stand-in: yp_exec_candidate_for reads its name, alignment
- * and op table only) grants every conv the bound, and re-plans from its plan.json to the byte. */
+/* yolov5n's plan at batch 2, 128 px, in precision prec, made for a CUDA instance (a stand-in that
+ * names no device: yp_exec_candidate_for reads its name, alignment and op table only, and gives it
+ * the "cuda" bound) on an A100. 0, or -1 after a message. */
+static int stand_in_plan(const yp_graph *g, yp_precision prec, yp_candidate *c, yp_plan *p) {
+    static yp_backend gpu_be;
+    gpu_be = (yp_backend){.name = "cuda", .alignment = 256, .ops = yp_backend_cuda_ops()};
+    yp_gpu gpu;
+    yp_err err;
+    *c = yp_candidate_default();
+    c->batch = 2, c->img_w = c->img_h = 128, c->mosaic = 0, c->labels_per_image = 4, c->precision = prec;
+    yp_exec_candidate_for(c, &gpu_be);
+    if (yp_gpu_parse("a100-40gb", &gpu, &err) || yp_plan_build(g, c, &gpu, 0, 0, p, &err))
+        return fprintf(stderr, "  plan: %s\n", err.msg), -1;
+    return 0;
+}
+
+/* A plan made for a CUDA instance grants every conv the bound, and re-plans from its plan.json to
+ * the byte. */
 static void test_plan_round_trip(void) {
     yp_graph *g = yp_test_model("yolov5n"), *g2 = NULL;
     REQUIRE(g != NULL);
-    yp_backend gpu_be = {.name = "cuda", .alignment = 256, .ops = yp_backend_cuda_ops()};
-    yp_gpu gpu;
+    yp_candidate c;
+    yp_plan p, q;
     yp_err err;
-    REQUIRE(yp_gpu_parse("a100-40gb", &gpu, &err) == 0);
-    yp_candidate c = yp_candidate_default();
-    c.batch = 2, c.img_w = c.img_h = 128, c.mosaic = 0, c.labels_per_image = 4;
-    yp_exec_candidate_for(&c, &gpu_be);
+    REQUIRE(stand_in_plan(g, YP_PREC_FP32, &c, &p) == 0);
     CHECK(!strcmp(yp_candidate_scratch_name(&c), "cuda"));
     CHECK_EQ_I64(c.alignment, 256);
-    yp_plan p, q;
-    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 0, &p, &err) == 0);
     int n_ws = 0, all_floor = 1;
     for (int t = 0; t < p.sched->n_tensors; t++) {
         const yp_tensor *x = &p.sched->tensors[t];
@@ -192,15 +203,12 @@ static int64_t tensor_bytes(const yp_schedule *s, const char *name) {
 static void test_plan_lowp(void) {
     yp_graph *g = yp_test_model("yolov5n");
     REQUIRE(g != NULL);
-    yp_backend gpu_be = {.name = "cuda", .alignment = 256, .ops = yp_backend_cuda_ops()};
+    yp_candidate c;
+    yp_plan p;
     yp_gpu gpu;
     yp_err err;
+    REQUIRE(stand_in_plan(g, YP_PREC_AMP_FP16, &c, &p) == 0);
     REQUIRE(yp_gpu_parse("a100-40gb", &gpu, &err) == 0);
-    yp_candidate c = yp_candidate_default();
-    c.batch = 2, c.img_w = c.img_h = 128, c.mosaic = 0, c.labels_per_image = 4, c.precision = YP_PREC_AMP_FP16;
-    yp_exec_candidate_for(&c, &gpu_be);
-    yp_plan p;
-    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 0, &p, &err) == 0);
     /* model.2.cv1.conv: yolov5n's C3 1x1, 32 -> 16 channels: 512 weights, 256 floats staged */
     CHECK_EQ_I64(tensor_bytes(p.sched, "wt:model.2.cv1.conv:fwd"), 0);
     CHECK_EQ_I64(tensor_bytes(p.sched, "wt:model.2.cv1.conv:bwd"), 256 * 4);

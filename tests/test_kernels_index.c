@@ -15,6 +15,7 @@
 #include "yp_bn_math.h"
 #include "yp_index_math.h"
 #include "yp_test.h"
+#include "yp_test_move_cases.h"
 
 static yp_backend *cpu;
 
@@ -97,10 +98,7 @@ static void test_concat(void) {
 }
 
 static void test_upsample(void) {
-    const struct {
-        yp_dims in;
-        int s;
-    } cases[] = {{{2, 7, 9, 33}, 2}, {{1, 5, 4, 17}, 3}};
+    const yp_test_upsample_case cases[] = {YP_TEST_UPSAMPLE_CASES};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const yp_dims in = cases[k].in;
         const int64_t s = cases[k].s, n = in.n * in.h * in.w * in.c, no = n * s * s;
@@ -164,9 +162,8 @@ static void test_maxpool(void) {
  * inverse permutations; the CPU's bits, both betas, both directions. Focus's order at gain 2,
  * Contract's (row-major) at gains 2, 3 and 4, and a gain-1 copy. */
 static void test_space_to_depth(void) {
-    const yp_s2d_desc cases[] = {{{2, 16, 22, 3}, 2, YP_S2D_COL_MAJOR}, {{1, 6, 10, 32}, 2, YP_S2D_COL_MAJOR},
-                                 {{2, 6, 10, 5}, 2, YP_S2D_ROW_MAJOR},  {{2, 9, 12, 7}, 3, YP_S2D_ROW_MAJOR},
-                                 {{1, 8, 4, 3}, 4, YP_S2D_ROW_MAJOR},   {{1, 3, 5, 2}, 1, YP_S2D_ROW_MAJOR}};
+    const yp_s2d_desc cases[] = {YP_TEST_S2D_CASES, {{1, 6, 10, 32}, 2, YP_S2D_COL_MAJOR},
+                                 {{1, 8, 4, 3}, 4, YP_S2D_ROW_MAJOR}, {{1, 3, 5, 2}, 1, YP_S2D_ROW_MAJOR}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const yp_s2d_desc *d = &cases[k];
         const int64_t n = d->fine.n * d->fine.h * d->fine.w * d->fine.c;
@@ -204,7 +201,7 @@ static void test_space_to_depth(void) {
 /* Zero padding as eltwise.cu runs it: each output element from yp_pad_source (0 in the border),
  * each input gradient gathered from yp_pad_target; the CPU's bits, both betas. */
 static void test_zero_pad(void) {
-    const yp_pad_desc cases[] = {{{2, 13, 13, 5}, 0, 1, 0, 1, YP_ELEM_F32}, {{1, 4, 7, 3}, 2, 1, 3, 0, YP_ELEM_F32}};
+    const yp_pad_desc cases[] = {YP_TEST_PAD_CASES};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const yp_pad_desc *d = &cases[k];
         const int64_t nx = d->in.n * d->in.h * d->in.w * d->in.c;
