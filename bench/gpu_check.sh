@@ -8,8 +8,11 @@
 # choice (`--batch auto`: the fastest plan that fits the card's free memory) and with batch 64
 # AMP-fp16, each beside the PyTorch reference at the same batch and precision
 # (bench/reference/train_step_bench.py: the same model, autocast fp16 + GradScaler, channels_last),
-# and prints one table: yoloplan's predicted arena + fixed cost against the device memory the run
-# took (cudaMemGetInfo), PyTorch's max_memory_reserved, images/s of each, and the ratios.
+# then the same 10 steps of batch 4 on the CPU executor and on the card in fp32 and AMP-fp16 (one
+# seed: the same batches and weights, so the loss curves compare), and prints one table: yoloplan's
+# predicted arena + fixed cost against the device memory the run took (cudaMemGetInfo), PyTorch's
+# max_memory_reserved, images/s of each, and the ratios; the loss curves' largest relative
+# difference to the CPU's.
 # Prepare here with `bash scripts/gpu-deps.sh`, then run it there with .gpudeps/debs carried:
 #   bash bench/gpu_check.sh [--arch 90] [--out DIR] [--steps 30]
 # (with the device tool: carry [".gpudeps/debs"], command `bash bench/gpu_check.sh --out $OUT`)
@@ -113,6 +116,20 @@ if rows:
         graphs = " (CUDA graphs)" if yp and yp.get("cuda_graphs") else ""
         print(f"| {name}{graphs} | {b} | {prec} | {f(pred)} | {f(took)} | {ratio(took, pred)} | {f(res)} |"
               f" {ratio(pred, res)} | {f(ips, '{:.1f}')} | {f(pips, '{:.1f}')} | {ratio(ips, pips)} |")
+cpu = load("curve_cpu.json")
+if cpu:
+    ref = cpu.get("losses", [])
+    print(f"\n| loss curve: yolov5s 640, batch 4, {len(ref)} steps | first | last | max relative difference to the CPU |")
+    print("| --- | --- | --- | --- |")
+    print(f"| CPU executor, fp32 | {ref[0]:.5f} | {ref[-1]:.5f} | |" if ref else "| CPU executor | - | - | |")
+    for name, f in (("CUDA fp32", "curve_fp32.json"), ("CUDA AMP-fp16", "curve_amp.json")):
+        c = load(f)
+        got = c.get("losses", []) if c else []
+        if got and ref and len(got) == len(ref):
+            diff = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, ref))
+            print(f"| {name} | {got[0]:.5f} | {got[-1]:.5f} | {diff:.2e} |")
+        else:
+            print(f"| {name} | - | - | not run |")
 PY
 }
 trap 'echo "gpu_check.sh: interrupted; what finished:"; table; exit 130' INT TERM
@@ -170,6 +187,13 @@ if [ $bld -eq 0 ] && [ $gpu -eq 1 ]; then
     timeout 240 "$py" "${ref[@]}" --batch "$b" "${amp_arg[@]}" > "$out/pt_$run.json" 2> "$out/pt_$run.log" ||
       { runs_ok=0; rm -f "$out/pt_$run.json"; }
   done
+  # the loss curve: the same 10 steps (same seed: the same batches and initial weights) on the CPU
+  # executor and on the card in fp32 and AMP-fp16
+  curve=(--model yolov5s --img 640 --batch 4 --steps 10 --warmup 0 --json)
+  timeout 300 "$bench" --device cpu --threads "$(nproc)" "${curve[@]}" > "$out/curve_cpu.json" 2> "$out/curve_cpu.log" &&
+    timeout 120 "$bench" --device cuda "${curve[@]}" > "$out/curve_fp32.json" 2> "$out/curve_fp32.log" &&
+    timeout 120 "$bench" --device cuda --precision amp-fp16 "${curve[@]}" > "$out/curve_amp.json" 2> "$out/curve_amp.log" ||
+    runs_ok=0
 elif [ $bld -eq 0 ]; then
   for run in auto b64; do echo "not run: no GPU on this machine" > "$out/yp_$run.note"; done
 fi

@@ -238,6 +238,8 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
             cJSON_AddBoolToObject(j, "cuda_graphs", o->replayed);
         }
         cJSON_AddNumberToObject(j, "last_loss", r->last_loss[3]);
+        cJSON *curve = cJSON_AddArrayToObject(j, "losses"); /* every step's, warm-up first */
+        for (int i = 0; curve && i < r->n_curve; i++) cJSON_AddItemToArray(curve, cJSON_CreateNumber(r->curve[i]));
         char *s = cJSON_Print(j);
         fputs(s ? s : "{}", f), fputc('\n', f);
         free(s);

@@ -67,6 +67,7 @@ int yp_bench_run(yp_exec *x, const yp_bench_cfg *cfg, yp_bench_result *r, yp_err
         }
         random_batch(img, n_img, tg, r->boxes, r->batch, s->g->nc, &seed);
         rc = yp_exec_micro_step(x, img, tg, r->boxes, r->last_loss, err) || yp_exec_update(x, err);
+        if (!rc && r->n_curve < YP_BENCH_CURVE) r->curve[r->n_curve++] = r->last_loss[3];
         if (i >= cfg->warmup) step_ms[i - cfg->warmup] = (yp_now_s() - ts) * 1e3;
     }
     if (!img || !tg || !step_ms) rc = yp_err_set(err, "benchmark loop: out of memory for the batch");

@@ -19,10 +19,16 @@ typedef struct {
     int boxes_per_image; /* random labels per image */
 } yp_bench_cfg;
 
+#define YP_BENCH_CURVE 64
+
 typedef struct {
     double ms_per_step;  /* wall time of the timed steps over their number */
     double ms_median, ms_min; /* of the timed steps one by one */
     double last_loss[4]; /* lbox, lobj, lcls, total of the last step */
+    double curve[YP_BENCH_CURVE]; /* the total loss of each step, warm-up included (the first
+                                   * YP_BENCH_CURVE): the same seed gives every backend the same
+                                   * batches and initial weights, so curves compare across them */
+    int n_curve;
     int64_t batch, h, w; /* the plan's input batch and image size */
     int64_t boxes;       /* labels per batch */
 } yp_bench_result;
