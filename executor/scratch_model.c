@@ -91,14 +91,13 @@ static int resolve_card(const char *name, yp_scratch_rule *rule, yp_err *err) {
     char why[256], here[YP_SCRATCH_NAME_MAX];
     yp_backend *be = card_instance(why, sizeof why);
     if (!be)
-        return yp_err_set(err, "conv scratch model %s: the conv workspaces cuDNN chose on that card, and this machine "
-                          "has no usable GPU (%s); plan again here, or with --scratch cuda for a plan that re-plans "
-                          "anywhere", name, why);
+        return yp_err_set(err, "the conv workspaces cuDNN chose on that card, and this machine has no usable GPU "
+                          "(%s); plan again here, or with --scratch cuda for a plan that re-plans anywhere", why);
     yp_exec_card_model(be, here, sizeof here);
     if (strcmp(here, name))
-        return yp_err_set(err, "conv scratch model %s: the conv workspaces cuDNN chose on that card, and this machine's "
-                          "GPU is %s; plan again here, or with --scratch cuda for a plan that re-plans anywhere",
-                          name, here[0] ? here + strlen(CUDA_MODEL ":") : "unnamed");
+        return yp_err_set(err, "the conv workspaces cuDNN chose on that card, and this machine's GPU is %s; plan "
+                          "again here, or with --scratch cuda for a plan that re-plans anywhere",
+                          here[0] ? here + strlen(CUDA_MODEL ":") : "unnamed");
     rule->fn = yp_exec_conv_scratch;
     rule->ctx = be;
     return 0;
