@@ -7,7 +7,7 @@
 #include "torch_pass.h"
 
 yp_torch_probe_opts yp_torch_probe_opts_default(yp_torch_prior prior) {
-    yp_torch_probe_opts o = {prior, 1, 0, 0};
+    yp_torch_probe_opts o = {prior, 1, 0, 0, 0};
     return o;
 }
 
@@ -33,6 +33,7 @@ static int probe_batch(const yp_schedule *s, const yp_torch_probe_opts *po, yp_t
     const yp_tensor *im = &s->tensors[s->images_t];
     int64_t in_bytes = yp_shape_numel(im->shape) * 4, lowp = yp_shape_numel(im->shape) * 2;
     int x = -1, xg = -1, dec = -1, rc = yp_torch_malloc(a, in_bytes, &x, err);
+    if (po->cudnn_benchmark) st->find = YP_TORCH_FIND_FWD | YP_TORCH_FIND_BWD;
     if (!rc && po->thop) {
         yp_torch_infer_opts io = {s->opts.act_dtype != YP_DTYPE_F32, 1, 0};
         rc = yp_torch_replay_infer(s, a, &io, st, &dec, err);

@@ -81,9 +81,11 @@ int yp_torch_replay_infer(const yp_schedule *s, yp_torch_alloc *a, const yp_torc
         if (s->steps[i].phase != YP_PHASE_FORWARD) continue;
         if (i == p.detect_fwd) rc = ytr_detect_forward(&p, i);
         if (!rc) rc = infer_before(&p, i);
+        if (!rc && (st->find & YP_TORCH_FIND_FWD) && ytr_is_conv(&s->steps[i])) yp_torch_empty_cache(a);
         if (!rc && i == p.detect_fwd && o->decode) rc = decode(&p, decoded);
         if (!rc) rc = infer_after(&p, i);
     }
+    if (!rc) st->find &= ~YP_TORCH_FIND_FWD;
     if (!rc && o->autocast) st->weights_no_grad = 1;
     if (!rc && o->hold_outputs) rc = ytr_hold(&p);
     if (!rc && infer_after(&p, -1)) rc = -1;

@@ -34,6 +34,8 @@ int ytr_drop_tmp(ytr_pass *p, int id);
 /* A transient: allocated and freed at once (its only effect is on the cache and the peaks). */
 int ytr_blip(ytr_pass *p, int64_t bytes);
 
+/* Does step st run cuDNN convolutions (a conv, or Detect's per-level convs)? */
+static inline int ytr_is_conv(const yp_step *st) { return st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT; }
 /* Is t a Detect output (a raw level of the forward's result)? */
 int ytr_detect_output(const ytr_pass *p, int t);
 /* The last forward step reading t (-1 when none). */

@@ -37,6 +37,9 @@
  * cuDNN's workspaces come from the allocator too, in sizes of its own choosing: the forward and
  * input-gradient ones are not modelled (a constant or a per-conv term made the published probes,
  * which compute no weight gradient, fit worse), the weight-gradient one is an option (wgrad_ws).
+ * Under cudnn.benchmark a conv's first call at a shape searches cuDNN's algorithms first, in a
+ * workspace of cuDNN's choosing, and PyTorch empties the cache after the search: the emptying is
+ * in the replay (yp_torch_state.find), the search's workspace is not.
  * Not in the sequence: the parameters, BN statistics, optimizer state
  * and EMA (the caller allocates them), and the tensors of a few bytes (loss scalars, shapes).
  *
@@ -57,7 +60,13 @@ typedef struct {
     int outputs[YP_MAX_LEVELS], n_outputs; /* the last held Detect outputs (raw, per level) */
     int weights_no_grad; /* the cached copies carry no grad_fn (cast under no_grad): the convs
                           * compute no weight gradient (AutoBatch after thop; see the probe) */
+    int find;            /* cudnn.benchmark: the convs of the next passes meet shapes the
+                          * benchmark cache lacks (YP_TORCH_FIND_*), so each conv searches its
+                          * algorithms first and PyTorch empties the cache after the search;
+                          * a pass clears the bits it served */
 } yp_torch_state;
+
+enum { YP_TORCH_FIND_FWD = 1, YP_TORCH_FIND_BWD = 2 };
 
 int yp_torch_state_init(yp_torch_state *st, const yp_schedule *s, yp_err *err);
 void yp_torch_state_free(yp_torch_state *st);
@@ -119,7 +128,8 @@ int yp_torch_replay_val_loss(const yp_schedule *s, yp_torch_alloc *a, int64_t la
 /* What is on the device when AutoBatch starts, as train.py leaves it (each term allocated in
  * this order through the same allocator, so the probe reuses what it left cached):
  *   NONE:  nothing (the probe alone: its readings are what it adds);
- *   V6:    train.py of YOLOv5 v6.0 (October 2021, PR 5092's run): the model; the checkpoint
+ *   V6:    train.py of YOLOv5 v6.0 (October 2021, PR 5092's run, with cudnn.benchmark on:
+ *          opts.cudnn_benchmark): the model; the checkpoint
  *          loaded onto the GPU (map_location=device: its fp16 tensors), converted to fp32 by
  *          ckpt['model'].float() (each fp16 tensor freed as its fp32 one is made), kept until
  *          after AutoBatch (del ckpt, csd comes later); AutoBatch's deep copy;
@@ -140,6 +150,9 @@ typedef struct {
                         * they compute none (pytorch/pytorch#65766, #112583) */
     int64_t capacity;  /* what cudaMalloc can give (0: no limit); a batch that does not fit is a
                         * failed row, as profile() records None for it */
+    int cudnn_benchmark; /* torch.backends.cudnn.benchmark=True (train.py up to v6.2 set it:
+                          * init_seeds(1 + RANK)); each batch's new shapes make every conv
+                          * search its algorithms once per direction (yp_torch_state.find) */
 } yp_torch_probe_opts;
 
 /* AutoBatch's defaults for a prior: thop on (YOLOv5's requirements install it), the fix off,

@@ -1,7 +1,8 @@
 /* test_torch_replay.c - PyTorch eager's allocation sequence of a pytorch-policy schedule through
  * the caching-allocator model (planner/yp_torch_replay.h): what one pass leaves behind (the
  * weight gradients, and the weight copies when cached), that its peak holds every saved byte,
- * that a second pass reuses the cache, held outputs, refusal of another policy; and AutoBatch's
+ * that a second pass reuses the cache, held outputs, refusal of another policy, cudnn.benchmark's
+ * emptying after each search; and AutoBatch's
  * probe (its prior, thop's effect, failed rows; tests/test_torch_published.c compares it with
  * the published probes). */
 #include <stdlib.h>
@@ -85,6 +86,40 @@ done:
     yp_graph_free(g);
 }
 
+/* cudnn.benchmark: a pass whose convs meet new shapes empties the cache after each conv's
+ * algorithm search, and clears the bits it served; without the bits nothing is released. */
+static void test_benchmark_search(void) {
+    yp_err err;
+    yp_graph *g = yp_ir_load_file(YP_MODELS_DIR "/yolov5n.json", &err);
+    REQUIRE(g != NULL);
+    yp_schedule *s = build(g, 2, 320, YP_DTYPE_F16, YP_SAVE_PYTORCH);
+    yp_torch_alloc *a = yp_torch_alloc_new(0, &err);
+    yp_torch_state st = {0};
+    if (!s || !a || yp_torch_state_init(&st, s, &err)) {
+        CHECK(0);
+        goto done;
+    }
+    yp_torch_pass_opts po = {YP_TORCH_LOSS_SUM, 0, 0, 0, 0};
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
+    yp_torch_alloc_stats warm = yp_torch_alloc_stats_get(a);
+    CHECK_EQ_I64(warm.n_segment_frees, 0);
+    CHECK(warm.reserved > warm.allocated); /* the pass's activations are cached, free */
+    st.find = YP_TORCH_FIND_FWD | YP_TORCH_FIND_BWD;
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
+    yp_torch_alloc_stats searched = yp_torch_alloc_stats_get(a);
+    CHECK(searched.n_segment_frees > 0); /* the first conv's search released the cached segments */
+    CHECK_EQ_I64(st.find, 0);
+    CHECK_EQ_I64(searched.allocated, warm.allocated);
+    CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
+    CHECK_EQ_I64(yp_torch_alloc_stats_get(a).n_segment_frees, searched.n_segment_frees);
+done:
+    yp_torch_state_drop(&st, a, &err);
+    yp_torch_state_free(&st);
+    yp_torch_alloc_free(a);
+    yp_schedule_free(s);
+    yp_graph_free(g);
+}
+
 /* AutoBatch's probe for yolov5s at 640 under autocast: readings grow with the batch, each holds
  * at least the saved bytes of its batch at its peak, the prior is what it starts from, thop's
  * no_grad casts leave the passes without weight gradients, and a capacity makes failed rows
@@ -132,6 +167,7 @@ static void test_autobatch_probe(void) {
 
 int main(void) {
     YP_RUN(test_pass);
+    YP_RUN(test_benchmark_search);
     YP_RUN(test_autobatch_probe);
     return yp_test_summary();
 }
