@@ -13,9 +13,16 @@
 # predicted arena + fixed cost against the device memory the run took (cudaMemGetInfo), PyTorch's
 # max_memory_reserved, images/s of each, and the ratios; the loss curves' largest relative
 # difference to the CPU's.
-# Prepare here with `bash scripts/gpu-deps.sh`, then run it there with .gpudeps/debs carried:
+# Last, train.py's loop (bench/pytorch_mem_check.py: the reference model, AMP, SGD, EMA, validation
+# at 2x batch) for a few models, sizes and batches, its memory_reserved beside yoloplan --target
+# pytorch's prediction (made here beforehand: this build has no yoloplan).
+# Prepare here with `bash scripts/gpu-deps.sh` and
+#   /usr/bin/python3 bench/pytorch_mem_check.py --yoloplan build/yoloplan --gpu h200 \
+#     --write-predictions .gpudeps/torch_predictions.json
+# then run it there with both carried:
 #   bash bench/gpu_check.sh [--arch 90] [--out DIR] [--steps 30]
-# (with the device tool: carry [".gpudeps/debs"], command `bash bench/gpu_check.sh --out $OUT`)
+# (with the device tool: carry [".gpudeps/debs", ".gpudeps/torch_predictions.json"], command
+# `bash bench/gpu_check.sh --out $OUT`)
 # Partial results survive an interruption: each stage's log and JSON go to DIR (default $OUT or
 # build-gpu/) as it runs, and the table is printed from what finished (also on SIGINT/SIGTERM).
 # Without a GPU (CI's dry run) everything builds, the CUDA tests skip and the training runs say
@@ -116,6 +123,10 @@ if rows:
         graphs = " (CUDA graphs)" if yp and yp.get("cuda_graphs") else ""
         print(f"| {name}{graphs} | {b} | {prec} | {f(pred)} | {f(took)} | {ratio(took, pred)} | {f(res)} |"
               f" {ratio(pred, res)} | {f(ips, '{:.1f}')} | {f(pips, '{:.1f}')} | {ratio(ips, pips)} |")
+mem = text("torch_mem.md")
+if mem:
+    print("\nPyTorch target (bench/pytorch_mem_check.py): train.py's loop on the card vs yoloplan --target pytorch\n")
+    print(mem)
 cpu = load("curve_cpu.json")
 if cpu:
     ref = cpu.get("losses", [])
@@ -194,6 +205,15 @@ if [ $bld -eq 0 ] && [ $gpu -eq 1 ]; then
     timeout 120 "$bench" --device cuda "${curve[@]}" > "$out/curve_fp32.json" 2> "$out/curve_fp32.log" &&
     timeout 120 "$bench" --device cuda --precision amp-fp16 "${curve[@]}" > "$out/curve_amp.json" 2> "$out/curve_amp.log" ||
     runs_ok=0
+  # the PyTorch target: train.py's loop (the reference model) measured beside yoloplan --target
+  # pytorch's predictions, made before the call (this build has no yoloplan; see the header)
+  if [ -f .gpudeps/torch_predictions.json ]; then
+    timeout 300 "$py" bench/pytorch_mem_check.py --predictions .gpudeps/torch_predictions.json \
+      > "$out/torch_mem.md" 2> "$out/torch_mem.log" || runs_ok=0
+  else
+    echo "not run: no .gpudeps/torch_predictions.json (make it before the call; see gpu_check.sh's header)" \
+      > "$out/torch_mem.md"
+  fi
 elif [ $bld -eq 0 ]; then
   for run in auto b64; do echo "not run: no GPU on this machine" > "$out/yp_$run.note"; done
 fi

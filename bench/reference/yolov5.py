@@ -139,7 +139,8 @@ def decode(xs, anchors, strides):
     z = []
     for i, x in enumerate(xs):
         bs, na, ny, nx, no = x.shape
-        yv, xv = torch.meshgrid(torch.arange(ny, dtype=x.dtype), torch.arange(nx, dtype=x.dtype), indexing="ij")
+        yv, xv = torch.meshgrid(torch.arange(ny, dtype=x.dtype, device=x.device),
+                                torch.arange(nx, dtype=x.dtype, device=x.device), indexing="ij")
         grid = torch.stack((xv, yv), 2).expand(1, na, ny, nx, 2) - 0.5
         anchor_grid = (anchors[i] * strides[i]).view(1, na, 1, 1, 2).expand(1, na, ny, nx, 2).to(x.dtype)
         xy, wh, conf = x.sigmoid().split((2, 2, no - 4), 4)
