@@ -56,6 +56,7 @@ import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
 import loss as yolo_loss  # noqa: E402
 import yolov5  # noqa: E402
+import train_step_bench  # noqa: E402
 from train_step_bench import MAX_GRAD_NORM, smart_optimizer  # noqa: E402
 
 DEFAULT_CONFIGS = "yolov5n:640:16,yolov5s:320:32,yolov5s:640:16,yolov5s:640:64,yolov5m:640:32"
@@ -64,24 +65,20 @@ CONF_THRES, MAX_NMS = 0.001, 30000
 WARMUP_ITERS = 100  # train.py's nw = max(round(warmup_epochs * nb), 100): its least
 
 
-class ModelEMA:
-    """train.py's ModelEMA: a deep copy in eval mode, v <- d v + (1 - d) w on every float entry."""
+class ModelEMA(train_step_bench.ModelEMA):
+    """train.py's ModelEMA keeps a whole model, a deep copy in eval mode, which validation runs:
+    train_step_bench's update applied to that copy's state-dict tensors (they share its storage;
+    rebind() after a dtype round trip, which gives the module new tensors)."""
 
     def __init__(self, model, decay=0.9999, tau=2000.0):
         self.ema = copy.deepcopy(model).eval()
         for p in self.ema.parameters():
             p.requires_grad_(False)
         self.decay, self.tau, self.updates = decay, tau, 0
+        self.rebind()
 
-    @torch.no_grad()
-    def update(self, model):
-        self.updates += 1
-        d = self.decay * (1 - math.exp(-self.updates / self.tau))
-        msd = model.state_dict()
-        for k, v in self.ema.state_dict().items():
-            if v.dtype.is_floating_point:
-                v *= d
-                v += (1 - d) * msd[k].detach()
+    def rebind(self):
+        self.shadow = {k: v for k, v in self.ema.state_dict().items() if v.dtype.is_floating_point}
 
 
 def labels(batch, per_image, gen):
@@ -194,6 +191,7 @@ def run_one(model_name, img, batch, pred, dev, iters_per_epoch):
                 compute_loss([x.float() for x in train_out], targets)
                 nms(boxes)
         m.float()
+        ema.rebind()
 
     e0 = epoch()
     validate()

@@ -29,17 +29,35 @@ static int64_t rounded_bytes(const yp_schedule *s, yp_kind k) {
     return sum;
 }
 
+/* yolov5n at 2 x 320 under autocast: its pytorch-policy schedule, an allocator without a limit
+ * and a state for them. 0, or -1 (a check failed) with what was made left for close_n320. */
+static int open_n320(yp_graph **g, yp_schedule **s, yp_torch_alloc **a, yp_torch_state *st) {
+    yp_err err;
+    *s = NULL, *a = NULL;
+    *g = yp_ir_load_file(YP_MODELS_DIR "/yolov5n.json", &err);
+    if (*g) *s = build(*g, 2, 320, YP_DTYPE_F16, YP_SAVE_PYTORCH);
+    if (*s) *a = yp_torch_alloc_new(0, &err);
+    if (*a && !yp_torch_state_init(st, *s, &err)) return 0;
+    CHECK(0);
+    return -1;
+}
+
+static void close_n320(yp_graph *g, yp_schedule *s, yp_torch_alloc *a, yp_torch_state *st) {
+    yp_err err;
+    if (a) yp_torch_state_drop(st, a, &err);
+    yp_torch_state_free(st);
+    yp_torch_alloc_free(a);
+    yp_schedule_free(s);
+    yp_graph_free(g);
+}
+
 static void test_pass(void) {
     yp_err err;
-    yp_graph *g = yp_ir_load_file(YP_MODELS_DIR "/yolov5n.json", &err);
-    REQUIRE(g != NULL);
-    yp_schedule *s = build(g, 2, 320, YP_DTYPE_F16, YP_SAVE_PYTORCH);
-    yp_torch_alloc *a = yp_torch_alloc_new(0, &err);
+    yp_graph *g;
+    yp_schedule *s;
+    yp_torch_alloc *a;
     yp_torch_state st = {0};
-    if (!s || !a || yp_torch_state_init(&st, s, &err)) {
-        CHECK(0);
-        goto done;
-    }
+    if (open_n320(&g, &s, &a, &st)) goto done;
     yp_torch_pass_opts po = {YP_TORCH_LOSS_SUM, 0, 0, 0, 0};
     CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
     yp_torch_alloc_stats one = yp_torch_alloc_stats_get(a);
@@ -80,25 +98,18 @@ static void test_pass(void) {
     if (y) CHECK_EQ_I64(yp_torch_replay_pass(y, a, &po, &st, &err), -1);
     yp_schedule_free(y);
 done:
-    yp_torch_state_free(&st);
-    yp_torch_alloc_free(a);
-    yp_schedule_free(s);
-    yp_graph_free(g);
+    close_n320(g, s, a, &st);
 }
 
 /* cudnn.benchmark: a pass whose convs meet new shapes empties the cache after each conv's
  * algorithm search, and clears the bits it served; without the bits nothing is released. */
 static void test_benchmark_search(void) {
     yp_err err;
-    yp_graph *g = yp_ir_load_file(YP_MODELS_DIR "/yolov5n.json", &err);
-    REQUIRE(g != NULL);
-    yp_schedule *s = build(g, 2, 320, YP_DTYPE_F16, YP_SAVE_PYTORCH);
-    yp_torch_alloc *a = yp_torch_alloc_new(0, &err);
+    yp_graph *g;
+    yp_schedule *s;
+    yp_torch_alloc *a;
     yp_torch_state st = {0};
-    if (!s || !a || yp_torch_state_init(&st, s, &err)) {
-        CHECK(0);
-        goto done;
-    }
+    if (open_n320(&g, &s, &a, &st)) goto done;
     yp_torch_pass_opts po = {YP_TORCH_LOSS_SUM, 0, 0, 0, 0};
     CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
     yp_torch_alloc_stats warm = yp_torch_alloc_stats_get(a);
@@ -113,11 +124,7 @@ static void test_benchmark_search(void) {
     CHECK_EQ_I64(yp_torch_replay_pass(s, a, &po, &st, &err), 0);
     CHECK_EQ_I64(yp_torch_alloc_stats_get(a).n_segment_frees, searched.n_segment_frees);
 done:
-    yp_torch_state_drop(&st, a, &err);
-    yp_torch_state_free(&st);
-    yp_torch_alloc_free(a);
-    yp_schedule_free(s);
-    yp_graph_free(g);
+    close_n320(g, s, a, &st);
 }
 
 /* AutoBatch's probe for yolov5s at 640 under autocast: readings grow with the batch, each holds
