@@ -82,16 +82,11 @@ class ModelEMA(train_step_bench.ModelEMA):
 
 
 def labels(batch, per_image, gen):
-    """About per_image label rows per image: (image, class, cx, cy, w, h), normalised."""
+    """About per_image label rows per image (train_step_bench's random rows)."""
     rows = []
     for i in range(batch):
         n = max(int(round(per_image + float(torch.rand(1, generator=gen)) - 0.5)), 0)
-        r = torch.empty(n, 6)
-        r[:, 0] = i
-        r[:, 1] = torch.randint(0, NC, (n,), generator=gen).float()
-        r[:, 2:4] = torch.rand(n, 2, generator=gen) * 0.8 + 0.1
-        r[:, 4:6] = torch.rand(n, 2, generator=gen) * 0.38 + 0.02
-        rows.append(r)
+        rows.append(train_step_bench.label_rows(i, n, NC, gen))
     return torch.cat(rows)
 
 

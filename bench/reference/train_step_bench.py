@@ -104,19 +104,22 @@ class ModelEMA:
             v.mul_(d).add_(msd[k].detach(), alpha=1 - d)
 
 
+def label_rows(image, n, nc, gen):
+    """n random label rows (image, class, cx, cy, w, h) of one image: cx, cy in [0.1, 0.9), w, h in
+    [0.02, 0.4), normalised."""
+    r = torch.empty(n, 6)
+    r[:, 0] = image
+    r[:, 1] = torch.randint(0, nc, (n,), generator=gen).float()
+    r[:, 2:4] = torch.rand(n, 2, generator=gen) * 0.8 + 0.1
+    r[:, 4:6] = torch.rand(n, 2, generator=gen) * 0.38 + 0.02
+    return r
+
+
 def random_batch(batch, img, nc, gen, memory_format):
     images = torch.rand(batch, 3, img, img, generator=gen)
     if memory_format is not None:
         images = images.contiguous(memory_format=memory_format)
-    rows = []
-    for i in range(batch):
-        n = int(torch.randint(6, 11, (1,), generator=gen))
-        r = torch.empty(n, 6)
-        r[:, 0] = i
-        r[:, 1] = torch.randint(0, nc, (n,), generator=gen).float()
-        r[:, 2:4] = torch.rand(n, 2, generator=gen) * 0.8 + 0.1
-        r[:, 4:6] = torch.rand(n, 2, generator=gen) * 0.38 + 0.02
-        rows.append(r)
+    rows = [label_rows(i, int(torch.randint(6, 11, (1,), generator=gen)), nc, gen) for i in range(batch)]
     return images, torch.cat(rows)
 
 
