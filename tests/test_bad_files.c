@@ -176,11 +176,15 @@ static void test_plan_fields(void) {
 }
 
 /* the host-memory preflight: a benchmark whose arena the host cannot hold (--mem simulates a small
- * machine or cgroup) is refused before the arena is allocated, naming the batch that fits */
+ * machine or cgroup) is refused before the arena is allocated, naming the batch that fits. The
+ * arena's figure holds the backend's conv scratch, which depends on the CPU's instruction set
+ * (7.29 GiB on one machine, 7.24 on another), so the message is checked in its parts. */
 static void test_host_preflight(void) {
-    refused("bench-step --model yolov5s --batch 64 --img 640 --mem 4GiB",
-            "--batch 64 at 640x640 needs 7.29 GiB of arena, the host has 4.00 GiB (--mem); the largest batch that fits "
-            "is --batch 34");
+    refused("bench-step --model yolov5s --batch 64 --img 640 --mem 4GiB", "--batch 64 at 640x640 needs 7.");
+    CHECK_STR_HAS(errtxt, " GiB of arena, the host has 4.00 GiB (--mem); the largest batch that fits is --batch ");
+    const char *b = strstr(errtxt, "fits is --batch ");
+    long fits = b ? strtol(b + strlen("fits is --batch "), NULL, 10) : 0;
+    CHECK(fits >= 30 && fits <= 36); /* about 4 / 7.3 of 64, less the fixed part */
     refused("bench-step --model yolov5s --batch 8 --img 640 --mem 1MiB", "not even --batch 1 fits: lower --img");
 }
 
