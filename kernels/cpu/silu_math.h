@@ -36,7 +36,8 @@ static inline float yp_exp_approx(float x) {
     float f = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
     float p = 1.0f + f * (1.0f + f * (0.5f + f * (1.0f / 6 + f * (1.0f / 24 +
               f * (1.0f / 120 + f * (1.0f / 720 + f * (1.0f / 5040)))))));
-    int32_t bits = ((int32_t)n + 127) << 23;
+    /* a NaN input stays NaN through p; converting its n to int would be undefined, so 0 stands in */
+    int32_t bits = ((int32_t)(n == n ? n : 0.0f) + 127) << 23;
     float scale;
     __builtin_memcpy(&scale, &bits, sizeof scale);
     return p * scale;
