@@ -215,3 +215,16 @@ void yp_exec_free(yp_exec *x) {
     yp_bind_free(&x->train);
     memset(x, 0, sizeof *x);
 }
+
+void yp_exec_set_loss_hyp(yp_exec *x, const yp_loss_hyp *h) {
+    const yp_candidate *c = &x->train.plan->cand;
+    for (int i = -2; i < x->n_sizes + x->n_eval_sizes; i++) { /* training, validation, the added sizes */
+        yp_binding *v = i == -2 ? &x->train : i == -1 ? x->eval : i < x->n_sizes ? &x->sizes[i].b
+                                                                                 : &x->eval_sizes[i - x->n_sizes].b;
+        if (!v) continue;
+        /* train.py scales by its --img, the nominal size, whatever size a batch has */
+        yp_loss_cfg_scale_gains(&v->loss, h->box, h->obj, h->cls, c->img_w, c->img_h);
+        v->loss.anchor_t = (float)h->anchor_t;
+        v->loss.label_smoothing = (float)h->label_smoothing;
+    }
+}

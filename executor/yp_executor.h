@@ -217,6 +217,16 @@ int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const f
  * in x in to out x out (the batch resize of a multi-scale step). */
 void yp_resize_bilinear_nhwc(const float *src, int64_t n, int64_t in, float *dst, int64_t out);
 
+/* The loss's hyperparameters of train.py's hyp file: box, obj and cls gains, anchor_t, label smoothing. */
+typedef struct {
+    double box, obj, cls, anchor_t, label_smoothing;
+} yp_loss_hyp;
+
+/* Sets the loss of x's training step and of its validation pass as train.py does before training:
+ * box, obj and cls scaled by yp_loss_cfg_scale_gains at the plan's nominal image size, anchor_t,
+ * label smoothing. */
+void yp_exec_set_loss_hyp(yp_exec *x, const yp_loss_hyp *h);
+
 /* The optimizer step on the accumulated gradients (clipped to hyp.max_grad_norm), then zeroes
  * them and updates the EMA. 0, or -1 with err set. */
 int yp_exec_update(yp_exec *x, yp_err *err);

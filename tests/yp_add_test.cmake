@@ -1,9 +1,11 @@
 # tests/yp_add_test.cmake - yp_add_test(name [LIBS ...] [LABELS ...] [SOURCES ...]): one test
-# executable from tests/<name>.c, registered with ctest (exit 77 = skipped), with the paths a test
-# may read: the fixtures (YP_TEST_DATA), the bundled models and the yoloplan binary (empty in a
-# YP_KERNELS_ONLY build, which has none). Included by tests/CMakeLists.txt and, for the kernels-only
-# build, by the top-level CMakeLists.txt.
+# executable from <name>.c in the calling folder (tests/<folder>/, mirroring the production
+# folders), registered with ctest (exit 77 = skipped), with the shared helpers of tests/support/
+# on its include path and the paths a test may read: the fixtures (YP_TEST_DATA), the bundled
+# models and the yoloplan binary (empty in a YP_KERNELS_ONLY build, which has none). Included by
+# tests/CMakeLists.txt and, for the kernels-only and GPU-bench builds, by the top-level CMakeLists.txt.
 set(YP_TEST_DATA ${CMAKE_CURRENT_LIST_DIR}/data)
+set(YP_TEST_SUPPORT ${CMAKE_CURRENT_LIST_DIR}/support)
 set(YP_MODELS_DIR ${PROJECT_SOURCE_DIR}/models)
 
 function(yp_add_test name)
@@ -11,8 +13,9 @@ function(yp_add_test name)
   if(NOT T_SOURCES)
     set(T_SOURCES ${name}.c)
   endif()
-  list(TRANSFORM T_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/tests/ REGEX "^[^/]")
+  list(TRANSFORM T_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/ REGEX "^[^/]")
   add_executable(${name} ${T_SOURCES})
+  target_include_directories(${name} PRIVATE ${YP_TEST_SUPPORT})
   target_link_libraries(${name} PRIVATE ${T_LIBS})
   target_compile_definitions(${name} PRIVATE
     YP_TEST_DATA="${YP_TEST_DATA}" YP_MODELS_DIR="${YP_MODELS_DIR}"

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "step_fixture.h"
+#include "yp_boxes.h"
 #include "yp_metrics.h"
 #include "yp_test.h"
 

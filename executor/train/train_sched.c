@@ -1,8 +1,6 @@
-/* train_sched.c - train.py's learning-rate, momentum and accumulation schedule (yp_train.h) and
- * the loss's hyperparameters from a hyp file. */
+/* train_sched.c - train.py's learning-rate, momentum and accumulation schedule (yp_train.h). */
 #include <math.h>
 
-#include "yp_executor_internal.h"
 #include "yp_train.h"
 
 /* Python's round() and numpy's: half to even (the default rounding mode of rint). */
@@ -46,17 +44,4 @@ void yp_train_knobs_at(const yp_train_sched *s, int64_t epoch, int64_t ni, yp_tr
     out->accumulate = s->accumulate;
     out->lr[0] = out->lr[1] = out->lr[2] = target;
     out->momentum = s->momentum;
-}
-
-void yp_exec_set_loss_hyp(yp_exec *x, const yp_hyp_file *h) {
-    const yp_candidate *c = &x->train.plan->cand;
-    for (int i = -2; i < x->n_sizes + x->n_eval_sizes; i++) { /* training, validation, the added sizes */
-        yp_binding *v = i == -2 ? &x->train : i == -1 ? x->eval : i < x->n_sizes ? &x->sizes[i].b
-                                                                                 : &x->eval_sizes[i - x->n_sizes].b;
-        if (!v) continue;
-        /* train.py scales by its --img, the nominal size, whatever size a batch has */
-        yp_loss_cfg_scale_gains(&v->loss, h->box, h->obj, h->cls, c->img_w, c->img_h);
-        v->loss.anchor_t = (float)h->anchor_t;
-        v->loss.label_smoothing = (float)h->label_smoothing;
-    }
 }

@@ -45,9 +45,9 @@
 #include <stdint.h>
 
 #include "yp_augment.h"
+#include "yp_boxes.h"
 #include "yp_error.h"
 #include "yp_label_cache.h"
-#include "yp_metrics.h"
 
 #define YP_LOADER_MAX_WORKERS 64
 #define YP_LOADER_ORDER_STREAM 0x6f72646572ull /* "order": the permutation's stream */

@@ -1,4 +1,4 @@
-/* yp_metrics.h - YOLOv5's validation metrics on the host: the NMS, box rescaling, the matching of
+/* yp_metrics.h - YOLOv5's validation metrics on the host: the NMS, the matching of
  * detections to labels at ten IoU thresholds, precision/recall/AP per class, mAP and fitness, and
  * a COCO-format JSON of the detections. The semantics are YOLOv5's val.py at HEAD (its
  * non_max_suppression, scale_boxes, process_batch, ap_per_class, compute_ap, fitness and
@@ -6,14 +6,13 @@
  *
  * Data flow of one validation run: yp_exec_eval's decoded rows (x, y, w, h, objectness, nc class
  * scores; input pixels) -> yp_nms per image -> yp_scale_boxes (and yp_labels_native for the
- * labels) -> yp_map_add per image -> yp_map_compute once.
+ * labels; executor/data's yp_boxes.h) -> yp_map_add per image -> yp_map_compute once.
  *
  * Float32 where YOLOv5 computes in float32 (scores, boxes, IoU, thresholds compared as float32),
  * float64 where it computes in numpy (curves, AP, means). Where YOLOv5's result depends on the
  * order an unstable sort leaves equal keys in, ours is the stable order (stated per function).
  *
- * Defines: yp_nms_cfg (+ yp_nms_cfg_val, yp_nms_workspace_bytes, yp_nms), yp_ratio_pad
- * (+ yp_ratio_pad_fit, yp_scale_boxes, yp_labels_native), YP_IOU_N, yp_iou_thresholds,
+ * Defines: yp_nms_cfg (+ yp_nms_cfg_val, yp_nms_workspace_bytes, yp_nms), YP_IOU_N, yp_iou_thresholds,
  * yp_box_iou, yp_match, yp_compute_ap, yp_map (+ init, host_bytes, free, reset, add, compute), yp_coco_json
  * (+ new, add, write, free), yp_coco80_to_91. */
 #ifndef YP_METRICS_H
@@ -63,29 +62,6 @@ int64_t yp_nms(const yp_nms_cfg *c, const float *pred, int64_t n_boxes, int nc, 
                float *out, yp_err *err);
 
 /* ---------------------------------------------------------------- boxes */
-
-/* How an image of h0 x w0 original pixels became the network input: scaled by gain, then padded
- * by pad_w on the left and pad_h on the top (val.py's ratio_pad: shapes[i][1] = ((gain, _),
- * (pad_w, pad_h)) with gain the height ratio, and shapes[i][0] = (h0, w0)). The loader's
- * letterbox (yp_augment.h, yp_letterbox_geom) gives these as ratio_h, dw and dh. */
-typedef struct {
-    double gain, pad_w, pad_h;
-    int64_t h0, w0;
-} yp_ratio_pad;
-
-/* scale_boxes without ratio_pad: the largest gain that fits h0 x w0 into h1 x w1 and the
- * padding centring it: gain = min(h1/h0, w1/w0), pad = ((w1 - w0*gain)/2, (h1 - h0*gain)/2). */
-yp_ratio_pad yp_ratio_pad_fit(int64_t h1, int64_t w1, int64_t h0, int64_t w0);
-
-/* scale_boxes in place on n rows of row_floats floats starting with x1, y1, x2, y2 (input
- * pixels): x = (x - pad_w) / gain, y = (y - pad_h) / gain (float32, the pads and gain rounded to
- * float32 first), then clipped to [0, w0] and [0, h0]. */
-void yp_scale_boxes(const yp_ratio_pad *lb, float *rows, int64_t n, int64_t row_floats);
-
-/* val.py's labels for matching: n rows (class, cx, cy, w, h) normalised to the input of in_w x
- * in_h pixels become rows (class, x1, y1, x2, y2) in original pixels: times (in_w, in_h) in
- * float32, to corners, then yp_scale_boxes. in and out may be the same buffer. */
-void yp_labels_native(const yp_ratio_pad *lb, int64_t in_w, int64_t in_h, const float *in, int64_t n, float *out);
 
 /* ---------------------------------------------------------------- matching */
 

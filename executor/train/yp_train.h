@@ -10,7 +10,7 @@
  * Defines: yp_train_sched (+ yp_train_sched_init, yp_train_lf, yp_train_knobs_at), yp_validator
  * (+ new, run, print, free), yp_val_host (+ yp_validator_host_bytes), yp_train_opts (+
  * yp_train_loader_opts, yp_train_val_opts), yp_train_step_info, yp_train_state, yp_epoch_result,
- * yp_train_run, yp_train_state_json, yp_train_state_parse, yp_exec_set_loss_hyp. */
+ * yp_train_run, yp_train_state_json, yp_train_state_parse */
 #ifndef YP_TRAIN_H
 #define YP_TRAIN_H
 
@@ -58,13 +58,6 @@ typedef struct {
  * lr0 * lf(epoch), momentum from warmup_momentum; afterwards lr0 * lf(epoch), the hyp momentum
  * and s->accumulate. */
 void yp_train_knobs_at(const yp_train_sched *s, int64_t epoch, int64_t ni, yp_train_knobs *out);
-
-/* ---------------------------------------------------------------- the loss's hyperparameters */
-
-/* Sets the loss of x's training step and of its validation pass from a hyp file as train.py
- * does before training: box, obj and cls scaled by yp_loss_cfg_scale_gains at the plan's nominal
- * image size, anchor_t, label smoothing. */
-void yp_exec_set_loss_hyp(yp_exec *x, const yp_hyp_file *h);
 
 /* ---------------------------------------------------------------- validation (validate.c) */
 

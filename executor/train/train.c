@@ -342,7 +342,8 @@ static int loop_open(loop *L, yp_err *err) {
     yp_hyp *h = &x->trainer.hyp;
     h->weight_decay = o->hyp.weight_decay * (double)s->opts.batch * L->sched.accumulate / YP_NBS;
     h->momentum = o->hyp.momentum;
-    yp_exec_set_loss_hyp(x, &o->hyp);
+    yp_exec_set_loss_hyp(x, &(yp_loss_hyp){.box = o->hyp.box, .obj = o->hyp.obj, .cls = o->hyp.cls,
+                                            .anchor_t = o->hyp.anchor_t, .label_smoothing = o->hyp.label_smoothing});
     L->con = (console){.f = o->console, .tty = o->tty, .epochs = o->epochs, .nb = L->nb};
     snprintf(L->con.mem, sizeof L->con.mem, "%.3gG", (double)x->train.arena_bytes / 1e9);
     return 0;
