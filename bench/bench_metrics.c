@@ -1,4 +1,4 @@
-/* bench_metrics.c - the time of YOLOv5's validation metrics (executor/yp_metrics.h) on a
+/* bench_metrics.c - the time of YOLOv5's validation metrics (executor/metrics/yp_metrics.h) on a
  * validation-sized batch: NMS per image, then matching and AP over the batch.
  *
  *   ./build/bench/bench_metrics [--images 16] [--img 640] [--nc 80] [--reps 3] [--save FILE]

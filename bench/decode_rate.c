@@ -1,4 +1,4 @@
-/* decode_rate.c - how fast yp_image_decode (executor/yp_image.h) decodes the given JPEG/PNG files
+/* decode_rate.c - how fast yp_image_decode (executor/data/yp_image.h) decodes the given JPEG/PNG files
  * from memory, to set beside libjpeg-turbo's tjbench and djpeg (bench/decode_rate.sh). Each file
  * is read once, then the set is decoded round after round for at least --seconds (default 2).
  * Prints one line: Mpixel/s, images/s, files, decodes and seconds. `decode_rate --size FILE` prints

@@ -8,7 +8,7 @@
 # wait4's ru_maxrss):
 #   A  --img 320, the plan's batch (the largest that fits, up to the nominal 64)
 #   B  --img 416 --batch 32
-# and prints, per configuration, the plan line's figures in GiB (executor/yp_train_host.h's terms:
+# and prints, per configuration, the plan line's figures in GiB (executor/train/yp_train_host.h's terms:
 # the arena, exact from the run's plan.json; the data pipeline; the process: the baseline
 # yp_exec_init measured before touching the arena plus the runtime allowance; their sum "host
 # memory", printed to 0.01 GiB), the measured peak RSS, the relative error (plan - measured) /

@@ -1,4 +1,4 @@
-/* loader_rate.c - images/s of the real training loader (executor/yp_loader.h) over a dataset:
+/* loader_rate.c - images/s of the real training loader (executor/data/yp_loader.h) over a dataset:
  * worker threads decoding each JPEG/PNG afresh, then YOLOv5's training item (load_image, the
  * 4-image mosaic, random_perspective, HSV, flips: yp_aug_train_item) into the ring of uint8 batch
  * slots, the consumer taking batches and doing nothing with them. hyp.scratch-low (mosaic 1),

@@ -36,7 +36,7 @@
  *     grad_norm  that step's gradient norm before clip_grad_norm_ (0 without a step)
  *   The knobs are what yp_train_run used (yp_train_opts.step_info), not recomputed.
  *
- * --save FILE also writes the executor's state after the run as a checkpoint (executor/yp_checkpoint.h:
+ * --save FILE also writes the executor's state after the run as a checkpoint (executor/io/yp_checkpoint.h:
  * the weights, their EMA, SGD's momentum buffers under Ultralytics' names), which train_ref.py's
  * --save matches name for name, to find where two runs part.
  *

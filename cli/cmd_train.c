@@ -1,7 +1,7 @@
 /* cmd_train.c - `yoloplan train`: plans the run for the device (the fastest plan that fits, or the
  * given --batch), checks a GPU's free memory holds it (preflight.h), prints the plan with the run's
- * host memory (executor/yp_train_host.h) and saves it in the run folder, then trains inside it as
- * train.py (executor/yp_train.h): validation every epoch, results.csv and curves, last and best
+ * host memory (executor/train/yp_train_host.h) and saves it in the run folder, then trains inside it as
+ * train.py (executor/train/yp_train.h): validation every epoch, results.csv and curves, last and best
  * checkpoints, --resume. */
 #include <stdlib.h>
 #include <string.h>

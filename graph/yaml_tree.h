@@ -1,6 +1,6 @@
 /* yaml_tree.h - a YAML file read (libyaml) into a small tree of nodes that keep their line, so
  * that every error about the file can name FILE:LINE; and accessors for plain scalars.
- * Used by the model import (yaml_import.c) and the dataset scan (executor/dataset.c).
+ * Used by the model import (yaml_import.c) and the dataset scan (executor/data/dataset.c).
  * Defines: yp_ynode, yp_yn_read, yp_yn_free, yp_yn_is_null, yp_yn_long, yp_yn_double, yp_yn_bool,
  * yp_yn_describe, yp_yn_map_get. */
 #ifndef YP_YAML_TREE_H

@@ -1,6 +1,6 @@
 /* yp_ciou.h - YOLOv5's CIoU of two boxes and its gradient (utils/metrics.py bbox_iou(...,
  * CIoU=True), eps 1e-7), fp32, exactly as the CPU backend's loss_level computes it (yp_ops.h).
- * Public so that the formula can be checked on its own (tests/test_loss.c) and shared by the
+ * Public so that the formula can be checked on its own (tests/executor/test_loss.c) and shared by the
  * backends: the body is a static inline function that the CPU backend (kernels/cpu/ciou.c,
  * yp_loss_ciou) and the CUDA backend (kernels/cuda/loss.cu, in device code) compile from this one
  * text, so the two evaluate the same expression (nvcc may contract a multiply-add into an FMA,

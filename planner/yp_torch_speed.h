@@ -42,7 +42,7 @@
  * conf 0.001 keeps more boxes than that figure's 0.25: a lower bound). The rectangular batches
  * are taken as img x img (an upper bound on their area).
  *
- * Estimates (global, not fitted per published row; tests/test_torch_speed.c checks the whole
+ * Estimates (global, not fitted per published row; tests/planner/test_torch_speed.c checks the whole
  * against the published figures in tests/data/torch_speed_published.tsv):
  *   YP_TORCH_FWD_OP_CPU_S: host seconds eager PyTorch spends on one forward op: Python, the
  *     nn.Module call, autocast, the dispatcher, autograd's node and the launch. Public

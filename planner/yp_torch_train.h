@@ -36,7 +36,7 @@
  * conv's input and output gradient (one copy of both, as a conversion of the NCHW tensors to the
  * layout of the tensor-core kernels would take). AutoBatch's probes, which compute no weight
  * gradient, match the published ones without it; train.py's published GPU_mem is 14-18 % above
- * the replay without it, and within 10 % with it (tests/test_torch_published.c). Its factor is
+ * the replay without it, and within 10 % with it (tests/planner/test_torch_published.c). Its factor is
  * fitted to those rows, not derived from cuDNN.
  * Not modelled: the other cuDNN workspaces, cuBLAS's (yolov5 runs no cuBLAS op), the DataLoader (host memory), plots and loggers, and the
  * tensors of a few bytes (losses, scalars). What nvidia-smi shows on top of reserved is

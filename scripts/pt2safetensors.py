@@ -10,7 +10,7 @@ Runs with Debian's python3 and python3-torch; the safetensors format is written 
 directly (8-byte little-endian header length, JSON header padded with spaces to 8 bytes,
 little-endian data), so the `safetensors` package is not needed.
 
-The layout (executor/yp_checkpoint.h): a model's state dict under its own names
+The layout (executor/io/yp_checkpoint.h): a model's state dict under its own names
 ("model.0.conv.weight", ...), the EMA's with "ema." in front, yoloplan's optimizer state under
 "optimizer.momentum_buffer.", "optimizer.exp_avg.", "optimizer.exp_avg_sq." and pending gradients
 under "grad.", and "__metadata__" (string -> string).

@@ -4,7 +4,7 @@
 // a template over the storage type: the element is loaded as fp32, the function computed in fp32
 // and the result rounded to the type once, when stored. The F32 path is that template for float,
 // so both backends give the same bits there; under F16/BF16 the CPU's fp32 result on the same
-// inputs, rounded to the type, to within an ulp of the type (tests/test_cuda_lowp.c).
+// inputs, rounded to the type, to within an ulp of the type (tests/kernels/test_cuda_lowp.c).
 #include <cuda_runtime.h>
 
 #include "launch.cuh"

@@ -11,7 +11,7 @@
 // host against the CPU backend by test_kernels_index). Every backward is a gather (each thread
 // owns one element of dx and sums what reaches it): no atomics, deterministic sums, added in the
 // CPU's order, so with beta 0 or 1 the results are the CPU's bits (under F16/BF16: the CPU's fp32
-// result on the same inputs, rounded to the type; tests/test_cuda_lowp.c).
+// result on the same inputs, rounded to the type; tests/kernels/test_cuda_lowp.c).
 #include <cuda_runtime.h>
 
 #include "launch.cuh"

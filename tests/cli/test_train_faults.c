@@ -1,6 +1,6 @@
 /* test_train_faults.c - `yoloplan train` when the world fails during a run, end to end on a tiny
- * model (tests/yp_test_train_fault.h); the run is paused at an exact point through the test-only
- * shim (tests/ckpt_shim.c: YP_SHIM=stop:N stops it before it creates its Nth checkpoint file) while
+ * model (tests/support/yp_test_train_fault.h); the run is paused at an exact point through the test-only
+ * shim (tests/cli/ckpt_shim.c: YP_SHIM=stop:N stops it before it creates its Nth checkpoint file) while
  * the test changes the disk:
  *   - a full disk (a small tmpfs): the checkpoint write that fails gives one line naming the file,
  *     the failure and the fix, exit 2; the previous checkpoints are whole; with space added,

@@ -2,7 +2,7 @@
  * the same run killed with SIGKILL again and again, each time resumed with --resume, at points a
  * seeded RNG draws (YP_KILL_SEED overrides the seed; the seed is printed): at a random time
  * (within the first half of what is left of the run, scaled by the reference run's wall time), or
- * through the test-only shim (tests/ckpt_shim.c) inside a checkpoint write (after a random number
+ * through the test-only shim (tests/cli/ckpt_shim.c) inside a checkpoint write (after a random number
  * of bytes, in its fsync, just before or just after its rename). After every kill each checkpoint
  * on disk loads whole (header, metadata, every tensor) and last.safetensors never goes back an
  * epoch; the resumed run removes the partial files a kill left. The run that ends is identical to

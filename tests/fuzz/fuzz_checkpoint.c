@@ -1,6 +1,6 @@
 /* fuzz_checkpoint.c - libFuzzer target for checkpoints: the safetensors reader
- * (executor/safetensors.c: yp_st_open, then every tensor read, found by name and every metadata
- * key looked up) and the checkpoint readers on top (executor/checkpoint.c: yp_ckpt_read_info,
+ * (executor/io/safetensors.c: yp_st_open, then every tensor read, found by name and every metadata
+ * key looked up) and the checkpoint readers on top (executor/io/checkpoint.c: yp_ckpt_read_info,
  * yp_ckpt_load_weights and yp_ckpt_resume into an executor of the tiny test IR
  * (tests/data/ir/tiny.json) at batch 1, 64 px, on the CPU backend, made once). The input is
  * written to a scratch file ckpt.safetensors.

@@ -1,4 +1,4 @@
-/* fuzz_data_yaml.c - libFuzzer target for data.yaml (executor/dataset.c and dataset_images.c
+/* fuzz_data_yaml.c - libFuzzer target for data.yaml (executor/data/dataset.c and dataset_images.c
  * through yp_dataset_scan_split for train and val, and yp_dataset_names). The input is written as
  * data.yaml into a small fixed dataset made once in the scratch folder:
  *   images/train/a.jpg b.png sub/e.jpeg   labels/train/a.txt b.txt sub/e.txt

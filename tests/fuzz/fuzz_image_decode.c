@@ -1,4 +1,4 @@
-/* fuzz_image_decode.c - libFuzzer target for the image decoders (executor/image_jpeg.c and
+/* fuzz_image_decode.c - libFuzzer target for the image decoders (executor/data/image_jpeg.c and
  * image_png.c through yp_image_decode; the header-only yp_image_probe on the same bytes written
  * to a scratch file). Limits: 4 Mpx (so a hostile header costs at most 12 MB of pixels here).
  * Properties checked on every input:

@@ -1,4 +1,4 @@
-/* fuzz_labels.c - libFuzzer target for one label file (executor/dataset_labels.c,
+/* fuzz_labels.c - libFuzzer target for one label file (executor/data/dataset_labels.c,
  * yp_ds_read_labels: the reader the dataset scan and the label cache share). The input is
  * written to a scratch file and read twice, for 80 classes and for 1 (the class check), with one
  * scratch reused as the scan reuses it.

@@ -1,5 +1,5 @@
 /* test_cuda_attention.c - the CUDA backend's attention entries against the CPU backend's (which
- * tests/test_cpu_attention.c checks against PyTorch) on random q, k, v: the output and P, and
+ * tests/kernels/test_cpu_attention.c checks against PyTorch) on random q, k, v: the output and P, and
  * dq, dk, dv with the forward's P and with P computed again, overwriting (beta 0 over NaN) and
  * adding (beta 1), on a small map and on yolov5s-transformer's layer-8 map (20x20 at 640).
  * Skips itself (exit 77) without a usable GPU. */

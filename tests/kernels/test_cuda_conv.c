@@ -3,7 +3,7 @@
  * 1 and 2, 6x6 stride 2 pad 2, grouped and depthwise; with and without bias; odd spatial sizes)
  * forward, backward-data and backward-weights with beta 0 (onto NaN) and beta 1 (onto random
  * contents), the combined backward, the scratch query and preparation; the decode of three
- * levels; one loss level with positives that share cells (tests/yp_test_detect.h), in training and
+ * levels; one loss level with positives that share cells (tests/support/yp_test_detect.h), in training and
  * evaluation, and its argument errors.
  * Without a usable GPU (or a build without CUDA) it prints "SKIP: <reason>" and exits 77, which
  * ctest reports as skipped. */

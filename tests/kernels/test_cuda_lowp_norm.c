@@ -3,9 +3,9 @@
  * statistics and output, statistics only, eval, apply, the fused BN+SiLU forward and backward
  * with and without its sums, backward from its own and from the fused sums with beta 0 and 1, the
  * SiLU backward in place; the loss: one level with positives that share cells
- * (tests/yp_test_detect.h), with and without the gradient, one class, no positives, and gains
+ * (tests/support/yp_test_detect.h), with and without the gradient, one class, no positives, and gains
  * carrying an AMP loss scale (large gradients); the decode of three levels.
- * The inputs are drawn rounded to the type (yp_test_tbuf, tests/yp_test_cuda.h: the host holds
+ * The inputs are drawn rounded to the type (yp_test_tbuf, tests/support/yp_test_cuda.h: the host holds
  * exactly the values the device holds), the CPU runs fp32 on them, and an output of the type is
  * compared after rounding the CPU's value to it. BN's per-channel operands, the objectness
  * targets and the decoded boxes are fp32 on both sides, the sums and terms double.

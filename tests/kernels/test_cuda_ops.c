@@ -2,7 +2,7 @@
  * backend, forward and backward, fp32, on deterministic random data of odd sizes (channel counts
  * that are no multiple of any block size, beta 0 and 1 where the contract has one, NaN-filled
  * outputs where beta 0 must not read them), plus argument errors and the element-type refusals
- * (the F16/BF16 runs of the data-movement ops are tests/test_cuda_lowp.c's).
+ * (the F16/BF16 runs of the data-movement ops are tests/kernels/test_cuda_lowp.c's).
  * Without a usable GPU (or a build without CUDA) it prints "SKIP: <reason>" and exits 77.
  *
  * Tolerances, |cuda - cpu| <= rtol*|cpu| + atol:
@@ -622,7 +622,7 @@ static void test_errors(void) {
     const yp_ops *o = gpu->ops;
     float *p = gpu->mem_alloc(gpu, 1024 * sizeof(float));
     REQUIRE(p != NULL);
-    /* the data-movement ops run F32, F16 and BF16 (tests/test_cuda_lowp.c): a value that is no
+    /* the data-movement ops run F32, F16 and BF16 (tests/kernels/test_cuda_lowp.c): a value that is no
      * element type is refused with the op named */
     const yp_elem bad = YP_ELEM_COUNT;
     const char *bad_why = "not f32, f16 or bf16";

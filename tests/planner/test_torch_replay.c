@@ -3,7 +3,7 @@
  * weight gradients, and the weight copies when cached), that its peak holds every saved byte,
  * that a second pass reuses the cache, held outputs, refusal of another policy, cudnn.benchmark's
  * emptying after each search; and AutoBatch's
- * probe (its prior, thop's effect, failed rows; tests/test_torch_published.c compares it with
+ * probe (its prior, thop's effect, failed rows; tests/planner/test_torch_published.c compares it with
  * the published probes). */
 #include <stdlib.h>
 
@@ -130,7 +130,7 @@ done:
 /* AutoBatch's probe for yolov5s at 640 under autocast: readings grow with the batch, each holds
  * at least the saved bytes of its batch at its peak, the prior is what it starts from, thop's
  * no_grad casts leave the passes without weight gradients, and a capacity makes failed rows
- * (tests/test_torch_published.c compares the readings with the published ones). */
+ * (tests/planner/test_torch_published.c compares the readings with the published ones). */
 static void test_autobatch_probe(void) {
     yp_err err;
     yp_graph *g = yp_ir_load_file(YP_MODELS_DIR "/yolov5s.json", &err);

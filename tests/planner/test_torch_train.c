@@ -2,7 +2,7 @@
  * (planner/yp_torch_train.h): what it holds and where it peaks, the capacity, the options'
  * directions (batch, size, --freeze, --optimizer, --multi-scale, fp32), AutoBatch's choice by
  * hand-worked rows, the recommendation's edges, the card's context and capacity. The published
- * figures are tests/test_torch_published.c's. */
+ * figures are tests/planner/test_torch_published.c's. */
 #include <stdlib.h>
 
 #include "yp_ir.h"

@@ -2,7 +2,7 @@
 """make_act_saved_fixture.py - writes tests/data/act_saved.json: the bytes PyTorch autograd saves
 for backward in one training forward of the network of tests/data/ir/acts.json (conv-BN-LeakyReLU,
 conv-BN-Hardswish, conv-BN-ReLU, ZeroPad2d, MaxPool2d k2 s1 and k2 s2, Detect), for
-tests/test_act_saved.c, which checks the `pytorch` saving policy's schedule against them.
+tests/graph/test_act_saved.c, which checks the `pytorch` saving policy's schedule against them.
 
 The network is built from the IR file node by node (conv2d -> nn.Conv2d, batchnorm2d ->
 nn.BatchNorm2d, relu / leaky_relu / hardswish -> nn.ReLU / nn.LeakyReLU / nn.Hardswish, zero_pad

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_attention_fixtures.py - writes tests/data/attention/attention.txt: PyTorch references for
-the attention core (tests/test_cpu_attention.c), the op between nn.MultiheadAttention's in_proj
+the attention core (tests/kernels/test_cpu_attention.c), the op between nn.MultiheadAttention's in_proj
 and out_proj in YOLOv5's TransformerLayer.
 
 The reference is torch's own F.multi_head_attention_forward (training, dropout 0, need_weights)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_cross_conv_fixtures.py - writes tests/data/ops/cross.{bin,txt}: PyTorch references for the
-CPU backend's non-square convolutions (tests/test_cpu_conv_cross.c), the convs of YOLOv5's
+CPU backend's non-square convolutions (tests/kernels/test_cpu_conv_cross.c), the convs of YOLOv5's
 CrossConv: cv1 Conv(c1, c_, (1, k), (1, s)) and cv2 Conv(c_, c2, (k, 1), (s, 1), g), padded by
 YOLOv5's autopad of a list, [kh // 2, kw // 2].
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes tests/data/eval/eval.bin: YOLOv5 validation in PyTorch on yolov5n (nc 80) at 64x64, so
-the C executor's validation pass can be checked against it (tests/test_eval.c).
+the C executor's validation pass can be checked against it (tests/executor/test_eval.c).
 
 The model (bench/reference/yolov5.py build("n")) gets BN layers that validation can tell apart
 from an identity: gamma ~ U(0.8, 1.2), beta ~ N(0, 0.05), and running statistics measured on a
@@ -46,7 +46,7 @@ MAX_NORM = 10.0
 
 
 def record16(f, name, array):
-    """A float16 record: bit 31 of ndim marks the data as float16 (tests/step_fixture.h)."""
+    """A float16 record: bit 31 of ndim marks the data as float16 (tests/support/step_fixture.h)."""
     a = np.ascontiguousarray(np.asarray(array, dtype=np.float16))
     nb = name.encode()
     f.write(struct.pack("<I", len(nb)) + nb + struct.pack("<I", a.ndim | 0x80000000))

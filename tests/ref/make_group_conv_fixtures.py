@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_group_conv_fixtures.py - writes tests/data/ops/groups.{bin,txt}: PyTorch references for the
-CPU backend's grouped and depthwise convolutions (tests/test_cpu_conv_groups.c), the convs of
+CPU backend's grouped and depthwise convolutions (tests/kernels/test_cpu_conv_groups.c), the convs of
 YOLOv5's ghost models: GhostConv's cv2 (5x5 depthwise, stride 1), GhostBottleneck's and DWConv's
 3x3 depthwise (stride 2 here) and a DWConv whose groups = gcd(c1, c2) is neither 1 nor the channels.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make_ir_fixture.py - writes the PyTorch references of tests/test_ir_steps.c, small IR
+"""make_ir_fixture.py - writes the PyTorch references of tests/executor/test_ir_steps.c, small IR
 networks, each built from its IR file node by node:
   - tests/data/ir/contract_expand.json (the import of
     tests/data/yaml/good/contract_expand.yaml: Focus, Contract(2), a Conv, an Expand(2) of the
@@ -25,7 +25,7 @@ backward), nor do Focus's slices and cat.
 
 And tests/data/step/<name>.bin: one training step (batch 2, a few labels, BN in training mode;
 bench/reference/loss.py's loss with train.py's gains for nc 1, one level, the step's size) in
-tests/step_fixture.h's records (make_step_fixture.py's writer): the initial weights and BN
+tests/support/step_fixture.h's records (make_step_fixture.py's writer): the initial weights and BN
 running statistics ("init/<name>"), the images (NHWC), the targets, the loss ("loss/1": lbox,
 lobj, lcls, total) and every parameter's gradient ("grad/<name>").
 

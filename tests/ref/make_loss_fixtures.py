@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes tests/data/loss/*.bin: YOLOv5 loss fixtures for tests/test_loss.c.
+"""Writes tests/data/loss/*.bin: YOLOv5 loss fixtures for tests/executor/test_loss.c.
 
 Each case runs bench/reference/loss.py (yoloplan's PyTorch ComputeLoss) on
 random predictions and hand-picked plus random targets, and stores the inputs,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes tests/data/metrics/metrics.bin and predictions.json: YOLOv5's validation metrics
-computed in PyTorch and numpy, an independent second computation for tests/test_metrics.c.
+computed in PyTorch and numpy, an independent second computation for tests/executor/metrics/test_metrics.c.
 
 What is reimplemented here, following YOLOv5's val.py at HEAD line by line (tensor for tensor,
 float32 where it computes in float32, numpy float64 where it does):

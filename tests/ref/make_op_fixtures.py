@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_op_fixtures.py - writes tests/data/ops/{ops.bin,ops.txt}: PyTorch references for the CPU
-kernels' test (tests/test_cpu_ops.c).
+kernels' test (tests/kernels/test_cpu_ops.c).
 
 Every reference is computed in float64 from float32 inputs, then stored as float32, so what the test
 measures is the kernels' own error. Activations are stored NHWC (the kernels' layout), weights in

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes tests/data/step/step.bin: YOLOv5 training runs of 3 SGD updates each in PyTorch, on the
 narrow yolov5t (width 0.0625) (tests/data/yaml/good/yolov5t.yaml; bench/reference/yolov5.py build("t", nc=3)),
-batch 2, 128x128 images, so the C executor can be checked against it (tests/test_step.c).
+batch 2, 128x128 images, so the C executor can be checked against it (tests/executor/test_step.c).
 
 Recipe (YOLOv5 train.py, hyp.scratch-low): SGD lr 0.01, momentum 0.937, Nesterov, weight decay
 5e-4 on conv weights only (BN weights and all biases exempt: the three parameter groups),
@@ -14,7 +14,7 @@ state-dict entry v of the EMA becomes d * v + (1 - d) * model's).
 Two runs from the same initial weights, images and targets:
   - the main run, max_norm 10 (train.py's): its gradient norm (~3) stays under the limit;
   - the "clip/" run, max_norm 1 (CLIP_NORM): every update's gradient norm exceeds it, so the
-    clipping scales every step (tests/test_step.c asserts the recorded norms exceed the limit).
+    clipping scales every step (tests/executor/test_step.c asserts the recorded norms exceed the limit).
 
 Records, in order: every initial state-dict float tensor ("init/<name>"), the images (NHWC),
 the targets; per update k = 1..3 of the main run: "loss/<k>" (lbox, lobj, lcls, total),

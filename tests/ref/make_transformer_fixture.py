@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make_transformer_fixture.py - writes the PyTorch references of tests/test_transformer.c for the
+"""make_transformer_fixture.py - writes the PyTorch references of tests/executor/test_transformer.c for the
 network of tests/data/ir/transformer.json.
 
 tests/data/transformer_saved.json: the bytes PyTorch's
@@ -17,7 +17,7 @@ q_scaled, k, the softmax output, v and out_proj's input.
 
 tests/data/step/transformer.bin: one training step of that network (batch 2, 12x12 images, a few
 labels, BN in training mode; the loss of bench/reference/loss.py with train.py's gains for nc 1,
-one level, 12 px) in tests/step_fixture.h's records (make_step_fixture.py's writer): the initial
+one level, 12 px) in tests/support/step_fixture.h's records (make_step_fixture.py's writer): the initial
 weights ("init/<name>"), the images (NHWC), the targets, the loss ("loss/1": lbox, lobj, lcls,
 total) and every parameter's gradient ("grad/<name>"). The names are the IR's: nn.MultiheadAttention's
 in_proj_weight and in_proj_bias are written as their three chunks, <prefix>.ma.in_proj.{q,k,v}.

@@ -2,7 +2,7 @@
 """zoo_params.py - the official parameter count of every model yaml under tests/data/zoo/ (and
 models/*.yaml), computed by Ultralytics YOLOv5's own parse_model, written to
 tests/data/zoo/params.tsv (`path<TAB>params`, paths relative to the repository root) for
-tests/test_zoo.c.
+tests/graph/test_zoo.c.
 
 Needs a checkout of ultralytics/yolov5 (its models/ and utils/), which the repository does not
 carry; its optional imports (cv2, pandas, requests, ultralytics, ...) are stubbed, because without

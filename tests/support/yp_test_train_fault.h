@@ -1,7 +1,7 @@
 /* yp_test_train_fault.h - what the fault tests of `yoloplan train` (test_train_kill,
  * test_train_faults) share: a scratch folder with a synthetic dataset and a tiny YOLOv5 (yolov5n's
  * rows at depth 0.1, width 0.0625: 2 MB checkpoints, a fraction of a second per epoch), starting
- * the binary there with the test-only checkpoint shim preloaded (tests/ckpt_shim.c), and loading
+ * the binary there with the test-only checkpoint shim preloaded (tests/cli/ckpt_shim.c), and loading
  * every tensor of a checkpoint to prove it whole.
  * Defines: tf_dir, tf_setup, tf_spawn, tf_wait, tf_run, tf_read, tf_ckpt_whole, tf_tmp_files,
  * TF_ARGS. */

@@ -1,4 +1,4 @@
-/* test_augment.c - YOLOv5's augmentation (executor/yp_augment.h) against hand-computed values:
+/* test_augment.c - YOLOv5's augmentation (executor/data/yp_augment.h) against hand-computed values:
  * the perspective's label transform (identity, translation and scale, a box pushed out),
  * box_candidates, the mosaic placement, letterbox geometry, resize weights, HSV (zero gains,
  * known pixels; the one-pass HSV + flip against the row conversions), the axis-aligned warp

@@ -1,4 +1,4 @@
-/* test_autoanchor.c - YOLOv5's AutoAnchor (executor/autoanchor.c): the metric on hand-worked
+/* test_autoanchor.c - YOLOv5's AutoAnchor (executor/data/autoanchor.c): the metric on hand-worked
  * cases, k-means finding planted clusters, the evolution never lowering the fitness, seeding,
  * the random start when boxes are fewer than anchors, and the fit on a graph from `anchors: N`. */
 #include <math.h>

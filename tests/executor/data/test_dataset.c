@@ -1,4 +1,4 @@
-/* test_dataset.c - the dataset scan (executor/yp_dataset.h) on the fixture in
+/* test_dataset.c - the dataset scan (executor/data/yp_dataset.h) on the fixture in
  * tests/data/dataset/ (its README.md lists what each yaml holds and the expected counts), and
  * the label-file checks one by one (dataset_internal.h). */
 #include <stdio.h>

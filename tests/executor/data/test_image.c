@@ -1,4 +1,4 @@
-/* test_image.c - the image decoders and encoders (executor/yp_image.h). The odd formats (grey,
+/* test_image.c - the image decoders and encoders (executor/data/yp_image.h). The odd formats (grey,
  * CMYK and YCCK JPEG; palette, grey, grey+alpha, RGBA, 16-bit, 1-bit and interlaced PNG) are
  * written here with libjpeg and libpng directly; the EXIF segment is built by hand. Then the
  * hostile inputs: truncation at every length, flipped bytes, huge declared sizes, a FIFO, a

@@ -1,4 +1,4 @@
-/* test_label_cache.c - the label cache (executor/yp_label_cache.h) on a small dataset made in a
+/* test_label_cache.c - the label cache (executor/data/yp_label_cache.h) on a small dataset made in a
  * temporary folder: written on the first load, reused without opening a label file, rebuilt when
  * a label file changes, when the version differs and (with a warning) when the file is corrupt;
  * the rows in YOLOv5's order and the counts equal to yp_dataset_scan's. The val split: its own

@@ -1,4 +1,4 @@
-/* test_loader.c - the data loader (executor/yp_loader.h) on a 12-image synthetic dataset (80x48,
+/* test_loader.c - the data loader (executor/data/yp_loader.h) on a 12-image synthetic dataset (80x48,
  * JPEG and PNG) written to a temporary folder, at imgsz 64: 1 and 3 workers give byte-identical
  * batches over 2 epochs, other seeds differ, each epoch is a permutation and epoch 2's differs
  * from epoch 1's, every label row is valid, an image deleted mid-run is skipped, counted and

@@ -1,4 +1,4 @@
-/* test_synth.c - the synthetic dataset (executor/yp_synth.h) and `yoloplan synth`: the same
+/* test_synth.c - the synthetic dataset (executor/data/yp_synth.h) and `yoloplan synth`: the same
  * options give the same bytes, the labels are valid YOLO rows that the dataset scan counts, the
  * images decode at the size asked (PNG to the very pixels drawn), and bad options exit 2 with
  * one line. */

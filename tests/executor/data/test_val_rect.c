@@ -1,4 +1,4 @@
-/* test_val_rect.c - val.py's rectangular validation batches (executor/yp_val_rect.h) and the
+/* test_val_rect.c - val.py's rectangular validation batches (executor/data/yp_val_rect.h) and the
  * loader's rect mode (yp_loader.h opts.rect): the order and shapes against hand-computed ones,
  * five images of five aspect ratios sorted and letterboxed into their batch's shape (pixels, pad,
  * label rows, and the rows mapped back to the original pixels), an unreadable image sorted as

@@ -1,4 +1,4 @@
-/* test_checkpoint.c - checkpoints of a training run (executor/yp_checkpoint.h) on the CPU
+/* test_checkpoint.c - checkpoints of a training run (executor/io/yp_checkpoint.h) on the CPU
  * backend, yolov5t at batch 2, 128 px, the step fixture's batch shifted per step:
  *   - resume is bit-identical: N steps in one run against k steps, a save, a load into a fresh
  *     executor (another seed, and a plan with another memory layout: unfused), and the N - k

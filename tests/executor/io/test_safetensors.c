@@ -1,4 +1,4 @@
-/* test_safetensors.c - the safetensors reader and writer (executor/yp_safetensors.h): a round
+/* test_safetensors.c - the safetensors reader and writer (executor/io/yp_safetensors.h): a round
  * trip of every kind of tensor (scalar, empty, several dtypes) and metadata with characters JSON
  * must escape; the exact bytes of a one-tensor file (the reference implementation's layout: the
  * header padded with spaces to 8 bytes); every corruption of a header refused by a message naming

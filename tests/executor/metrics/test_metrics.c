@@ -1,4 +1,4 @@
-/* test_metrics.c - YOLOv5's validation metrics (executor/yp_metrics.h): NMS, rescaling, matching,
+/* test_metrics.c - YOLOv5's validation metrics (executor/metrics/yp_metrics.h): NMS, rescaling, matching,
  * AP, mAP and the COCO JSON, first on small cases worked out by hand in the comments, then
  * against an independent computation of val.py's functions in PyTorch and numpy
  * (tests/ref/make_metrics_fixture.py: tests/data/metrics/metrics.bin and predictions.json), and

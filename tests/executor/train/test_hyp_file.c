@@ -1,4 +1,4 @@
-/* test_hyp_file.c - the hyperparameter file (executor/yp_hyp_file.h): the defaults are
+/* test_hyp_file.c - the hyperparameter file (executor/train/yp_hyp_file.h): the defaults are
  * hyp.scratch-low's, a scratch-low file reads to them, write then read gives every value back
  * exactly (atomically, nothing left behind), and each bad file is one line naming FILE:LINE:
  * unknown key, not a number, out of range, the refused values (mixup, copy_paste, focal loss,

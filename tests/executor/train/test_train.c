@@ -1,4 +1,4 @@
-/* test_train.c - the training loop (executor/yp_train.h): train.py's warm-up and decay schedule
+/* test_train.c - the training loop (executor/train/yp_train.h): train.py's warm-up and decay schedule
  * against hand-computed values; an overfit run (8 synthetic images, 128 px, augmentation off)
  * whose loss falls by at least half within 150 steps (train.py's warm-up always lasts at least
  * 100 iterations and starts the weights' rate at 0: at step 30 it is 0.3 lr0 and the loss has
