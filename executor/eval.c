@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "yp_executor_internal.h"
+#include "exec_ops.h"
 
 /* ---------------------------------------------------------------- binding */
 
@@ -223,9 +223,7 @@ int yp_exec_eval(yp_exec *x, const yp_eval_batch *in, yp_eval_out *out, yp_err *
     if (!v)
         return yp_err_set(err, "validation: no pass at %lldx%lld was prepared (yp_exec_add_eval_shape)", (long long)in->w,
                           (long long)in->h);
-    const char *missing = !v->ops->bn_forward_eval ? "bn_forward_eval"
-                          : !v->ops->detect_decode ? "detect_decode"
-                                                   : NULL;
+    const char *missing = yp_exec_missing_entry(v->s, v->ops); /* BN's eval entry, the decode's, the loss's */
     if (missing)
         return yp_err_set(err, "backend %s has no %s op yet, which validation needs; use the cpu backend", v->be->name,
                           missing);

@@ -1,8 +1,8 @@
 /* exec_ops.h - the executor's op table: one row per op, indexed by yp_op as graph/ops.c's rows
  * are, holding everything the executor does with the op: run its forward, recompute and
  * backward steps through the backend's entries (the fused forms of a fused schedule too,
- * yp_step.fused, and the evaluation pass's), prepare its steps at init, and give its parameters
- * their initial values.
+ * yp_step.fused, and the evaluation pass's), name the backend entries those call (what init asks
+ * of a backend), prepare its steps at init, and give its parameters their initial values.
  * Nothing else in the executor switches on an op. The adapters live by family, one idea a file:
  * exec_conv.c (conv2d, detect), exec_bn.c (batchnorm2d, and the BN applied inside SiLU steps),
  * exec_pointwise.c (silu, relu, leaky_relu, hardswish), exec_join.c (add, concat),
@@ -11,6 +11,8 @@
  * operands (yp_operands, graph/yp_schedule.h) out of the arena. Executor-internal. */
 #ifndef YP_EXEC_OPS_H
 #define YP_EXEC_OPS_H
+
+#include <stddef.h>
 
 #include "yp_executor_internal.h"
 
@@ -25,6 +27,15 @@ typedef struct {
 /* Runs (or, for a row's prepare, prepares) step c->st. 0, or -1 with c->err set, naming the
  * step, its op, what failed and the backend's reason. */
 typedef int (*yp_exec_step_fn)(const yp_exec_call *c);
+
+/* A backend entry a step calls: a yp_ops member (kernels/yp_ops.h), by name and offset. A list of
+ * them ends with a NULL name. */
+typedef struct {
+    const char *name;
+    size_t offset;
+} yp_exec_entry;
+#define YP_EXEC_ENTRY(f) {#f, offsetof(yp_ops, f)}
+#define YP_EXEC_MAX_NEEDS 6 /* a row's list: its entries and the NULL name that ends it */
 
 /* The initial value of parameter tensor t (kind WEIGHT, a parameter of one of the op's nodes)
  * into host memory p, drawing from *rng where the value is random. */
@@ -50,6 +61,13 @@ typedef struct {
     /* 1 when the op's training steps copy between the host and the arena (attention uploads its
      * scalars): such a step cannot be part of a recorded run (replay.c). */
     int host_io;
+    /* The backend entries its training steps (forward, recompute, backward, prepare) call, the
+     * entries they use only when present (conv2d_prepare, conv2d_backward) left out, and so are
+     * the fused forms' (yp_exec_fusions checks those): yp_exec_init refuses a backend that lacks
+     * one for a step of the plan. */
+    yp_exec_entry needs[YP_EXEC_MAX_NEEDS];
+    /* What its evaluation forward (eval) calls beyond those: bn_forward_eval. */
+    yp_exec_entry eval_needs[YP_EXEC_MAX_NEEDS];
 } yp_exec_op_row;
 
 /* The row of op (0 <= op < YP_OP_COUNT). */
@@ -63,6 +81,17 @@ yp_exec_step_fn yp_exec_step_adapter(const yp_step *st);
  * never fused): its row's eval entry, else its forward; NULL for any other step (the loss and the
  * decode have no op: eval.c runs them). */
 yp_exec_step_fn yp_exec_eval_adapter(const yp_step *st);
+
+/* Whether the backend's table o has entry e. */
+int yp_exec_has_entry(const yp_ops *o, const yp_exec_entry *e);
+
+/* The backend entries step st of schedule s calls, a list ended by a NULL name: its op row's needs
+ * (eval_needs in an evaluation schedule), or the loss's (loss_level), the decode's (detect_decode),
+ * the optimizer's (the gradient norm's sum_squares and the step of s's optimizer) or the EMA's. */
+const yp_exec_entry *yp_exec_step_needs(const yp_schedule *s, const yp_step *st);
+
+/* The first entry, in step order, that a step of s calls and o lacks; NULL when o has them all. */
+const char *yp_exec_missing_entry(const yp_schedule *s, const yp_ops *o);
 
 /* Sets c->err to "step N (phase op node): what: <the backend's last error>"; returns -1. */
 int yp_exec_fail(const yp_exec_call *c, const char *what);

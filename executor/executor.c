@@ -122,34 +122,13 @@ static const char *precisions_str(unsigned mask, char *buf, size_t n) {
     return buf;
 }
 
-/* The first op entry a training step needs that the table lacks, or NULL (conv2d_backward and
- * sgd_ema_step are optional: the step runs the separate ones; bn_silu_* only for a plan that
- * fuses, which yp_exec_init checks apart). */
-#define NEED_OP(f)            \
-    do {                      \
-        if (!o->f) return #f; \
-    } while (0)
-static const char *missing_op(const yp_ops *o) {
-    if (!o) return "op table";
-    NEED_OP(silu_forward); NEED_OP(silu_backward); NEED_OP(conv2d_scratch); NEED_OP(conv2d_forward);
-    NEED_OP(conv2d_backward_data); NEED_OP(conv2d_backward_weights); NEED_OP(bn_forward_train);
-    NEED_OP(bn_apply); NEED_OP(bn_backward); NEED_OP(add_forward); NEED_OP(axpy_grad);
-    NEED_OP(concat_forward); NEED_OP(concat_backward); NEED_OP(upsample_forward); NEED_OP(upsample_backward);
-    NEED_OP(maxpool_forward); NEED_OP(maxpool_backward); NEED_OP(space_to_depth);
-    NEED_OP(depth_to_space); NEED_OP(sgd_step); NEED_OP(adam_step); NEED_OP(ema_update);
-    NEED_OP(sum_squares); NEED_OP(loss_level); NEED_OP(attention_forward); NEED_OP(attention_backward);
-    NEED_OP(relu_forward); NEED_OP(relu_backward); NEED_OP(leaky_relu_forward); NEED_OP(leaky_relu_backward);
-    NEED_OP(hardswish_forward); NEED_OP(hardswish_backward); NEED_OP(zero_pad_forward); NEED_OP(zero_pad_backward);
-    return NULL;
-}
-#undef NEED_OP
-
-/* The plan runs on be: its op table has every training entry and the fused ones the plan's steps
- * need; a training fp32 schedule; guards and the plan's alignment that be can take. 0, or -1
- * with err set. */
+/* The plan runs on be: its op table has every entry the plan's steps call (their rows say which;
+ * conv2d_backward and sgd_ema_step are optional: the step runs the separate ones) and the fused
+ * ones where the plan fuses; a training schedule; guards and the plan's alignment that be can
+ * take. 0, or -1 with err set. */
 static int check_runs(const yp_plan *p, yp_backend *be, int64_t guard_bytes, yp_err *err) {
     const yp_schedule *s = p->sched;
-    const char *missing = missing_op(be->ops);
+    const char *missing = be->ops ? yp_exec_missing_entry(s, be->ops) : "op table";
     if (missing)
         return yp_err_set(err, "backend %s has no %s op yet, which a training step needs; use the cpu backend",
                           be->name, missing);

@@ -124,29 +124,39 @@ int yp_graph_check(const yp_graph *g, const char *file, yp_err *err) {
                             g->nodes[i].id);
         else
             rc = check_node(g, file, i, ch, err);
-        if (rc == 0 && g->nodes[i].op == YP_OP_DETECT) n_detect++;
+        if (rc == 0 && yp_op_get(g->nodes[i].op)->head) n_detect++;
     }
     free(ch);
     if (rc == 0 && n_detect != 1)
         rc = yp_err_set(err, "%s: nodes: %d detect nodes; a YOLOv5 graph has exactly one", file, n_detect);
-    if (rc == 0 && g->nodes[g->n_nodes - 1].op != YP_OP_DETECT)
+    if (rc == 0 && !yp_op_get(g->nodes[g->n_nodes - 1].op)->head)
         rc = yp_err_set(err, "%s: nodes: the detect node must be the last node", file);
     if (rc == 0) rc = check_layers(g, file, err);
     if (rc == 0) rc = check_strides(g, file, err);
     return rc;
 }
 
+/* A layer's conv: a conv_like node other than the head (conv2d). */
+static int layer_conv(const yp_node *n) {
+    const yp_op_info *r = yp_op_get(n->op);
+    return r->conv_like && !r->head;
+}
+
+/* What follows a conv inside its block: a normalisation or an activation (BN, SiLU, ...). */
+static int after_conv(const yp_node *n) {
+    const yp_op_info *r = yp_op_get(n->op);
+    return r->activation || r->norm;
+}
+
 int yp_layer_boundary_conv(const yp_graph *g, int l) {
     int v = g->layers[l].output;
-    while (v >= 0 && g->nodes[v].layer == l &&
-           (yp_op_get(g->nodes[v].op)->activation || g->nodes[v].op == YP_OP_BATCHNORM2D))
-        v = g->nodes[v].inputs[0];
-    return v >= 0 && g->nodes[v].layer == l && g->nodes[v].op == YP_OP_CONV2D ? v : -1;
+    while (v >= 0 && g->nodes[v].layer == l && after_conv(&g->nodes[v])) v = g->nodes[v].inputs[0];
+    return v >= 0 && g->nodes[v].layer == l && layer_conv(&g->nodes[v]) ? v : -1;
 }
 
 int yp_layer_inner_convs(const yp_graph *g, int l) {
     int n = 0, b = yp_layer_boundary_conv(g, l);
-    for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].layer == l && g->nodes[i].op == YP_OP_CONV2D && i != b;
+    for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].layer == l && layer_conv(&g->nodes[i]) && i != b;
     return n;
 }
 

@@ -50,3 +50,8 @@ int yp_attn_load(const yp_attrs_in *in, yp_node *n) {
 void yp_attn_write(const yp_node *n, yp_attrs_out *out) {
     cJSON_AddNumberToObject(out->obj, "heads", n->a.attn.heads);
 }
+
+unsigned yp_attn_fwd_writes(const yp_node *n) {
+    (void)n;
+    return YP_FWD_ATTN_PROBS;
+}

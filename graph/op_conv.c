@@ -1,6 +1,9 @@
 /* op_conv.c - the matrix-math ops: conv2d, and detect (per level a 1x1 conv with bias from c_in[l]
- * to na*(nc+5) channels). Their rows' check, shape inference and attrs. */
+ * to na*(nc+5) channels). Their rows' check, shape inference, attrs, parameters and convolutions. */
+#include <stdio.h>
+
 #include "ops_internal.h"
+#include "yp_schedule.h"
 
 static int64_t conv_params(int c_in, int c_out, int kh, int kw, int groups, int bias) {
     return (int64_t)(c_in / groups) * c_out * kh * kw + (bias ? c_out : 0);
@@ -58,6 +61,31 @@ void yp_conv2d_write(const yp_node *n, yp_attrs_out *out) {
     if (a->torch_input_copy) cJSON_AddBoolToObject(out->obj, "torch_input_copy", 1); /* optional: only when set */
 }
 
+/* A conv's parameter: its role, level and suffix, and its PyTorch shape (ndim entries of s). */
+static yp_param_spec param(yp_role role, int level, const char *suffix, int ndim, const int64_t s[4]) {
+    yp_param_spec p = {.role = role, .level = level, .ndim = ndim};
+    snprintf(p.suffix, sizeof p.suffix, "%s", suffix);
+    for (int k = 0; k < ndim; k++) p.shape[k] = s[k];
+    return p;
+}
+
+/* weight (c_out, c_in/groups, kh, kw), then the bias (c_out) when it has one */
+int yp_conv2d_params(const yp_node *n, yp_param_spec *out) {
+    const yp_conv_attrs *a = &n->a.conv;
+    out[0] = param(YP_ROLE_CONV_WEIGHT, 0, ".weight", 4, (int64_t[4]){a->c_out, a->c_in / a->groups, a->kh, a->kw});
+    if (!a->bias) return 1;
+    out[1] = param(YP_ROLE_CONV_BIAS, 0, ".bias", 1, (int64_t[4]){a->c_out});
+    return 2;
+}
+
+void yp_conv2d_geom(const yp_node *n, int level, yp_conv_geom *g) {
+    const yp_conv_attrs *a = &n->a.conv;
+    (void)level;
+    *g = (yp_conv_geom){a->kh, a->kw, a->sh, a->sw, a->ph, a->pw, a->groups, a->bias};
+}
+
+unsigned yp_conv2d_fwd_writes(const yp_node *n) { return n->a.conv.torch_input_copy ? YP_FWD_INPUT_COPY : 0u; }
+
 /* ---------------------------------------------------------------- detect */
 
 int yp_detect_check(const yp_check_ctx *c, const yp_node *n, int *c_out) {
@@ -110,6 +138,25 @@ void yp_detect_write(const yp_node *n, yp_attrs_out *out) {
     cJSON_AddNumberToObject(out->obj, "na", d->na);
     cJSON_AddNumberToObject(out->obj, "nl", d->nl);
     cJSON_AddItemToObject(out->obj, "c_in", cJSON_CreateIntArray(d->c_in, d->nl));
+}
+
+/* per level l, model.24.m.<l>: weight (na*(nc+5), c_in[l], 1, 1), bias (na*(nc+5)) */
+int yp_detect_params(const yp_node *n, yp_param_spec *out) {
+    const yp_detect_attrs *d = &n->a.detect;
+    const int64_t no = (int64_t)d->na * (d->nc + 5);
+    for (int l = 0; l < d->nl; l++) {
+        char w[24], b[24];
+        snprintf(w, sizeof w, ".m.%d.weight", l);
+        snprintf(b, sizeof b, ".m.%d.bias", l);
+        out[2 * l] = param(YP_ROLE_CONV_WEIGHT, l, w, 4, (int64_t[4]){no, d->c_in[l], 1, 1});
+        out[2 * l + 1] = param(YP_ROLE_CONV_BIAS, l, b, 1, (int64_t[4]){no});
+    }
+    return 2 * d->nl;
+}
+
+void yp_detect_geom(const yp_node *n, int level, yp_conv_geom *g) {
+    (void)n, (void)level;
+    *g = (yp_conv_geom){.kh = 1, .kw = 1, .sh = 1, .sw = 1, .groups = 1, .bias = 1};
 }
 
 void yp_conv2d_resample(const yp_node *n, int axis, int *down, int *up) {

@@ -1,6 +1,9 @@
 /* op_pointwise.c - the per-element ops that keep their input's shape: batchnorm2d (with its
  * parameters and running statistics) and the activations silu, relu, leaky_relu, hardswish. */
+#include <stdio.h>
+
 #include "ops_internal.h"
+#include "yp_schedule.h"
 
 /* ---------------------------------------------------------------- batchnorm2d */
 
@@ -18,6 +21,25 @@ int yp_bn_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
     o->params = 2 * (int64_t)n->a.bn.c;  /* weight, bias */
     o->buffers = 2 * (int64_t)n->a.bn.c; /* running mean, var */
     return 0;
+}
+
+/* weight, bias, then the running mean and variance: (c) each */
+int yp_bn_params(const yp_node *n, yp_param_spec *out) {
+    static const struct {
+        yp_role role;
+        const char *suffix;
+    } p[4] = {{YP_ROLE_BN_GAMMA, ".weight"}, {YP_ROLE_BN_BETA, ".bias"}, {YP_ROLE_RUNNING_MEAN, ".running_mean"},
+              {YP_ROLE_RUNNING_VAR, ".running_var"}};
+    for (int k = 0; k < 4; k++) {
+        out[k] = (yp_param_spec){.role = p[k].role, .level = 0, .ndim = 1, .shape = {n->a.bn.c}};
+        snprintf(out[k].suffix, sizeof out[k].suffix, "%s", p[k].suffix);
+    }
+    return 4;
+}
+
+unsigned yp_bn_fwd_writes(const yp_node *n) {
+    (void)n;
+    return YP_FWD_STATS | YP_FWD_RUNNING;
 }
 
 int64_t yp_bn_flops(const yp_node *n, yp_shape out) {

@@ -35,6 +35,11 @@ int64_t yp_maxpool_flops(const yp_node *n, yp_shape out) {
     return (int64_t)n->a.pool.k * n->a.pool.k * yp_shape_numel(out);
 }
 
+unsigned yp_maxpool_fwd_writes(const yp_node *n) {
+    (void)n;
+    return YP_FWD_INDICES;
+}
+
 int yp_maxpool_load(const yp_attrs_in *in, yp_node *n) {
     static const char *const keys[] = {"k", "s", "p", NULL};
     yp_pool_attrs *a = &n->a.pool;

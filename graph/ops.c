@@ -9,14 +9,16 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
     [YP_OP_CONV2D] = {.op = YP_OP_CONV2D, .name = "conv2d",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 1, .fwd_launches = 1, .bwd_launches = 2, .bwd_reads = YP_BWD_INPUT_IF_TRAINS,
         .check = yp_conv2d_check, .infer = yp_conv2d_infer, .eltwise_flops = yp_op_numel_flops,
-        .load_attrs = yp_conv2d_load, .write_attrs = yp_conv2d_write, .resample = yp_conv2d_resample},
+        .load_attrs = yp_conv2d_load, .write_attrs = yp_conv2d_write, .resample = yp_conv2d_resample,
+        .conv_like = 1, .conv_geom = yp_conv2d_geom, .params = yp_conv2d_params, .fwd_writes = yp_conv2d_fwd_writes},
     [YP_OP_BATCHNORM2D] = {.op = YP_OP_BATCHNORM2D, .name = "batchnorm2d",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = YP_BWD_INPUT | YP_BWD_STATS,
         .check = yp_bn_check, .infer = yp_bn_infer, .eltwise_flops = yp_bn_flops,
-        .load_attrs = yp_bn_load, .write_attrs = yp_bn_write},
+        .load_attrs = yp_bn_load, .write_attrs = yp_bn_write,
+        .norm = 1, .bn_silu = YP_BN_SILU_NORM, .params = yp_bn_params, .fwd_writes = yp_bn_fwd_writes},
     [YP_OP_SILU] = {.op = YP_OP_SILU, .name = "silu",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = YP_BWD_INPUT,
-        .activation = 1,
+        .activation = 1, .bn_silu = YP_BN_SILU_ACT,
         .check = yp_op_same_channels, .infer = yp_op_same_shape, .eltwise_flops = yp_silu_flops,
         .load_attrs = yp_op_no_attrs, .write_attrs = yp_op_write_no_attrs},
     [YP_OP_ADD] = {.op = YP_OP_ADD, .name = "add",
@@ -34,11 +36,13 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
     [YP_OP_MAXPOOL2D] = {.op = YP_OP_MAXPOOL2D, .name = "maxpool2d",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = YP_BWD_INPUT | YP_BWD_INDICES,
         .check = yp_op_same_channels, .infer = yp_maxpool_infer, .eltwise_flops = yp_maxpool_flops,
-        .load_attrs = yp_maxpool_load, .write_attrs = yp_maxpool_write, .resample = yp_maxpool_resample},
+        .load_attrs = yp_maxpool_load, .write_attrs = yp_maxpool_write, .resample = yp_maxpool_resample,
+        .fwd_writes = yp_maxpool_fwd_writes},
     [YP_OP_DETECT] = {.op = YP_OP_DETECT, .name = "detect",
         .min_inputs = 1, .max_inputs = YP_MAX_LEVELS, .matrix_math = 1, .fwd_launches = 1, .bwd_launches = 2, .bwd_reads = YP_BWD_INPUT_IF_TRAINS,
         .check = yp_detect_check, .infer = yp_detect_infer, .eltwise_flops = yp_op_numel_flops,
-        .load_attrs = yp_detect_load, .write_attrs = yp_detect_write},
+        .load_attrs = yp_detect_load, .write_attrs = yp_detect_write,
+        .conv_like = 1, .head = 1, .conv_geom = yp_detect_geom, .params = yp_detect_params},
     [YP_OP_SPACE_TO_DEPTH] = {.op = YP_OP_SPACE_TO_DEPTH, .name = "space_to_depth",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = 0,
         .check = yp_s2d_check, .infer = yp_s2d_infer, .eltwise_flops = yp_op_numel_flops,
@@ -47,7 +51,7 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
     [YP_OP_ATTENTION] = {.op = YP_OP_ATTENTION, .name = "attention",
         .min_inputs = 3, .max_inputs = 3, .matrix_math = 1, .fwd_launches = 3, .bwd_launches = 5, .bwd_reads = YP_BWD_INPUT | YP_BWD_ATTN_PROBS,
         .check = yp_attn_check, .infer = yp_attn_infer, .eltwise_flops = yp_attn_flops,
-        .load_attrs = yp_attn_load, .write_attrs = yp_attn_write},
+        .load_attrs = yp_attn_load, .write_attrs = yp_attn_write, .fwd_writes = yp_attn_fwd_writes},
     [YP_OP_RELU] = {.op = YP_OP_RELU, .name = "relu",
         .min_inputs = 1, .max_inputs = 1, .matrix_math = 0, .fwd_launches = 1, .bwd_launches = 1, .bwd_reads = YP_BWD_OUTPUT,
         .activation = 1,
@@ -80,6 +84,16 @@ static const yp_op_info yp_op_table[YP_OP_COUNT] = {
 const yp_op_info *yp_op_get(yp_op op) {
     YP_ASSERT(op >= 0 && op < YP_OP_COUNT);
     return &yp_op_table[op];
+}
+
+unsigned yp_op_fwd_writes(const yp_node *n) {
+    const yp_op_info *r = yp_op_get(n->op);
+    return r->fwd_writes ? r->fwd_writes(n) : 0u;
+}
+
+int yp_op_params(const yp_node *n, yp_param_spec *out) {
+    const yp_op_info *r = yp_op_get(n->op);
+    return r->params ? r->params(n, out) : 0;
 }
 
 int yp_op_from_name(const char *name) {

@@ -115,10 +115,15 @@ int yp_conv2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_conv2d_load(const yp_attrs_in *in, yp_node *n);
 void yp_conv2d_write(const yp_node *n, yp_attrs_out *out);
 void yp_conv2d_resample(const yp_node *n, int axis, int *down, int *up);
+int yp_conv2d_params(const yp_node *n, yp_param_spec *out);
+void yp_conv2d_geom(const yp_node *n, int level, yp_conv_geom *g);
+unsigned yp_conv2d_fwd_writes(const yp_node *n);
 int yp_detect_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_detect_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int yp_detect_load(const yp_attrs_in *in, yp_node *n);
 void yp_detect_write(const yp_node *n, yp_attrs_out *out);
+int yp_detect_params(const yp_node *n, yp_param_spec *out);
+void yp_detect_geom(const yp_node *n, int level, yp_conv_geom *g);
 
 /* ---- op_pointwise.c ---- */
 int yp_bn_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
@@ -126,6 +131,8 @@ int yp_bn_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int64_t yp_bn_flops(const yp_node *n, yp_shape out);
 int yp_bn_load(const yp_attrs_in *in, yp_node *n);
 void yp_bn_write(const yp_node *n, yp_attrs_out *out);
+int yp_bn_params(const yp_node *n, yp_param_spec *out);
+unsigned yp_bn_fwd_writes(const yp_node *n);
 int64_t yp_silu_flops(const yp_node *n, yp_shape out);
 int64_t yp_leaky_flops(const yp_node *n, yp_shape out);
 int yp_leaky_load(const yp_attrs_in *in, yp_node *n);
@@ -150,6 +157,7 @@ int64_t yp_maxpool_flops(const yp_node *n, yp_shape out);
 int yp_maxpool_load(const yp_attrs_in *in, yp_node *n);
 void yp_maxpool_write(const yp_node *n, yp_attrs_out *out);
 void yp_maxpool_resample(const yp_node *n, int axis, int *down, int *up);
+unsigned yp_maxpool_fwd_writes(const yp_node *n);
 int yp_s2d_check(const yp_check_ctx *c, const yp_node *n, int *c_out);
 int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 void yp_s2d_resample(const yp_node *n, int axis, int *down, int *up);
@@ -171,5 +179,6 @@ int yp_attn_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o);
 int64_t yp_attn_flops(const yp_node *n, yp_shape out);
 int yp_attn_load(const yp_attrs_in *in, yp_node *n);
 void yp_attn_write(const yp_node *n, yp_attrs_out *out);
+unsigned yp_attn_fwd_writes(const yp_node *n);
 
 #endif

@@ -13,7 +13,7 @@ static int kept(const bld *b, int v) {
     const yp_retention *r = b->rules;
     if (r->keep_all || !b->rg[v]) return 1;
     const yp_node *n = &b->g->nodes[v];
-    if (yp_ckpt_has(b->s->opts.ckpt_layers, n->layer)) return n->op == YP_OP_CONV2D && b->boundary[v];
+    if (yp_ckpt_has(b->s->opts.ckpt_layers, n->layer)) return b->boundary[v]; /* only convs are boundaries */
     return (r->keep_ops >> n->op & 1u) != 0;
 }
 
@@ -36,7 +36,7 @@ static int recompute(bld *b, int v) {
     const yp_node *n = &b->g->nodes[v];
     for (int k = 0; k < n->n_inputs; k++) sb_in_as(b, &b->cur.x[k], available(b, n->inputs[k]));
     sb_params_in(b, v, 1);
-    if (n->op == YP_OP_BATCHNORM2D) sb_in_as(b, &b->cur.stats, b->stats_t[v]); /* BN-apply with the saved statistics */
+    if (yp_op_fwd_writes(n) & YP_FWD_STATS) sb_in_as(b, &b->cur.stats, b->stats_t[v]); /* applies the saved ones */
     char tag[16];
     snprintf(tag, sizeof tag, "#%d", b->n_recompute++);
     tspec sp = {YP_ROLE_RECOMPUTED, YP_KIND_RECOMPUTE, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[0], v, 0};
@@ -114,7 +114,7 @@ void sb_backward_node(bld *b, int i) {
     if (nd.stats >= 0) sb_in_as(b, &a->stats, nd.stats);
     if (nd.indices >= 0) sb_in_as(b, &a->indices, nd.indices);
     if (yp_op_get(n->op)->bwd_reads & YP_BWD_ATTN_PROBS) sb_attn_kept_in(b, i);
-    if (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT || n->op == YP_OP_BATCHNORM2D) sb_params_in(b, i, 1);
+    sb_params_in(b, i, 1); /* nothing for an op without parameters */
     for (int k = 0; k < n->n_inputs; k++) {
         int v = n->inputs[k];
         if (v != YP_INPUT_IMAGE && b->rg[v]) sb_out_as(b, &a->dx[k], act_grad(b, v, 0));
@@ -124,7 +124,8 @@ void sb_backward_node(bld *b, int i) {
         if (gt >= 0) *sb_param_slot(a, &b->s->tensors[p], 1) = gt, sb_op_in(b, gt), sb_op_out(b, gt);
     }
     sb_conv_workspace(b, i, "bwd");
-    int64_t fl = sb_node_flops(b, i) * (n->op == YP_OP_CONV2D || n->op == YP_OP_DETECT ? (b->trainable[i] ? 2 : 1) : 2);
+    /* twice the forward; a conv's data gradient alone where its weights do not train */
+    int64_t fl = sb_node_flops(b, i) * (yp_op_get(n->op)->conv_like && !b->trainable[i] ? 1 : 2);
     sb_emit(b, YP_PHASE_BACKWARD, n->op, i, "", fl);
 }
 

@@ -62,28 +62,27 @@ static void conv_scratch(bld *b, const yp_conv_query *q, int64_t *per_image, int
     if (failed) b->rule_failed = 1, *per_image = *fixed = 0;
 }
 
-/* Scratch tensors of a conv or Detect step: "ws:" per image (grows with the image) and "wt:"
- * fixed (fp32); Detect's levels run one after another and share the largest. */
+/* Scratch tensors of a conv_like step (conv, Detect): "ws:" per image (grows with the image) and
+ * "wt:" fixed (fp32); Detect's levels run one after another and share the largest. Attention's
+ * softmax output and scratch (sb_attn_workspace). */
 void sb_conv_workspace(bld *b, int i, const char *what) {
     const yp_node *n = &b->g->nodes[i];
-    if (n->op == YP_OP_ATTENTION) sb_attn_workspace(b, i, what);
-    if (n->op != YP_OP_CONV2D && n->op != YP_OP_DETECT) return;
+    const yp_op_info *row = yp_op_get(n->op);
+    if (yp_op_fwd_writes(n) & YP_FWD_ATTN_PROBS) sb_attn_workspace(b, i, what);
+    if (!row->conv_like) return;
     int64_t cols = 0, wt = 0;
-    for (int l = 0; l < (n->op == YP_OP_DETECT ? n->n_inputs : 1); l++) {
+    for (int l = 0; l < b->info[i].n_out; l++) { /* one conv per output: Detect's levels */
         int v = n->inputs[l];
         yp_conv_query q = {0};
+        yp_conv_geom cg;
         q.in = v == YP_INPUT_IMAGE ? b->s->tensors[b->image_t].shape : b->info[v].out[0];
         q.out = b->info[i].out[l];
         q.backward = !strcmp(what, "bwd");
         q.dtype = b->s->opts.act_dtype;
         q.wdtype = b->trainable[i] ? q.dtype : YP_DTYPE_F32; /* as yp_tensor_amp_copied gives a copy */
-        if (n->op == YP_OP_CONV2D) {
-            const yp_conv_attrs *a = &n->a.conv;
-            q.kh = a->kh, q.kw = a->kw, q.sh = a->sh, q.sw = a->sw, q.ph = a->ph, q.pw = a->pw;
-            q.groups = a->groups, q.bias = a->bias;
-        } else {
-            q.kh = q.kw = q.sh = q.sw = q.groups = q.bias = 1;
-        }
+        row->conv_geom(n, l, &cg);
+        q.kh = cg.kh, q.kw = cg.kw, q.sh = cg.sh, q.sw = cg.sw, q.ph = cg.ph, q.pw = cg.pw;
+        q.groups = cg.groups, q.bias = cg.bias;
         int64_t c, w;
         conv_scratch(b, &q, &c, &w);
         cols = c > cols ? c : cols, wt = w > wt ? w : wt;
@@ -108,31 +107,34 @@ void sb_forward_node(bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
     const yp_sched_opts *o = &b->s->opts;
     const yp_node_info *ni = &b->info[i];
+    const unsigned writes = yp_op_fwd_writes(n);
     for (int k = 0; k < n->n_inputs; k++) sb_in_as(b, &b->cur.x[k], sb_value_fwd(b, n->inputs[k], 0));
     sb_params_in(b, i, 0);
     for (int l = 0; l < ni->n_out; l++) {
         char lv[16] = "";
-        if (n->op == YP_OP_DETECT) snprintf(lv, sizeof lv, ".l%d", l);
+        if (yp_op_get(n->op)->head) snprintf(lv, sizeof lv, ".l%d", l); /* one output per detection level */
         tspec sp = {YP_ROLE_VALUE, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, ni->out[l], i, l};
         int t = sb_new_tensor(b, sp, "act:%s%s", n->name, lv);
         b->out_t[i * YP_MAX_LEVELS + l] = t;
         sb_out_as(b, &b->cur.y[l], t);
     }
-    if (n->op == YP_OP_BATCHNORM2D && !o->eval) { /* eval: normalises with the running statistics */
-        tspec sp = {YP_ROLE_BN_STATS, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(2 * (int64_t)n->a.bn.c), i, 0};
+    if (writes & YP_FWD_STATS && !o->eval) { /* eval: normalises with the running statistics */
+        tspec sp = {YP_ROLE_BN_STATS, YP_KIND_ACT, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(2 * ni->out[0].c), i, 0};
         b->stats_t[i] = sb_new_tensor(b, sp, "stats:%s%s", n->name, "");
         sb_out_as(b, &b->cur.stats, b->stats_t[i]);
-        sb_op_out(b, b->cur.running_mean); /* running mean and var are updated */
+    }
+    if (writes & YP_FWD_RUNNING && !o->eval) { /* updated in place; eval only reads them */
+        sb_op_out(b, b->cur.running_mean);
         sb_op_out(b, b->cur.running_var);
     }
-    if (n->op == YP_OP_CONV2D && n->a.conv.torch_input_copy && b->rules->input_copies && o->batch > 1 &&
-        b->trainable[i] && !o->eval) { /* the copy is what the weight gradient reads */
+    if (writes & YP_FWD_INPUT_COPY && b->rules->input_copies && o->batch > 1 && b->trainable[i] &&
+        !o->eval) { /* the copy is what the weight gradient reads */
         yp_shape x = b->s->tensors[sb_value_fwd(b, n->inputs[0], 0)].shape;
         tspec sp = {YP_ROLE_INPUT_COPY, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, o->act_dtype, x, i, 0};
         b->copy_t[i] = sb_new_tensor(b, sp, "copy:%s%s", n->name, "");
         sb_out_as(b, &b->cur.in_copy, b->copy_t[i]);
     }
-    if (n->op == YP_OP_MAXPOOL2D && b->rules->pool_indices && b->rg[i]) {
+    if (writes & YP_FWD_INDICES && b->rules->pool_indices && b->rg[i]) {
         tspec sp = {YP_ROLE_POOL_INDICES, YP_KIND_ACT, YP_SCALE_BATCH_PIXELS, YP_DTYPE_I64, ni->out[0], i, 0};
         b->idx_t[i] = sb_new_tensor(b, sp, "idx:%s%s", n->name, "");
         sb_out_as(b, &b->cur.indices, b->idx_t[i]);

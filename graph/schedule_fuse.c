@@ -28,19 +28,22 @@ typedef struct {
 
 static int is_fwd(yp_phase p) { return p == YP_PHASE_FORWARD || p == YP_PHASE_RECOMPUTE; }
 
+/* Step st's op's part in the fusion (YP_BN_SILU_*); none for a step without an op. */
+static int part_of(const yp_step *st) { return st->op >= 0 ? yp_op_get((yp_op)st->op)->bn_silu : YP_BN_SILU_NONE; }
+
 /* Can training BN step i be fused with the SiLU steps reading its output: only SiLU steps
  * (forward, recompute or backward, after it, reading it as their input) read it, none of them
  * is fused already, and the BN input and statistics live at least as long as the output (so
  * moving their reads into those steps lengthens no life). */
 static int bn_silu_applies(const yp_schedule *s, const decisions *d, int i) {
     const yp_step *b = &s->steps[i];
-    if (b->op != YP_OP_BATCHNORM2D || !is_fwd(b->phase) || b->a.stats < 0 || b->a.y[0] < 0) return 0;
+    if (part_of(b) != YP_BN_SILU_NORM || !is_fwd(b->phase) || b->a.stats < 0 || b->a.y[0] < 0) return 0;
     const yp_tensor *y = &s->tensors[b->a.y[0]];
     if (y->producer != i || y->n_cons == 0) return 0;
     for (int k = 0; k < y->n_cons; k++) {
         int a = yp_tensor_consumers(s, y)[k];
         const yp_step *c = &s->steps[a];
-        if (c->op != YP_OP_SILU || a <= i || (!is_fwd(c->phase) && c->phase != YP_PHASE_BACKWARD) ||
+        if (part_of(c) != YP_BN_SILU_ACT || a <= i || (!is_fwd(c->phase) && c->phase != YP_PHASE_BACKWARD) ||
             c->a.x[0] != b->a.y[0] || d->part[a] != YP_FUSED_NONE)
             return 0;
     }
@@ -62,7 +65,7 @@ static void mark_bn_silu(const yp_schedule *s, decisions *d, int i) {
         d->part[a] = bwd ? YP_FUSED_BN_SILU_BWD : YP_FUSED_BN_SILU;
         d->partner[a] = i, d->bn_out[a] = b->a.y[0];
         const yp_step *nb = a + 1 < s->n_steps ? &s->steps[a + 1] : NULL;
-        if (bwd && nb && nb->op == YP_OP_BATCHNORM2D && nb->phase == YP_PHASE_BACKWARD && nb->node == b->node &&
+        if (bwd && nb && part_of(nb) == YP_BN_SILU_NORM && nb->phase == YP_PHASE_BACKWARD && nb->node == b->node &&
             nb->a.dy[0] == s->steps[a].a.dx[0])
             d->part[a + 1] = YP_FUSED_BN_BWD_SUMS;
     }
@@ -81,8 +84,8 @@ static void make_sums(bld *b, decisions *d) {
     for (int i = 0; i + 1 < d->n_steps && !b->oom; i++) {
         if (d->part[i] != YP_FUSED_BN_SILU_BWD || d->part[i + 1] != YP_FUSED_BN_BWD_SUMS) continue;
         const yp_node *n = &b->g->nodes[b->s->steps[i + 1].node];
-        tspec sp = {YP_ROLE_BN_SUMS, YP_KIND_ACTGRAD, YP_SCALE_CONST, YP_DTYPE_F64, sb_flat(2 * (int64_t)n->a.bn.c),
-                    n->id, 0};
+        const int64_t c = b->info[n->id].out[0].c; /* two sums per channel */
+        tspec sp = {YP_ROLE_BN_SUMS, YP_KIND_ACTGRAD, YP_SCALE_CONST, YP_DTYPE_F64, sb_flat(2 * c), n->id, 0};
         d->sums[i] = sb_new_tensor(b, sp, "sums:%s%s", n->name, "");
     }
 }

@@ -5,35 +5,19 @@
 
 #include "schedule_build.h"
 
-static void add_param(bld *b, int node, int level, yp_role role, const char *name, const char *suffix, int64_t n) {
-    tspec sp = {role, YP_KIND_WEIGHT, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(n), node, level};
-    int t = sb_new_tensor(b, sp, "%s%s", name, suffix);
-    if (b->param_t[node] < 0) b->param_t[node] = t;
-    b->n_param[node]++;
-}
-
-/* Weight tensors of node i, Ultralytics names: model.0.conv.weight, model.0.bn.weight, ... */
+/* Weight tensors of node i from its op's row, Ultralytics names: model.0.conv.weight,
+ * model.0.bn.running_mean, model.24.m.0.bias, ... */
 void sb_make_params(bld *b, int i) {
     const yp_node *n = &b->g->nodes[i];
+    yp_param_spec ps[YP_MAX_NODE_PARAMS];
+    int k = yp_op_params(n, ps);
     b->param_t[i] = -1;
-    if (n->op == YP_OP_CONV2D) {
-        const yp_conv_attrs *a = &n->a.conv;
-        add_param(b, i, 0, YP_ROLE_CONV_WEIGHT, n->name, ".weight", (int64_t)a->c_out * (a->c_in / a->groups) * a->kh * a->kw);
-        if (a->bias) add_param(b, i, 0, YP_ROLE_CONV_BIAS, n->name, ".bias", a->c_out);
-    } else if (n->op == YP_OP_BATCHNORM2D) {
-        add_param(b, i, 0, YP_ROLE_BN_GAMMA, n->name, ".weight", n->a.bn.c);
-        add_param(b, i, 0, YP_ROLE_BN_BETA, n->name, ".bias", n->a.bn.c);
-        add_param(b, i, 0, YP_ROLE_RUNNING_MEAN, n->name, ".running_mean", n->a.bn.c);
-        add_param(b, i, 0, YP_ROLE_RUNNING_VAR, n->name, ".running_var", n->a.bn.c);
-    } else if (n->op == YP_OP_DETECT) {
-        const yp_detect_attrs *d = &n->a.detect;
-        int64_t no = (int64_t)d->na * (d->nc + 5);
-        for (int l = 0; l < d->nl; l++) {
-            char nm[YP_NAME_LEN + 16];
-            snprintf(nm, sizeof nm, "%s.m.%d", n->name, l);
-            add_param(b, i, l, YP_ROLE_CONV_WEIGHT, nm, ".weight", no * d->c_in[l]);
-            add_param(b, i, l, YP_ROLE_CONV_BIAS, nm, ".bias", no);
-        }
+    for (int j = 0; j < k; j++) {
+        tspec sp = {ps[j].role, YP_KIND_WEIGHT, YP_SCALE_CONST, YP_DTYPE_F32, sb_flat(yp_param_numel(&ps[j])), i,
+                    ps[j].level};
+        int t = sb_new_tensor(b, sp, "%s%s", n->name, ps[j].suffix);
+        if (b->param_t[i] < 0) b->param_t[i] = t;
+        b->n_param[i]++;
     }
 }
 

@@ -36,7 +36,7 @@ static int64_t max_stride_axis(const yp_graph *g, int axis, int64_t m) {
         }
         const yp_op_info *op = (unsigned)n->op < YP_OP_COUNT ? yp_op_get(n->op) : NULL;
         int down = 1, up = 1;
-        if (op && op->resample && n->op != YP_OP_DETECT) op->resample(n, axis, &down, &up);
+        if (op && op->resample) op->resample(n, axis, &down, &up);
         a *= down > 0 ? down : 1, b *= up > 0 ? up : 1;
         int64_t d = gcd64(a, b);
         a /= d, b /= d;

@@ -100,9 +100,7 @@ yp_conv_attrs yb_conv_attrs_hw(int c_in, int c_out, int kh, int kw, int sh, int 
  * Returns the silu's id, or NO_NODE. */
 int yb_add_act(builder *b, yb_act act, int in, const char *name) {
     if (act.op < 0) return in;
-    yp_attrs a = {0};
-    if (act.op == YP_OP_LEAKY_RELU) a.leaky.slope = act.slope;
-    return yb_add_node(b, (yp_op)act.op, &in, 1, a, "%s", name);
+    return yb_add_node(b, (yp_op)act.op, &in, 1, act.attrs, "%s", name);
 }
 
 int yb_add_conv_act(builder *b, const char *pre, int in, yp_conv_attrs a, int act) {
@@ -227,7 +225,9 @@ int yb_parse_act(const builder *b, const yp_ynode *n, yb_act *out) {
         return yb_fail(b, n->line, "activation: \"%.40s\" is not a module call; write one of %s", t, known);
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         if (strlen(acts[i].name) != (size_t)(open - t) || strncmp(t, acts[i].name, (size_t)(open - t)) != 0) continue;
-        *out = (yb_act){.op = acts[i].op, .slope = 0.01};
+        *out = (yb_act){.op = acts[i].op};
+        double *slope = &out->attrs.leaky.slope;
+        if (acts[i].takes_slope) *slope = 0.01;
         char arg[40];
         int len = (int)(close - open - 1);
         if (len >= (int)sizeof arg) len = (int)sizeof arg - 1;
@@ -235,8 +235,8 @@ int yb_parse_act(const builder *b, const yp_ynode *n, yb_act *out) {
         const char *a = strncmp(arg, "negative_slope=", 15) == 0 ? arg + 15 : arg;
         char *end = NULL;
         if (!arg[0] || strcmp(arg, "inplace=True") == 0) return 0;
-        if (acts[i].takes_slope) out->slope = strtod(a, &end);
-        if (!acts[i].takes_slope || end == a || *end || !(out->slope >= 0 && out->slope <= 1))
+        if (acts[i].takes_slope) *slope = strtod(a, &end);
+        if (!acts[i].takes_slope || end == a || *end || !(*slope >= 0 && *slope <= 1))
             return yb_fail(b, n->line, "activation: \"%.40s\": %s takes %s; write e.g. %s(%s)", t, acts[i].name,
                            acts[i].takes_slope ? "a negative slope in [0, 1]" : "no arguments", acts[i].name,
                            acts[i].takes_slope ? "0.1" : "");

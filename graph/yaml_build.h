@@ -26,8 +26,8 @@ enum { K_NC, K_DEPTH, K_WIDTH, K_ANCHORS, K_BACKBONE, K_HEAD, K_CH, K_ACTIVATION
 
 /* The activation every Conv ends with (Conv.default_act, set by the yaml's `activation:`). */
 typedef struct {
-    int op;       /* YP_OP_SILU, ...; -1: nn.Identity() (no node) */
-    double slope; /* LeakyReLU's negative slope */
+    int op;         /* YP_OP_SILU, ...; -1: nn.Identity() (no node) */
+    yp_attrs attrs; /* its node's attrs: LeakyReLU's negative slope */
 } yb_act;
 
 typedef struct {

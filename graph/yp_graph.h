@@ -127,9 +127,9 @@ void yp_graph_free(yp_graph *g);
  * earlier, channel counts agree, detect matches nl/na, ...). Returns 0, or -1 with err set. */
 int yp_graph_check(const yp_graph *g, const char *file, yp_err *err);
 
-/* The conv whose output, through BN and an activation (yp_op_info.activation: SiLU, ReLU, ...),
- * is layer l's output (a Conv's conv, a C3's cv3, an SPPF's cv2), or -1 when the layer ends
- * otherwise (concat, upsample, detect). */
+/* The conv whose output, through BN and an activation (yp_op_info.norm and .activation: SiLU,
+ * ReLU, ...), is layer l's output (a Conv's conv, a C3's cv3, an SPPF's cv2), or -1 when the
+ * layer ends otherwise (concat, upsample, detect). */
 int yp_layer_boundary_conv(const yp_graph *g, int l);
 
 /* Number of convs of layer l other than its boundary conv: what checkpointing l recomputes. */
@@ -202,6 +202,32 @@ enum {
     YP_BWD_OUTPUT = 32,          /* its own output's forward value (ReLU: PyTorch saves the result) */
 };
 
+/* What a node's training forward writes besides its outputs (yp_op_info.fwd_writes); the schedule
+ * decides where each is made (a saving policy's rule, training rather than evaluation). */
+enum {
+    YP_FWD_STATS = 1,       /* its batch statistics: its recompute applies them, its backward reads them (BN) */
+    YP_FWD_RUNNING = 2,     /* its running statistics, updated in place (BN) */
+    YP_FWD_INDICES = 4,     /* its argmax, where the saving policy keeps one (maxpool) */
+    YP_FWD_ATTN_PROBS = 8,  /* its softmax output: kept where the saving policy keeps it, else workspace, as
+                             * its backward's scratch is (attention) */
+    YP_FWD_INPUT_COPY = 16, /* its own copy of its input, where the saving policy keeps one (a conv whose
+                             * attrs ask for it: torch_input_copy) */
+};
+
+/* An op's part in the schedule's BN+SiLU fusion (yp_op_info.bn_silu; YP_FUSE_BN_SILU in
+ * yp_schedule.h): the normalisation whose apply moves into the activation's steps, or that
+ * activation. */
+enum { YP_BN_SILU_NONE, YP_BN_SILU_NORM, YP_BN_SILU_ACT };
+
+/* The convolution a conv_like node runs at one level (yp_op_info.conv_geom): kernel, stride and
+ * zero padding per axis (height, width), groups, and whether it adds a bias. */
+typedef struct { int kh, kw, sh, sw, ph, pw, groups, bias; } yp_conv_geom;
+
+/* One parameter tensor of a node: its role, level, state-dict suffix and PyTorch shape
+ * (yp_schedule.h, where the roles are). At most YP_MAX_NODE_PARAMS a node. */
+typedef struct yp_param_spec yp_param_spec;
+#define YP_MAX_NODE_PARAMS (2 * YP_MAX_LEVELS) /* Detect: a weight and a bias per level */
+
 typedef struct {
     yp_op op;
     const char *name;      /* IR spelling */
@@ -212,6 +238,15 @@ typedef struct {
     unsigned bwd_reads;    /* YP_BWD_* flags: what its backward step reads */
     int activation;        /* a pointwise activation that follows a conv's BN (silu, relu, leaky_relu,
                             * hardswish): a layer's boundary conv is found through it */
+    int norm;              /* a normalisation that follows a conv (batchnorm2d): the boundary conv is found
+                            * through it too */
+    int conv_like;         /* runs convolutions, through the backend's conv entries (conv2d; detect, a 1x1
+                            * conv with bias per level): conv_geom says which; its steps take conv scratch
+                            * and its backward computes weight gradients only where it trains */
+    int head;              /* the network's detection head (detect): exactly one, the last node; one output
+                            * per detection level, which the loss reads */
+    int bn_silu;           /* its part in the BN+SiLU fusion: YP_BN_SILU_NORM (batchnorm2d), YP_BN_SILU_ACT
+                            * (silu) or YP_BN_SILU_NONE */
     /* Checks node n's attrs against its inputs' channels (the input count and ids are checked
      * already) and sets *c_out to its output channels, -1 when it has no single output. 0, or -1
      * with the error set. */
@@ -231,9 +266,21 @@ typedef struct {
      * contract gain/1, upsample and expand 1/scale). NULL: it keeps the strides of its inputs (the
      * largest, for concat and add). */
     void (*resample)(const yp_node *n, int axis, int *down, int *up);
+    /* The YP_FWD_* set of what node n's training forward writes besides its outputs. NULL: nothing. */
+    unsigned (*fwd_writes)(const yp_node *n);
+    /* Fills out[0..k) with node n's parameter tensors in module order (trainable ones first, then
+     * buffers such as BN's running statistics) and returns k <= YP_MAX_NODE_PARAMS. NULL: none. */
+    int (*params)(const yp_node *n, yp_param_spec *out);
+    /* The convolution conv_like node n runs at level `level` (0; Detect: 0..nl-1). NULL unless
+     * conv_like. */
+    void (*conv_geom)(const yp_node *n, int level, yp_conv_geom *g);
 } yp_op_info;
 
 const yp_op_info *yp_op_get(yp_op op);
+/* Node n's row's fwd_writes, 0 where the row has none. */
+unsigned yp_op_fwd_writes(const yp_node *n);
+/* Node n's parameters through its row (0 where the row has none); out holds YP_MAX_NODE_PARAMS. */
+int yp_op_params(const yp_node *n, yp_param_spec *out);
 /* Returns the op for an IR name, or -1 if unknown. */
 int yp_op_from_name(const char *name);
 

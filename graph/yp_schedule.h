@@ -237,6 +237,23 @@ const char *yp_role_name(yp_role r);
 /* Is role r a node parameter or BN running statistic (kind WEIGHT)? */
 static inline int yp_role_is_param(yp_role r) { return r <= YP_ROLE_RUNNING_VAR; }
 
+/* One parameter tensor of a node as its op's row gives it (yp_op_info.params): the schedule makes
+ * the WEIGHT tensor from it, the checkpoint names and shapes it in the file. */
+struct yp_param_spec {
+    yp_role role;     /* a parameter role (yp_role_is_param) */
+    int level;        /* Detect's level; 0 for other ops */
+    char suffix[24];  /* state-dict name after the node's: ".weight", ".running_var", ".m.2.bias" */
+    int ndim;         /* PyTorch's rank: 4 for a conv weight (c_out, c_in/groups, kh, kw), else 1 */
+    int64_t shape[4]; /* PyTorch's shape (ndim entries) */
+};
+
+/* The elements of parameter p. */
+static inline int64_t yp_param_numel(const yp_param_spec *p) {
+    int64_t n = 1;
+    for (int k = 0; k < p->ndim; k++) n *= p->shape[k];
+    return n;
+}
+
 typedef struct {
     char name[96];       /* for display and state-dict I/O only: code reads role, level, param */
     yp_role role;

@@ -17,8 +17,10 @@ static double conv_rate_tflops(const yp_gpu *gpu, yp_precision p) {
 int yp_cost_matrix_math(int op) { return op >= 0 && yp_op_get((yp_op)op)->matrix_math; }
 
 int yp_cost_rate_op(const yp_graph *g, int op, int node) {
-    if (op == YP_OP_CONV2D && g && node >= 0 && node < g->n_nodes && g->nodes[node].a.conv.groups > 1) return -1;
-    return op;
+    if (op < 0 || !yp_op_get((yp_op)op)->conv_like || !g || node < 0 || node >= g->n_nodes) return op;
+    yp_conv_geom c;
+    yp_op_get((yp_op)op)->conv_geom(&g->nodes[node], 0, &c);
+    return c.groups > 1 ? -1 : op; /* a grouped conv: direct kernels, not tensor-core GEMMs */
 }
 
 double yp_cost_s_per_flop(const yp_gpu *gpu, yp_precision p, int op) {

@@ -30,4 +30,24 @@ yp_schedule *ytr_schedule(const yp_graph *g, int64_t b, int64_t h, int64_t w, yp
 /* Frees *slot (the null handle is a no-op) and sets it to -1. */
 int ytr_release(yp_torch_alloc *a, int *slot, yp_err *err);
 
+/* ---- the PyTorch model's op table (torch_ops.c) ----
+ * What eager PyTorch does with an op beyond its steps' tensors, which the replays and the speed
+ * model ask: one row per yp_op, as the IR (graph/ops.c) and the executor (executor/exec_ops.c) each
+ * have their own. */
+typedef struct {
+    yp_op op;
+    int cudnn_conv;      /* runs cuDNN convolutions (nn.Conv2d, Detect's per-level ones): cudnn.benchmark's
+                          * search, the weight-gradient workspace, AMP's NCHW <-> NHWC passes and the fp32
+                          * cast of its weight gradients */
+    int detect;          /* YOLOv5's Detect: its forward runs level by level (the conv, then its permuted
+                          * contiguous copy), and its outputs, one a level, are ComputeLoss's input */
+    int two_pass_train;  /* its training kernels read its activations twice (BatchNorm: the statistics,
+                          * then the normalisation; in backward the reduction, then the elementwise pass) */
+    int counts_batches;  /* its training forward adds one to its num_batches_tracked (BatchNorm) */
+    int folds_into_conv; /* a fused model (Model.fuse(), validation) runs no step of it (BatchNorm) */
+} ytr_op_row;
+
+/* The row of op (a step's: -1 for the loss and the optimizer, whose row is all zeros). */
+const ytr_op_row *ytr_op_row_get(int op);
+
 #endif

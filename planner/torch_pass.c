@@ -95,7 +95,7 @@ int ytr_pass_setup(ytr_pass *p, const yp_schedule *s, yp_torch_alloc *a, yp_torc
     if (!p->held || !p->from || !p->to) return yp_err_set(err, "PyTorch replay: out of memory");
     for (int t = 0; t < s->n_tensors; t++) p->held[t] = p->from[t] = p->to[t] = -1;
     for (int i = 0; i < s->n_steps; i++)
-        if (s->steps[i].op == YP_OP_DETECT) {
+        if (ytr_op_row_get(s->steps[i].op)->detect) {
             if (s->steps[i].phase == YP_PHASE_FORWARD) p->detect_fwd = i;
             if (s->steps[i].phase == YP_PHASE_BACKWARD) p->detect_bwd = i;
         }

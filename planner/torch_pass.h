@@ -35,7 +35,7 @@ int ytr_drop_tmp(ytr_pass *p, int id);
 int ytr_blip(ytr_pass *p, int64_t bytes);
 
 /* Does step st run cuDNN convolutions (a conv, or Detect's per-level convs)? */
-static inline int ytr_is_conv(const yp_step *st) { return st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT; }
+static inline int ytr_is_conv(const yp_step *st) { return ytr_op_row_get(st->op)->cudnn_conv; }
 /* Is t a Detect output (a raw level of the forward's result)? */
 int ytr_detect_output(const ytr_pass *p, int t);
 /* The last forward step reading t (-1 when none). */

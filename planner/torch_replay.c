@@ -69,7 +69,7 @@ static int backward_extras(ytr_pass *p, int i, const yp_torch_pass_opts *o, int 
             if ((rc = ytr_take_tmp(p, tt->bytes, &extra[(*n_extra)++]))) return rc;
         }
     }
-    if (o->wgrad_ws > 0 && (st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT) && !p->st->weights_no_grad) {
+    if (o->wgrad_ws > 0 && ytr_is_conv(st) && !p->st->weights_no_grad) {
         int64_t io = 0, dw = 0; /* cuDNN's weight-gradient workspace: wgrad_ws x (x + dy) bytes */
         for (int q = 0; q < st->n_out; q++) dw |= s->tensors[yp_step_outputs(s, st)[q]].kind == YP_KIND_GRAD;
         for (int q = 0; q < st->n_in; q++) {

@@ -62,25 +62,26 @@ static double act_bytes(const yp_schedule *s, const yp_step *st, int ins) {
     return b;
 }
 
-/* What eager PyTorch's kernels move beyond the step's tensors read once and written once:
- * BatchNorm in training runs two passes (statistics, then normalise; in backward the reduction,
- * then the elementwise pass), so its activations are read twice; a conv under AMP on NCHW
- * tensors converts them to and from the NHWC layout of cuDNN's tensor-core kernels
+/* What eager PyTorch's kernels move beyond the step's tensors read once and written once: an op
+ * that runs two passes in training (two_pass_train: BatchNorm's statistics, then normalise; in
+ * backward the reduction, then the elementwise pass) reads its activations twice; a conv under
+ * AMP on NCHW tensors converts them to and from the NHWC layout of cuDNN's tensor-core kernels
  * (YP_TORCH_NCHW_PASSES). */
-static double extra_bytes(const yp_schedule *s, const yp_step *st, int train_bn) {
-    if (st->op == YP_OP_BATCHNORM2D && train_bn) return act_bytes(s, st, 1);
-    if ((st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT) && s->opts.act_dtype != YP_DTYPE_F32)
+static double extra_bytes(const yp_schedule *s, const yp_step *st, int training) {
+    const ytr_op_row *row = ytr_op_row_get(st->op);
+    if (row->two_pass_train && training) return act_bytes(s, st, 1);
+    if (row->cudnn_conv && s->opts.act_dtype != YP_DTYPE_F32)
         return YP_TORCH_NCHW_PASSES * 2 * (act_bytes(s, st, 1) + act_bytes(s, st, 0));
     return 0;
 }
 
 /* The kernels of step i: its roofline and launches (yp_cost_step_s), each launch an op of the
  * phase's host cost. */
-static void run_step(timeline *t, const yp_schedule *s, int i, int train_bn) {
+static void run_step(timeline *t, const yp_schedule *s, int i, int training) {
     const yp_step *st = &s->steps[i];
     int n = yp_cost_launches(st->op, st->phase);
     double host = st->phase == YP_PHASE_BACKWARD ? YP_TORCH_BWD_OP_CPU_S : YP_TORCH_FWD_OP_CPU_S;
-    double bytes = step_bytes(s, st) + extra_bytes(s, st, train_bn);
+    double bytes = step_bytes(s, st) + extra_bytes(s, st, training);
     double dev = yp_cost_step_s(t->gpu, t->prec, st->op, yp_cost_rate_op(s->g, st->op, st->node), st->phase,
                                 (double)st->flops, bytes);
     for (int k = 0; k < n; k++) op(t, host, dev / n);
@@ -117,10 +118,10 @@ static void forward(timeline *t, const yp_schedule *s, fwd_mode m) {
     for (int i = 0; i < s->n_steps; i++) {
         const yp_step *st = &s->steps[i];
         if (st->phase != YP_PHASE_FORWARD) continue;
-        if (st->op == YP_OP_BATCHNORM2D && m == FWD_FUSED) continue;
+        if (ytr_op_row_get(st->op)->folds_into_conv && m == FWD_FUSED) continue;
         double lowp = kind_bytes(s, st, YP_KIND_LOWP, 1);
         if (m == FWD_TRAIN && lowp > 0) op(t, YP_TORCH_FWD_OP_CPU_S, stream_s(t, 3 * lowp));
-        if (m == FWD_TRAIN && st->op == YP_OP_BATCHNORM2D) op(t, YP_TORCH_FWD_OP_CPU_S, stream_s(t, 16));
+        if (m == FWD_TRAIN && ytr_op_row_get(st->op)->counts_batches) op(t, YP_TORCH_FWD_OP_CPU_S, stream_s(t, 16));
         run_step(t, s, i, m == FWD_TRAIN);
     }
 }
@@ -130,7 +131,7 @@ static void detect_sizes(const yp_schedule *s, double out_bytes[YP_MAX_LEVELS], 
     *nl = 0;
     for (int i = 0; i < s->n_steps; i++) {
         const yp_step *st = &s->steps[i];
-        if (st->op != YP_OP_DETECT || st->phase != YP_PHASE_FORWARD) continue;
+        if (!ytr_op_row_get(st->op)->detect || st->phase != YP_PHASE_FORWARD) continue;
         for (int l = 0; l < st->n_out && l < YP_MAX_LEVELS; l++) {
             const yp_tensor *y = &s->tensors[yp_step_outputs(s, st)[l]];
             out_bytes[l] = (double)y->bytes;
@@ -166,7 +167,7 @@ static void backward(timeline *t, const yp_schedule *s, int amp, double accumula
         run_step(t, s, i, 1);
         double g = kind_bytes(s, st, YP_KIND_GRAD, 0);
         if (g <= 0) continue;
-        if (amp && (st->op == YP_OP_CONV2D || st->op == YP_OP_DETECT)) op(t, YP_TORCH_BWD_OP_CPU_S, stream_s(t, 1.5 * g));
+        if (amp && ytr_op_row_get(st->op)->cudnn_conv) op(t, YP_TORCH_BWD_OP_CPU_S, stream_s(t, 1.5 * g));
         if (accumulating > 0) op(t, YP_TORCH_BWD_OP_CPU_S * accumulating, stream_s(t, 3 * g) * accumulating);
     }
 }

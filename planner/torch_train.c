@@ -168,7 +168,7 @@ static int64_t predictions(const yp_schedule *s) {
     int64_t n = 0;
     for (int i = 0; i < s->n_steps; i++) {
         const yp_step *st = &s->steps[i];
-        if (st->op != YP_OP_DETECT || st->phase != YP_PHASE_FORWARD) continue;
+        if (!ytr_op_row_get(st->op)->detect || st->phase != YP_PHASE_FORWARD) continue;
         for (int l = 0; l < st->n_out; l++) {
             yp_shape sh = s->tensors[yp_step_outputs(s, st)[l]].shape;
             n += s->g->na * sh.h * sh.w;

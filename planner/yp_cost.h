@@ -37,7 +37,8 @@ typedef struct {
 int yp_accumulate(int64_t batch);
 
 /* The op whose FLOP rate a step of `op` (a yp_op or -1) on graph node `node` (or -1) runs at: op
- * itself, except a conv2d with groups > 1, which runs at the elementwise rate (-1; see above). */
+ * itself, except a conv_like op whose convs have groups > 1 (conv2d's), which runs at the
+ * elementwise rate (-1; see above). */
 int yp_cost_rate_op(const yp_graph *g, int op, int node);
 
 /* The roofline, the one formula of the cost model: seconds to compute `flops` and move `bytes` at

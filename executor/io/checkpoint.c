@@ -22,21 +22,16 @@ typedef struct {
 
 /* ---------------------------------------------------------------- names and shapes */
 
-/* The PyTorch shape of parameter w (a WEIGHT tensor): conv (c_out, c_in/groups, kh, kw), a Detect
- * level's (na*(nc+5), c_in, 1, 1), every bias and BN tensor (c). Its rank. */
+/* The PyTorch shape of parameter w (a WEIGHT tensor), as its node's op row gives it: conv (c_out,
+ * c_in/groups, kh, kw), a Detect level's (na*(nc+5), c_in, 1, 1), every bias and BN tensor (c).
+ * Its rank. */
 static int param_shape(const yp_schedule *s, const yp_tensor *w, int64_t shape[4]) {
-    const yp_node *n = &s->g->nodes[w->node];
-    int ndim = 1;
-    shape[0] = w->shape.w;
-    if (w->role == YP_ROLE_CONV_WEIGHT && n->op == YP_OP_CONV2D) {
-        const yp_conv_attrs *a = &n->a.conv;
-        shape[0] = a->c_out, shape[1] = a->c_in / a->groups, shape[2] = a->kh, shape[3] = a->kw, ndim = 4;
-    } else if (w->role == YP_ROLE_CONV_WEIGHT && n->op == YP_OP_DETECT) {
-        const yp_detect_attrs *d = &n->a.detect;
-        shape[0] = (int64_t)d->na * (d->nc + 5), shape[1] = d->c_in[w->level], shape[2] = shape[3] = 1, ndim = 4;
-    }
-    YP_ASSERT(ndim == 1 || shape[0] * shape[1] * shape[2] * shape[3] == w->shape.w);
-    return ndim;
+    yp_param_spec ps[YP_MAX_NODE_PARAMS];
+    int k = yp_op_params(&s->g->nodes[w->node], ps), j = 0;
+    while (j < k && (ps[j].role != w->role || ps[j].level != w->level)) j++;
+    YP_ASSERT(j < k && yp_param_numel(&ps[j]) == w->shape.w);
+    for (int d = 0; d < ps[j].ndim; d++) shape[d] = ps[j].shape[d];
+    return ps[j].ndim;
 }
 
 /* The file's prefix for state tensor d, or NULL when d is not saved (activations, scratch, AMP

@@ -1,13 +1,16 @@
 /* test_ops.c - the op table: every row is complete (a half-added op fails here), and the facts
- * other layers read from the rows (matrix math, launches, elementwise FLOPs, the unknown-op hint)
- * say what those layers assumed before they asked the rows. */
+ * other layers read from the rows (matrix math, launches, elementwise FLOPs, the unknown-op hint,
+ * the schedule's flags, the parameters) say what those layers assumed before they asked the rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops_internal.h" /* the rows' contexts, to ask contract's shape inference directly */
 #include "yp_ir.h"
+#include "yp_schedule.h"
 #include "yp_test.h"
+#include "yp_test_models.h"
+#include "yp_yaml.h"
 
 static void test_rows_complete(void) {
     for (int op = 0; op < YP_OP_COUNT; op++) {
@@ -282,6 +285,120 @@ static void test_block_ir(void) {
     yp_graph_free(g);
 }
 
+/* The flags the graph checks, the schedule and the cost model read from the rows, as they had them
+ * by op before they asked (a new op is free to differ): conv2d and detect are the conv_like ops
+ * (and only they have convs to describe), detect the head, BN the norm and the BN half of the
+ * BN+SiLU fusion, SiLU its other half; what each forward writes besides its outputs. */
+static void test_schedule_flags(void) {
+    for (int op = 0; op < YP_OP_COUNT; op++) {
+        const yp_op_info *r = yp_op_get((yp_op)op);
+        CHECK_EQ_I64(r->conv_like, op == YP_OP_CONV2D || op == YP_OP_DETECT);
+        CHECK_EQ_I64(r->conv_geom != NULL, r->conv_like);
+        CHECK_EQ_I64(r->head, op == YP_OP_DETECT);
+        CHECK_EQ_I64(r->norm, op == YP_OP_BATCHNORM2D);
+        CHECK_EQ_I64(r->bn_silu, op == YP_OP_BATCHNORM2D ? YP_BN_SILU_NORM : op == YP_OP_SILU ? YP_BN_SILU_ACT : 0);
+        yp_node n = {0};
+        n.op = (yp_op)op;
+        unsigned want = op == YP_OP_BATCHNORM2D ? YP_FWD_STATS | YP_FWD_RUNNING
+                        : op == YP_OP_MAXPOOL2D ? YP_FWD_INDICES
+                        : op == YP_OP_ATTENTION ? YP_FWD_ATTN_PROBS
+                                                : 0u;
+        CHECK_EQ_I64(yp_op_fwd_writes(&n), want);
+    }
+    yp_node conv = {.op = YP_OP_CONV2D};
+    conv.a.conv = (yp_conv_attrs){.c_in = 8, .c_out = 16, .kh = 3, .kw = 1, .sh = 2, .sw = 1, .ph = 1, .groups = 2};
+    CHECK_EQ_I64(yp_op_fwd_writes(&conv), 0);
+    conv.a.conv.torch_input_copy = 1; /* only a conv whose attrs ask copies its input */
+    CHECK_EQ_I64(yp_op_fwd_writes(&conv), YP_FWD_INPUT_COPY);
+    yp_conv_geom cg;
+    yp_op_get(YP_OP_CONV2D)->conv_geom(&conv, 0, &cg);
+    CHECK(cg.kh == 3 && cg.kw == 1 && cg.sh == 2 && cg.sw == 1 && cg.ph == 1 && cg.pw == 0 && cg.groups == 2 &&
+          cg.bias == 0);
+    yp_node det = {.op = YP_OP_DETECT};
+    yp_op_get(YP_OP_DETECT)->conv_geom(&det, 2, &cg); /* each level a 1x1 conv with bias */
+    CHECK(cg.kh == 1 && cg.kw == 1 && cg.sh == 1 && cg.sw == 1 && cg.ph == 0 && cg.pw == 0 && cg.groups == 1 &&
+          cg.bias == 1);
+}
+
+/* g's parameters from the rows: a (role, level) once a node, PyTorch's rank (4 for a conv weight,
+ * 1 otherwise), and elements that add up to the params and buffers shape inference counts (the
+ * counts test_shapes and test_zoo check). Adds its parameter tensors to *total. */
+static void check_params(const yp_graph *g, int *total) {
+    yp_node_info *info = calloc((size_t)g->n_nodes, sizeof *info);
+    yp_err err;
+    REQUIRE(info != NULL);
+    const int64_t side = yp_stride_gs(yp_graph_max_stride(g)); /* a size every graph takes */
+    REQUIRE(yp_graph_infer(g, 1, side, side, info, &err) == 0);
+    for (int i = 0; i < g->n_nodes; i++) {
+        yp_param_spec ps[YP_MAX_NODE_PARAMS];
+        int k = yp_op_params(&g->nodes[i], ps);
+        int64_t params = 0, buffers = 0;
+        CHECK(k >= 0 && k <= YP_MAX_NODE_PARAMS);
+        for (int j = 0; j < k; j++) {
+            CHECK(yp_role_is_param(ps[j].role));
+            CHECK_EQ_I64(ps[j].ndim, ps[j].role == YP_ROLE_CONV_WEIGHT ? 4 : 1);
+            CHECK(ps[j].suffix[0] == '.');
+            for (int q = 0; q < j; q++) CHECK(ps[q].role != ps[j].role || ps[q].level != ps[j].level);
+            int buffer = ps[j].role == YP_ROLE_RUNNING_MEAN || ps[j].role == YP_ROLE_RUNNING_VAR;
+            *(buffer ? &buffers : &params) += yp_param_numel(&ps[j]);
+        }
+        CHECK_EQ_I64(params, info[i].params);
+        CHECK_EQ_I64(buffers, info[i].buffers);
+        *total += k;
+    }
+    free(info);
+}
+
+/* The parameters of every bundled model and test graph; yolov5n's first conv, first BN and Detect
+ * level by name and shape, as its state dict has them. */
+static void test_params_match_counts(void) {
+    static const char *const bundled[] = {"yolov5n", "yolov5s", "yolov5m", "yolov5l", "yolov5x"};
+    static const char *const irs[] = {"transformer", "acts", "contract_expand", "tiny", "tiny_dw", "cross"};
+    yp_err err;
+    for (size_t m = 0; m < sizeof bundled / sizeof *bundled; m++) {
+        yp_graph *g = yp_test_model(bundled[m]);
+        int n = 0;
+        REQUIRE(g != NULL);
+        check_params(g, &n);
+        CHECK(n > 0);
+        yp_graph_free(g);
+    }
+    for (size_t m = 0; m < sizeof irs / sizeof *irs; m++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/ir/%s.json", YP_TEST_DATA, irs[m]);
+        yp_graph *g = yp_ir_load_file(path, &err);
+        int n = 0;
+        REQUIRE(g != NULL);
+        check_params(g, &n);
+        CHECK(n > 0);
+        yp_graph_free(g);
+    }
+    yp_graph *g = yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t6.yaml", 0, &err); /* four Detect levels */
+    int n = 0;
+    REQUIRE(g != NULL);
+    check_params(g, &n);
+    CHECK(n > 0);
+    yp_graph_free(g);
+
+    g = yp_test_model("yolov5n");
+    REQUIRE(g != NULL);
+    yp_param_spec ps[YP_MAX_NODE_PARAMS];
+    REQUIRE(yp_op_params(&g->nodes[0], ps) == 1); /* model.0.conv: 6x6 stride 2, no bias */
+    CHECK(!strcmp(ps[0].suffix, ".weight") && ps[0].shape[0] == 16 && ps[0].shape[1] == 3 && ps[0].shape[2] == 6 &&
+          ps[0].shape[3] == 6);
+    REQUIRE(yp_op_params(&g->nodes[1], ps) == 4); /* model.0.bn */
+    CHECK(!strcmp(ps[3].suffix, ".running_var") && ps[3].role == YP_ROLE_RUNNING_VAR && ps[3].shape[0] == 16);
+    const yp_node *d = &g->nodes[g->n_nodes - 1];
+    REQUIRE(yp_op_params(d, ps) == 6); /* model.24.m.0..2: weight (255, c_in, 1, 1), bias (255) */
+    CHECK(!strcmp(ps[4].suffix, ".m.2.weight") && ps[4].level == 2 && ps[4].shape[0] == 255 &&
+          ps[4].shape[1] == d->a.detect.c_in[2] && ps[4].shape[2] == 1 && ps[4].shape[3] == 1);
+    CHECK(!strcmp(ps[5].suffix, ".m.2.bias") && ps[5].role == YP_ROLE_CONV_BIAS && ps[5].shape[0] == 255);
+    for (int i = 0; i < g->n_nodes; i++) /* no parameters but conv2d's, BN's and Detect's */
+        if (g->nodes[i].op != YP_OP_CONV2D && g->nodes[i].op != YP_OP_BATCHNORM2D && g->nodes[i].op != YP_OP_DETECT)
+            CHECK_EQ_I64(yp_op_params(&g->nodes[i], ps), 0);
+    yp_graph_free(g);
+}
+
 /* YOLOv5's gs = max(stride, 32) that train.py rounds sizes to and val.py pads to: the same for
  * power-of-two strides, the least common multiple otherwise (a stride of 24 or 12 needs the 3). */
 static void test_stride_gs(void) {
@@ -317,6 +434,8 @@ int main(void) {
     YP_RUN(test_block_rows);
     YP_RUN(test_block_ir);
     YP_RUN(test_stride_gs);
+    YP_RUN(test_schedule_flags);
+    YP_RUN(test_params_match_counts);
     YP_RUN(test_unknown_op_lists_rows);
     return yp_test_summary();
 }

@@ -4,9 +4,10 @@
  * that a second pass reuses the cache, held outputs, refusal of another policy, cudnn.benchmark's
  * emptying after each search; and AutoBatch's
  * probe (its prior, thop's effect, failed rows; tests/planner/test_torch_published.c compares it with
- * the published probes). */
+ * the published probes); the PyTorch model's op table. */
 #include <stdlib.h>
 
+#include "torch_internal.h" /* the PyTorch model's op table */
 #include "yp_ir.h"
 #include "yp_test.h"
 #include "yp_torch_replay.h"
@@ -172,9 +173,29 @@ static void test_autobatch_probe(void) {
     yp_graph_free(g);
 }
 
+/* The PyTorch model's op table: a row per op, and the facts the replays and the speed model read
+ * from it as they had them by op before they asked (a new op is free to differ): conv2d and Detect
+ * run cuDNN convs, Detect is Detect, BatchNorm runs two passes, counts its batches and folds into
+ * the conv; the steps without an op have a row of zeros. */
+static void test_op_rows(void) {
+    for (int op = 0; op < YP_OP_COUNT; op++) {
+        const ytr_op_row *r = ytr_op_row_get(op);
+        CHECK_EQ_I64(r->op, op);
+        CHECK_EQ_I64(r->cudnn_conv, op == YP_OP_CONV2D || op == YP_OP_DETECT);
+        CHECK_EQ_I64(r->detect, op == YP_OP_DETECT);
+        CHECK_EQ_I64(r->two_pass_train, op == YP_OP_BATCHNORM2D);
+        CHECK_EQ_I64(r->counts_batches, op == YP_OP_BATCHNORM2D);
+        CHECK_EQ_I64(r->folds_into_conv, op == YP_OP_BATCHNORM2D);
+    }
+    const ytr_op_row *none = ytr_op_row_get(-1);
+    CHECK(!none->cudnn_conv && !none->detect && !none->two_pass_train && !none->counts_batches &&
+          !none->folds_into_conv);
+}
+
 int main(void) {
     YP_RUN(test_pass);
     YP_RUN(test_benchmark_search);
     YP_RUN(test_autobatch_probe);
+    YP_RUN(test_op_rows);
     return yp_test_summary();
 }
