@@ -9,22 +9,16 @@
 
 #include "yp_augment.h"
 #include "yp_host_mem.h"
+#include "yp_splitmix64.h"
 
 /* ---- xoshiro256** (Blackman and Vigna), seeded by splitmix64 ---- */
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 void yp_rng_seed(yp_rng *r, uint64_t seed, uint64_t stream) {
     uint64_t x = seed;
-    uint64_t mixed = splitmix64(&x) ^ stream; /* seed and stream both pass through the mixer */
+    uint64_t mixed = yp_splitmix64_next(&x) ^ stream; /* seed and stream both pass through the mixer */
     x = mixed;
-    splitmix64(&x);
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    yp_splitmix64_next(&x);
+    for (int i = 0; i < 4; i++) r->s[i] = yp_splitmix64_next(&x);
 }
 
 static uint64_t rotl(uint64_t v, int k) { return (v << k) | (v >> (64 - k)); }

@@ -14,6 +14,8 @@ yp_add_test(test_cpu_conv_cross LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # the host against the CPU backend: needs no GPU, built with or without CUDA.
 yp_add_test(test_kernels_index LIBS yp_kernels ${MATH_LIB} LABELS unit)
 yp_add_test(test_elem_math LIBS yp_kernels ${MATH_LIB} LABELS unit)
+# The one splitmix64 (yp_splitmix64.h) against the reference generator's outputs.
+yp_add_test(test_splitmix64 LIBS yp_kernels LABELS unit)
 if(YP_HAVE_CUDA)
   # Skips itself (exit 77) on machines without a driver or GPU, such as CI.
   yp_add_test(test_cuda_silu LIBS yp_kernels ${MATH_LIB} LABELS gpu)
