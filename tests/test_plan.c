@@ -546,6 +546,29 @@ static void write_text(const char *path, const char *text, size_t n) {
     if (f) fwrite(text, 1, n, f), fclose(f);
 }
 
+static char edit_text[1 << 24];
+
+/* p saved to path with the first `from` of its text replaced by `to` (removed: to ""); 0 when
+ * from does not occur. */
+static int save_edited(const yp_plan *p, const char *path, const char *from, const char *to) {
+    yp_err err;
+    if (yp_plan_save(p, path, &err)) return 0;
+    size_t n = replace_once(edit_text, read_text(path, edit_text, sizeof edit_text), from, to);
+    if (n) write_text(path, edit_text, n);
+    return n > 0;
+}
+
+/* p saved with `from` replaced by `to` does not load, and the one line says `key`. */
+static void load_refuses(const yp_plan *p, const char *path, const char *from, const char *to, const char *key) {
+    yp_plan q;
+    yp_graph *g2 = NULL;
+    yp_err err;
+    CHECK(save_edited(p, path, from, to));
+    CHECK(yp_plan_load(path, &q, &g2, &err) == -1);
+    CHECK_STR_HAS(err.msg, key);
+    CHECK(strchr(err.msg, '\n') == NULL);
+}
+
 /* The arena alignment is the candidate's: a plan aligned to 512 has every offset a multiple of
  * 512 (the checker holds it to that), a lower bound and an arena at least the 256 plan's; the value
  * travels in plan.json, where a file without it is a 256 one; a value that is not a power of two
@@ -587,7 +610,6 @@ static void test_arena_alignment(void) {
     char path[] = "/tmp/yp_test_plan_align_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    static char text[1 << 24];
     CHECK(yp_plan_save(&p512, path, &err) == 0);
     CHECK(yp_plan_load(path, &q, &g2, &err) == 0);
     if (g2) {
@@ -599,22 +621,10 @@ static void test_arena_alignment(void) {
     }
     static const char *const bad_json[] = {"\"alignment\":100", "\"alignment\":8192", "\"alignment\":\"512\"",
                                            "\"alignment\":512.5"};
-    for (size_t k = 0; k < sizeof bad_json / sizeof *bad_json; k++) {
-        size_t n = read_text(path, text, sizeof text);
-        n = replace_once(text, n, "\"alignment\":512", bad_json[k]);
-        CHECK(n > 0);
-        write_text(path, text, n);
-        CHECK(yp_plan_load(path, &q, &g2, &err) == -1);
-        CHECK_STR_HAS(err.msg, "candidate.alignment");
-        CHECK(strchr(err.msg, '\n') == NULL);
-        CHECK(yp_plan_save(&p512, path, &err) == 0);
-    }
+    for (size_t k = 0; k < sizeof bad_json / sizeof *bad_json; k++)
+        load_refuses(&p512, path, "\"alignment\":512", bad_json[k], "candidate.alignment");
     /* a file from before the key: a 256 plan */
-    CHECK(yp_plan_save(&p256, path, &err) == 0);
-    size_t n = read_text(path, text, sizeof text);
-    n = replace_once(text, n, ",\"alignment\":256", "");
-    CHECK(n > 0 && !strstr(text, "alignment"));
-    write_text(path, text, n);
+    CHECK(save_edited(&p256, path, ",\"alignment\":256", "") && !strstr(edit_text, "alignment"));
     CHECK(yp_plan_load(path, &q, &g2, &err) == 0);
     if (g2) {
         CHECK_EQ_I64(q.cand.alignment, 256);
@@ -662,7 +672,6 @@ static void test_pipeline_round_trip(void) {
     char path[] = "/tmp/yp_test_plan_pipe_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    static char text[1 << 24];
     CHECK(yp_plan_save(&q, path, &err) == 0);
     CHECK(yp_plan_load(path, &r, &g2, &err) == 0);
     if (g2) {
@@ -678,23 +687,10 @@ static void test_pipeline_round_trip(void) {
                {"\"prefetch\":4", "\"prefetch\":0", "candidate.prefetch"},
                {"\"cache\":\"ram\"", "\"cache\":\"disk\"", "candidate.cache"},
                {"\"cache\":\"ram\"", "\"cache\":1", "candidate.cache"}};
-    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-        size_t n = read_text(path, text, sizeof text);
-        n = replace_once(text, n, bad[k].from, bad[k].to);
-        CHECK(n > 0);
-        write_text(path, text, n);
-        CHECK(yp_plan_load(path, &r, &g2, &err) == -1);
-        CHECK_STR_HAS(err.msg, bad[k].key);
-        CHECK(strchr(err.msg, '\n') == NULL);
-        CHECK(yp_plan_save(&q, path, &err) == 0);
-    }
-    /* a file from before the keys: the defaults */
-    size_t n = read_text(path, text, sizeof text);
-    n = replace_once(text, n, ",\"workers\":3", "");
-    n = n ? replace_once(text, n, ",\"prefetch\":4", "") : 0;
-    n = n ? replace_once(text, n, ",\"cache\":\"ram\"", "") : 0;
-    CHECK(n > 0 && !strstr(text, "\"workers\"") && !strstr(text, "\"cache\""));
-    write_text(path, text, n);
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) load_refuses(&q, path, bad[k].from, bad[k].to, bad[k].key);
+    /* a file from before the keys (the three written last, in this order): the defaults */
+    CHECK(save_edited(&q, path, ",\"workers\":3,\"prefetch\":4,\"cache\":\"ram\"", ""));
+    CHECK(!strstr(edit_text, "\"workers\"") && !strstr(edit_text, "\"cache\""));
     CHECK(yp_plan_load(path, &r, &g2, &err) == 0);
     if (g2) {
         CHECK(r.cand.pipe.workers == 8 && r.cand.pipe.prefetch == 2 && r.cand.pipe.cache == YP_CACHE_NONE);
