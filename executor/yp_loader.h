@@ -136,10 +136,11 @@ typedef struct {
 
 void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s);
 
-/* What l allocated, term by term, counted at each allocation (the yp_loader_bytes fields; `slots`,
- * `slot_images` and `rows_cap` as opened), with `decoders` the workers' decoder buffers as they
- * have grown so far (file and pixel capacities). Call it when no batch is being built: after
- * yp_loader_next returned 0 (every batch delivered). */
+/* What l allocated, counted at each allocation: the slots allocated, the ring, workspace and order
+ * totals and their sum (`slot_images` and `rows_cap` as opened; the per-slot and per-worker units
+ * and `canvases`, a region of each workspace, are 0), with `decoders` the workers' decoder buffers
+ * as they have grown so far (file and pixel capacities). Call it when no batch is being built:
+ * after yp_loader_next returned 0 (every batch delivered). */
 void yp_loader_allocated(const yp_loader *l, yp_loader_bytes *b);
 
 /* Stops the workers (also while they wait for a slot or decode), joins them and frees all. NULL
