@@ -54,7 +54,9 @@ void yp_aug_hyp_default(yp_aug_hyp *h) {
  * the letterbox and the warp (used one after another): the planner's layout (yp_host_aug_ws_of),
  * which the loader allocates by. */
 static int layout(const yp_aug_config *cfg, yp_host_aug_ws *l) {
-    if (cfg->n_images < 1 || cfg->max_rows < 0 || cfg->max_rows > (INT64_MAX / 20)) return -1;
+    if (cfg->imgsz < 2 || cfg->imgsz > (1 << 14) || cfg->n_images < 1 || cfg->max_rows < 0 ||
+        cfg->max_rows > (INT64_MAX / 20))
+        return -1;
     return yp_host_aug_ws_of(cfg->imgsz, l);
 }
 

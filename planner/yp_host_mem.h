@@ -27,7 +27,8 @@
 #define YP_PIPE_PREFETCH 2         /* torch's DataLoader prefetch_factor default */
 #define YP_PIPE_MAX_WORKERS 64
 #define YP_PIPE_MAX_PREFETCH 1024  /* what a candidate or plan.json may ask for */
-#define YP_HOST_MAX_SIDE 16384     /* the largest image side the loader builds */
+#define YP_HOST_MAX_SIDE (1 << 20) /* the largest side sized (the planner's --img bound; the loader
+                                    * and the augmenter build at most 16384) */
 #define YP_HOST_LOADER_RECORD 72   /* bytes of one image's record in a batch slot (yp_loader_image) */
 
 typedef enum { YP_CACHE_NONE, YP_CACHE_RAM, YP_CACHE_COUNT } yp_cache_mode;
