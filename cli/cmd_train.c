@@ -75,6 +75,11 @@ static yp_train_opts loop_opts(const train_run *r) {
                            .val_cache = r->cache_ram && r->have_val ? &r->val_cache : NULL};
 }
 
+/* The run's data pipeline, which its plan carries: --workers, torch's prefetch, --cache. */
+static yp_pipeline run_pipeline(const train_run *r) {
+    return (yp_pipeline){(int)r->o.workers, YP_PIPE_PREFETCH, r->cache_ram ? YP_CACHE_RAM : YP_CACHE_NONE};
+}
+
 /* yp_train_host.h's estimate at batch (arena: the plan's on the CPU backend, once planned). */
 static int host_estimate(const train_run *r, int64_t batch, int64_t arena, int64_t baseline, yp_train_host *h,
                          yp_err *err) {
@@ -136,6 +141,7 @@ static int plan_new(train_run *r, yp_err *err) {
     yp_candidate *c = &so.base;
     c->optimizer = (yp_optimizer)yp_optimizer_parse(r->o.optimizer);
     c->ema = 1, c->freeze = (int)r->o.freeze, c->mosaic = mosaic, c->multi_scale = r->o.multi_scale;
+    c->pipe = run_pipeline(r);
     int64_t most = r->train.stats.max_labels;
     if (r->have_val && r->val.stats.max_labels > most) most = r->val.stats.max_labels;
     c->labels_per_image = most > 0 ? (double)most : 1.0; /* the worst image, so no batch overflows the plan */

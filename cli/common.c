@@ -17,15 +17,6 @@ static int has_suffix(const char *s, const char *suf) {
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-static int set_nc(yp_graph *g, int nc, const char *spec, yp_err *err) {
-    if (nc <= 0 || nc == g->nc) return 0;
-    g->nc = nc;
-    g->nodes[g->n_nodes - 1].a.detect.nc = nc;
-    for (int i = 0; i < g->n_layers; i++) /* the displayed arguments too: Detect's first is nc */
-        if (!strcmp(g->layers[i].module, "Detect") && g->layers[i].n_args > 0) g->layers[i].args[0] = nc;
-    return yp_graph_check(g, spec, err);
-}
-
 int cli_check_rgb(const yp_graph *g, const char *spec, yp_err *err) {
     if (g->in_channels == 3) return 0;
     return yp_err_set(err, "--model %s: takes %d input channels, but the loader reads images as RGB (3); use a model "
@@ -54,7 +45,7 @@ yp_graph *cli_load_model(const char *spec, int nc, yp_err *err) {
         }
         g = yp_ir_load_buffer(m->json, m->len, spec, err);
     }
-    if (g && set_nc(g, nc, spec, err)) {
+    if (g && nc > 0 && yp_graph_set_nc(g, nc, spec, err)) { /* nc 0: the model's own */
         yp_graph_free(g);
         g = NULL;
     }
@@ -63,14 +54,9 @@ yp_graph *cli_load_model(const char *spec, int nc, yp_err *err) {
 
 yp_graph *cli_fewer_anchors(const yp_graph *g) {
     if (g->na < 2) return NULL;
-    char *ir = yp_ir_write_string(g); /* the IR round trip is the graph's copy */
     yp_err err;
-    yp_graph *h = ir ? yp_ir_load_buffer(ir, strlen(ir), g->name, &err) : NULL;
-    free(ir);
-    if (!h) return NULL;
-    h->na = g->na - 1;
-    h->nodes[h->n_nodes - 1].a.detect.na = h->na;
-    if (yp_graph_check(h, g->name, &err)) {
+    yp_graph *h = yp_graph_copy(g, &err);
+    if (h && yp_graph_keep_anchors(h, g->na - 1, g->name, &err)) {
         yp_graph_free(h);
         return NULL;
     }

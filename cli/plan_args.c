@@ -402,6 +402,8 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
         }
     }
     if (apply(pa, &r, err) || torch_target(pa, &r, err)) return -1;
+    /* an image count (--images, --data) prices the RAM cache: the table's host line, the what-if's note */
+    if (pa->n_images > 0) pa->search.base.pipe.cache = YP_CACHE_RAM;
     if (!pa->torch && (!pa->load_plan || pa->load_on_gpu) && !pa->reserve_given) pa->reserve = pa->gpu.mem_bytes * YP_DEFAULT_MARGIN_PCT / 100;
     return 0;
 }

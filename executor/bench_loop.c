@@ -5,6 +5,7 @@
 
 #include "yp_bench.h"
 #include "yp_clock.h"
+#include "yp_splitmix64.h"
 
 yp_bench_cfg yp_bench_cfg_default(void) {
     yp_bench_cfg c = {20, 2, 0, 1, 8};
@@ -16,21 +17,14 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* splitmix64's output function: a counter-based generator, so the image fill splits across the
- * OpenMP threads (as torch.rand does on the reference side) and stays the same for any count. */
-static inline uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Random images in [0, 1] and n_tg boxes spread over the batch's images, seeded. */
+/* Random images in [0, 1] and n_tg boxes spread over the batch's images, seeded. The pixels are
+ * splitmix64 as a counter-based generator (yp_splitmix64_at), so the fill splits across the OpenMP
+ * threads (as torch.rand does on the reference side) and stays the same for any count. */
 static void random_batch(float *img, int64_t n_img, float *tg, int64_t n_tg, int64_t batch, int nc, uint64_t *s) {
     const uint64_t base = *s;
-    *s = mix64(*s ^ 0x5851f42d4c957f2dull);
+    *s = yp_splitmix64_at(*s ^ 0x5851f42d4c957f2dull);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n_img; i++) img[i] = (float)(mix64(base + (uint64_t)i) >> 40) / 16777216.0f;
+    for (int64_t i = 0; i < n_img; i++) img[i] = (float)(yp_splitmix64_at(base + (uint64_t)i) >> 40) / 16777216.0f;
     for (int64_t k = 0; k < n_tg; k++) {
         float *r = tg + 6 * k;
         *s = *s * 6364136223846793005ull + 1442695040888963407ull;

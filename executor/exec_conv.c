@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "exec_ops.h"
+#include "yp_splitmix64.h"
 
 /* The scratch a conv step was given (yp_operands.scratch_image / scratch_fixed), or NULL. */
 #define WS(c) OPT(c, (c)->st->a.scratch_image), OPT(c, (c)->st->a.scratch_fixed)
@@ -140,13 +141,7 @@ int yp_exec_detect_prepare(const yp_exec_call *c) {
 /* ---------------------------------------------------------------- initial weights */
 
 /* splitmix64: a small, seedable generator so runs are reproducible. */
-static double uniform(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
-}
+static double uniform(uint64_t *state) { return (double)(yp_splitmix64_next(state) >> 11) / 9007199254740992.0; }
 
 /* PyTorch's default for conv weights and biases: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
  * (kaiming_uniform with a = sqrt(5)). */

@@ -11,7 +11,7 @@
 #include "yaml_tree.h"
 #include "yp_graph.h"
 
-#define MAX_NC 100000
+#define MAX_NC YP_GRAPH_MAX_NC
 #define MAX_BASE_CH 65536
 #define MAX_CH (1 << 20)
 #define MAX_K 64

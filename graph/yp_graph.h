@@ -25,6 +25,7 @@
 #define YP_GRAPH_MAX_LAYERS 1024
 #define YP_GRAPH_MAX_NODES 4096
 #define YP_GRAPH_MAX_IN_CHANNELS 4096 /* image channels (input.channels, a yaml's ch) */
+#define YP_GRAPH_MAX_NC 100000        /* classes (a yaml's or a data.yaml's nc, --nc) */
 #define YP_INPUT_IMAGE (-1) /* node/layer input id meaning "the network's input image" */
 
 typedef enum {
@@ -139,6 +140,22 @@ int yp_layer_inner_convs(const yp_graph *g, int l);
  * units of the stride ((1.25, 1.625), (2, 3.75), (4.125, 2.875)) times the stride, doubled for
  * each further three anchors. Planning needs only their count; training replaces them. */
 void yp_graph_standin_anchors(yp_graph *g);
+
+/* ---- edits (graph_edit.c) ---- */
+/* Each edits a graph that passed yp_graph_check and checks it again (`file` names it in errors);
+ * on failure the graph is left edited and must be freed. */
+
+/* The class count becomes nc (1..YP_GRAPH_MAX_NC): the graph's, Detect's, and Detect's displayed
+ * first argument (its per-level convs then have na * (nc + 5) outputs). The same nc: no change.
+ * 0, or -1 with err set. */
+int yp_graph_set_nc(yp_graph *g, int nc, const char *file, yp_err *err);
+
+/* Keeps the first na anchors of each level (1..g->na; the rest are zeroed): the graph's count and
+ * Detect's. The same count: no change. 0, or -1 with err set. */
+int yp_graph_keep_anchors(yp_graph *g, int na, const char *file, yp_err *err);
+
+/* A new graph equal to g (through its IR text), to edit while g stays; NULL with err set. */
+yp_graph *yp_graph_copy(const yp_graph *g, yp_err *err);
 
 /* ---- shapes ---- */
 typedef struct { int64_t n, c, h, w; } yp_shape; /* logical NCHW; detect outputs: c = na*(nc+5) */

@@ -18,6 +18,7 @@ yp_candidate yp_candidate_default(void) {
     c.val_rect = 1;
     snprintf(c.scratch, sizeof c.scratch, "%s", YP_SCRATCH_IM2COL);
     c.alignment = YP_ALIGN_DEFAULT;
+    c.pipe = yp_pipeline_default();
     return c;
 }
 

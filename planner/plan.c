@@ -1,29 +1,38 @@
 /* plan.c - building a plan (schedule, liveness, arena, validation, timing, host memory) and the
  * plan checker. */
+#include <math.h>
 #include <string.h>
 
 #include "yp_plan.h"
 
-#define YP_LOADER_WORKERS 8  /* YOLOv5 train.py --workers default */
-#define YP_PREFETCH_FACTOR 2 /* torch DataLoader default */
-
-yp_host_memory yp_host_memory_estimate(const yp_candidate *c, int64_t n_images) {
-    yp_host_memory h = {0};
-    int64_t img = c->img_w * c->img_h * 3; /* uint8 RGB at imgsz */
-    h.loader_workers = YP_LOADER_WORKERS;
-    h.mosaic_canvases = c->mosaic ? YP_LOADER_WORKERS * 4 * img : 0;
-    h.decoded_images = YP_LOADER_WORKERS * (c->mosaic ? 4 : 1) * img;
-    h.prefetch = YP_LOADER_WORKERS * YP_PREFETCH_FACTOR * c->batch * img;
-    h.pinned_batch = c->batch * img * 4;
-    h.image_cache = n_images > 0 ? n_images * img : 0;
-    h.total = h.mosaic_canvases + h.decoded_images + h.prefetch + h.pinned_batch + h.image_cache;
-    return h;
+int yp_host_memory_estimate(const yp_candidate *c, int stride, int64_t n_images, yp_host_memory *h, yp_err *err) {
+    memset(h, 0, sizeof *h);
+    if (yp_pipeline_check(&c->pipe, err)) return -1;
+    int64_t s = c->img_w > c->img_h ? c->img_w : c->img_h, n = n_images > 0 ? n_images : 0;
+    double rows = ceil(c->labels_per_image);
+    yp_host_loader_in in = {.pipe = c->pipe, .batch = c->batch, .imgsz = s, .drop_last = 1, .n_images = n,
+                            .max_rows = rows > 0 && rows < 1e15 ? (int64_t)rows : 0};
+    yp_host_loader lb;
+    if (yp_host_loader_bytes(&in, &lb, err)) return -1;
+    h->loader_workers = c->pipe.workers;
+    h->prefetch = lb.ring_images, h->ring_labels = lb.ring_labels + lb.ring_meta;
+    h->mosaic_canvases = lb.canvases, h->workspaces = lb.workspaces - lb.canvases;
+    h->orders = lb.orders, h->decoded_images = lb.decoders;
+    h->pinned_batch = yp_host_input_bytes(c->batch, s, c->multi_scale, stride);
+    h->image_cache = c->pipe.cache == YP_CACHE_RAM && n > 0 ? yp_host_cache_bytes(n, s) : 0;
+    h->total = lb.total;
+    if (h->pinned_batch < 0 || h->image_cache < 0 || __builtin_add_overflow(h->total, lb.decoders, &h->total) ||
+        __builtin_add_overflow(h->total, h->pinned_batch, &h->total) ||
+        __builtin_add_overflow(h->total, h->image_cache, &h->total))
+        return yp_err_set(err, "host memory: the data pipeline's size overflows");
+    return 0;
 }
 
 int yp_plan_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, int64_t reserve, int64_t n_images,
                   yp_plan *out, yp_err *err) {
     memset(out, 0, sizeof *out);
-    if (yp_candidate_check_scratch(c, err) || yp_candidate_check_alignment(c, err)) return -1;
+    if (yp_candidate_check_scratch(c, err) || yp_candidate_check_alignment(c, err) || yp_pipeline_check(&c->pipe, err))
+        return -1;
     out->g = g, out->cand = *c, out->gpu = *gpu, out->reserve_bytes = reserve;
     yp_sched_opts o = yp_candidate_train_opts(c, yp_graph_max_stride(g));
     out->sched = yp_schedule_build(g, &o, err);
@@ -40,7 +49,10 @@ int yp_plan_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, i
     out->fits = out->device_bytes <= gpu->mem_bytes;
     out->saved_bytes = yp_schedule_saved_bytes(out->sched);
     yp_cost_schedule(out->sched, gpu, c->precision, &out->time);
-    out->host = yp_host_memory_estimate(c, n_images);
+    if (yp_host_memory_estimate(c, yp_graph_max_stride(g), n_images, &out->host, err)) {
+        yp_plan_free(out);
+        return -1;
+    }
     return 0;
 }
 

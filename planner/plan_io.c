@@ -38,6 +38,9 @@ cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c) {
     cJSON *fu = cJSON_AddArrayToObject(j, "fusions");
     for (int f = 0; f < YP_FUSION_COUNT; f++)
         if (c->fusions >> f & 1u) cJSON_AddItemToArray(fu, cJSON_CreateString(yp_fusion_name((yp_fusion)f)));
+    cJSON_AddNumberToObject(j, "workers", c->pipe.workers);
+    cJSON_AddNumberToObject(j, "prefetch", c->pipe.prefetch);
+    cJSON_AddStringToObject(j, "cache", yp_cache_mode_name(c->pipe.cache));
     return j;
 }
 
@@ -229,10 +232,36 @@ static int load_fusions(ctx *c, const cJSON *j, unsigned *out) {
     return 0;
 }
 
+/* An optional whole-number key of the candidate in lo..hi: *out keeps its value when the key is
+ * missing. */
+static int opt_int(ctx *c, const cJSON *j, const char *key, int lo, int hi, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!v) return 0;
+    double d;
+    if (num_in(c, j, "candidate", key, lo, hi, 1, &d)) return -1;
+    *out = (int)d;
+    return 0;
+}
+
+/* The data pipeline: a file without "workers", "prefetch" or "cache" predates those keys, when the
+ * planner sized the host memory for 8 workers with 2 batches each and no cache (the defaults). */
+static int load_pipeline(ctx *c, const cJSON *j, yp_pipeline *p) {
+    *p = yp_pipeline_default();
+    if (opt_int(c, j, "workers", 1, YP_PIPE_MAX_WORKERS, &p->workers) ||
+        opt_int(c, j, "prefetch", 1, YP_PIPE_MAX_PREFETCH, &p->prefetch))
+        return -1;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "cache");
+    int mode = m && cJSON_IsString(m) ? yp_cache_mode_parse(m->valuestring) : m ? -1 : YP_CACHE_NONE;
+    if (mode < 0) return yp_err_set(c->err, "%s: candidate.cache: expected \"none\" or \"ram\"", c->file);
+    p->cache = (yp_cache_mode)mode;
+    return 0;
+}
+
 /* Reads back what yp_candidate_json wrote; the conv scratch model is resolved through r. A file
  * without "conv_scratch" predates the key, when every saved plan was an im2col one; one without
  * "alignment" predates that key, when every arena was aligned to YP_ALIGN_DEFAULT; one without
- * "val_rect" predates that key, when validation was planned square at the nominal size. */
+ * "val_rect" predates that key, when validation was planned square at the nominal size; the
+ * pipeline's keys as load_pipeline says. */
 static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, yp_candidate *k) {
     double v[7];
     static const struct {
@@ -276,7 +305,7 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
         k->ckpt_layers |= 1ull << (int)l->valuedouble;
     }
     if (k->batch < 1) return yp_err_set(c->err, "%s: candidate.batch: must be at least 1", c->file);
-    if (load_fusions(c, j, &k->fusions)) return -1;
+    if (load_fusions(c, j, &k->fusions) || load_pipeline(c, j, &k->pipe)) return -1;
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(j, "conv_scratch");
     if (sc && !cJSON_IsString(sc)) return yp_err_set(c->err, "%s: candidate.conv_scratch: expected a string", c->file);
     yp_err why;

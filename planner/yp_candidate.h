@@ -3,6 +3,7 @@
 #ifndef YP_CANDIDATE_H
 #define YP_CANDIDATE_H
 
+#include "yp_host_mem.h"
 #include "yp_scratch.h"
 
 typedef enum { YP_PREC_FP32, YP_PREC_AMP_FP16, YP_PREC_AMP_BF16, YP_PREC_COUNT } yp_precision;
@@ -39,6 +40,10 @@ typedef struct {
      * a backend with the fused entries runs them, so the executor turns them on for its backend
      * (yp_exec_candidate_for) and the planner's own sweep leaves them off (the default). */
     unsigned fusions;
+    /* The data pipeline the run loads its images with (yp_host_mem.h): loader workers, batch slots
+     * per worker, cache mode. It sizes the plan's host memory, not the arena; the JSON carries it
+     * ("workers", "prefetch", "cache"; a file without them has the defaults). */
+    yp_pipeline pipe;
 } yp_candidate;
 
 #define YP_ALIGN_DEFAULT 256 /* the arena alignment of a candidate that names none */
@@ -47,7 +52,7 @@ typedef struct {
 
 /* Defaults of a YOLOv5 training run: batch 16 at 640, fp32, mosaic, SGD, EMA, no freeze,
  * yoloplan policy, COCO's 7.3 labels per image, rectangular validation, im2col scratch, 256-byte
- * arena alignment, no fusions. */
+ * arena alignment, no fusions, 8 loader workers with 2 batches each and no image cache. */
 yp_candidate yp_candidate_default(void);
 
 /* Makes name (resolved through r, which may be NULL: yp_scratch_resolve) c's conv scratch model.

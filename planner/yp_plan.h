@@ -14,14 +14,23 @@
 #include "yp_cost.h"
 #include "yp_val_plan.h"
 
-/* Host (CPU) memory of the data pipeline, bytes (docs/architecture.md §6). */
+/* Host (CPU) memory of the training data pipeline, bytes (docs/architecture.md §6), from the
+ * loader's own sizing (yp_host_mem.h) for the candidate's pipeline, batch and size S (the larger
+ * side: the loader builds square batches): the augmenting training loader over the images when
+ * their count is known, with room for ceil(labels_per_image) label rows per image, its float
+ * batch, and with the RAM cache the images kept. Validation's loader and buffers and the process
+ * itself are `yoloplan train`'s to add (executor/yp_train_host.h). */
 typedef struct {
     int64_t loader_workers;
-    int64_t mosaic_canvases;  /* per worker one 2*img square canvas of uint8 RGB */
-    int64_t decoded_images;   /* per worker the 4 (mosaic) or 1 decoded images it combines */
-    int64_t prefetch;         /* collated uint8 batches waiting in the loader queue (2 per worker) */
-    int64_t pinned_batch;     /* the float input batch staged for the device */
-    int64_t image_cache;      /* --cache ram: every training image decoded at imgsz (0 if unknown) */
+    int64_t prefetch;         /* the ring's uint8 images: workers x prefetch slots of min(batch, images) */
+    int64_t ring_labels;      /* the ring's label rows and per-image records */
+    int64_t mosaic_canvases;  /* per worker the 2S x 2S x 3 mosaic canvas of its augmentation workspace */
+    int64_t workspaces;       /* per worker the rest of that workspace (tile, scratch) and one item's rows */
+    int64_t orders;           /* per worker the epoch's order, and a flag per image (0: count unknown) */
+    int64_t decoded_images;   /* per worker the decoder's file and pixels, S x S x 3 each (0 with the cache) */
+    int64_t pinned_batch;     /* the float input batch staged for the device (with multi-scale also the
+                               * batch resized to the largest size) */
+    int64_t image_cache;      /* cache ram: every training image decoded at S (0 if the count is unknown) */
     int64_t total;
 } yp_host_memory;
 
@@ -44,8 +53,9 @@ typedef struct {
     yp_host_memory host;
 } yp_plan;
 
-/* Builds the plan of candidate c on gpu. n_images > 0 sizes the RAM image cache. 0, or -1 with
- * err set (bad size, out of memory). A plan that does not fit is still built (fits = 0). */
+/* Builds the plan of candidate c on gpu. n_images > 0 sizes the loader's per-image tables and,
+ * with the candidate's cache ram, the image cache. 0, or -1 with err set (bad size or pipeline, out
+ * of memory). A plan that does not fit is still built (fits = 0). */
 int yp_plan_build(const yp_graph *g, const yp_candidate *c, const yp_gpu *gpu, int64_t reserve, int64_t n_images,
                   yp_plan *out, yp_err *err);
 void yp_plan_free(yp_plan *p);
@@ -65,7 +75,9 @@ typedef struct {
 
 yp_plan_groups yp_plan_groups_at_peak(const yp_plan *p);
 
-/* Host memory of the data pipeline for candidate c (see yp_host_memory). */
-yp_host_memory yp_host_memory_estimate(const yp_candidate *c, int64_t n_images);
+/* Host memory of the data pipeline for candidate c of a model whose largest stride is `stride`,
+ * over n_images training images (0: unknown), into *h (see yp_host_memory). 0, or -1 with err set
+ * (a bad pipeline or size, an overflow). */
+int yp_host_memory_estimate(const yp_candidate *c, int stride, int64_t n_images, yp_host_memory *h, yp_err *err);
 
 #endif

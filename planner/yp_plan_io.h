@@ -20,8 +20,8 @@
 
 /* The candidate as JSON (reports/JSON.md "candidate": model, img [w, h], batch, precision,
  * checkpoint [layers], mosaic, optimizer, ema, freeze, policy, labels_per_image, multi_scale,
- * val_rect, conv_scratch, fusions [names]): one form for the report and for plan.json. The caller deletes
- * the tree. */
+ * val_rect, conv_scratch, fusions [names], workers, prefetch, cache): one form for the report and
+ * for plan.json. The caller deletes the tree. */
 cJSON *yp_candidate_json(const yp_graph *g, const yp_candidate *c);
 
 /* The GPU as JSON (reports/JSON.md "gpu": name, desc, mem_bytes, fixed_bytes, the four peak rates,

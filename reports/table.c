@@ -132,8 +132,11 @@ cJSON *yp_report_plan_json(const yp_plan *p) {
     cJSON_AddNumberToObject(t, "update_ms", p->time.update_ms);
     cJSON_AddNumberToObject(t, "images_per_s", p->time.images_per_s);
     cJSON *h = cJSON_AddObjectToObject(j, "host");
-    add_i64(h, "mosaic_canvases", p->host.mosaic_canvases), add_i64(h, "decoded_images", p->host.decoded_images);
-    add_i64(h, "prefetch", p->host.prefetch), add_i64(h, "pinned_batch", p->host.pinned_batch);
+    add_i64(h, "loader_workers", p->host.loader_workers);
+    add_i64(h, "mosaic_canvases", p->host.mosaic_canvases), add_i64(h, "workspaces", p->host.workspaces);
+    add_i64(h, "decoded_images", p->host.decoded_images), add_i64(h, "prefetch", p->host.prefetch);
+    add_i64(h, "ring_labels", p->host.ring_labels), add_i64(h, "orders", p->host.orders);
+    add_i64(h, "pinned_batch", p->host.pinned_batch);
     add_i64(h, "image_cache", p->host.image_cache), add_i64(h, "total", p->host.total);
     return j;
 }

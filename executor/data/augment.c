@@ -8,22 +8,17 @@
 #include <string.h>
 
 #include "yp_augment.h"
+#include "yp_host_mem.h"
+#include "yp_splitmix64.h"
 
 /* ---- xoshiro256** (Blackman and Vigna), seeded by splitmix64 ---- */
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 void yp_rng_seed(yp_rng *r, uint64_t seed, uint64_t stream) {
     uint64_t x = seed;
-    uint64_t mixed = splitmix64(&x) ^ stream; /* seed and stream both pass through the mixer */
+    uint64_t mixed = yp_splitmix64_next(&x) ^ stream; /* seed and stream both pass through the mixer */
     x = mixed;
-    splitmix64(&x);
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    yp_splitmix64_next(&x);
+    for (int i = 0; i < 4; i++) r->s[i] = yp_splitmix64_next(&x);
 }
 
 static uint64_t rotl(uint64_t v, int k) { return (v << k) | (v >> (64 - k)); }
@@ -56,32 +51,19 @@ void yp_aug_hyp_default(yp_aug_hyp *h) {
 /* ---- the training item ---- */
 
 /* Workspace regions: the 2 imgsz canvas, one load_image'd tile, and scratch shared by the resize,
- * the letterbox and the warp (used one after another). */
-typedef struct {
-    size_t canvas, tile, scratch, total;
-} train_layout;
-
-static int add(size_t *acc, size_t v) { return __builtin_add_overflow(*acc, (v + 63) & ~(size_t)63, acc) ? -1 : 0; }
-
-static int layout(const yp_aug_config *cfg, train_layout *l) {
-    int s = cfg->imgsz;
-    size_t lin, img, lb, warp;
-    if (s < 2 || s > (1 << 14) || cfg->n_images < 1 || cfg->max_rows < 0 || cfg->max_rows > (INT64_MAX / 20)) return -1;
-    yp_warp wp = {.out_w = s, .out_h = s};
-    if (yp_image_bytes(2 * s, 2 * s, &l->canvas) || yp_image_bytes(s + 1, s + 1, &l->tile) ||
-        yp_resize_ws(1, 1, s + 1, s + 1, YP_INTER_LINEAR, &lin) || yp_image_bytes(s, s, &img) ||
-        yp_warp_ws(&wp, &warp) || __builtin_add_overflow(img, lin, &lb))
+ * the letterbox and the warp (used one after another): the planner's layout (yp_host_aug_ws_of),
+ * which the loader allocates by. */
+static int layout(const yp_aug_config *cfg, yp_host_aug_ws *l) {
+    if (cfg->imgsz < 2 || cfg->imgsz > (1 << 14) || cfg->n_images < 1 || cfg->max_rows < 0 ||
+        cfg->max_rows > (INT64_MAX / 20))
         return -1;
-    l->scratch = lin > lb ? lin : lb;
-    l->scratch = l->scratch > warp ? l->scratch : warp;
-    l->total = 0;
-    return add(&l->total, l->canvas) || add(&l->total, l->tile) || add(&l->total, l->scratch) ? -1 : 0;
+    return yp_host_aug_ws_of(cfg->imgsz, l);
 }
 
 int yp_aug_train_ws(const yp_aug_config *cfg, size_t *bytes) {
-    train_layout l;
+    yp_host_aug_ws l;
     if (layout(cfg, &l)) return -1;
-    *bytes = l.total;
+    *bytes = (size_t)l.total;
     return 0;
 }
 
@@ -169,16 +151,15 @@ static int single_item(item_ctx *c, int64_t index, yp_rng *r, yp_image *out, flo
 
 int yp_aug_train_item(const yp_aug_config *cfg, yp_aug_source src, void *ctx, int64_t index, yp_rng *r,
                       yp_image *out, float *rows, int64_t *n_out, void *ws, size_t ws_bytes, yp_err *err) {
-    train_layout l;
-    if (layout(cfg, &l) || ws_bytes < l.total || !ws)
+    yp_host_aug_ws l;
+    if (layout(cfg, &l) || ws_bytes < (size_t)l.total || !ws)
         return yp_err_set(err, "augment: the workspace is smaller than yp_aug_train_ws's size");
     if (index < 0 || index >= cfg->n_images || out->w != cfg->imgsz || out->h != cfg->imgsz)
         return yp_err_set(err, "augment: image %lld or output %dx%d does not match the configuration (%lld images, %d)",
                           (long long)index, out->w, out->h, (long long)cfg->n_images, cfg->imgsz);
     uint8_t *base = ws;
-    item_ctx c = {cfg, src, ctx, err, {base, 2 * cfg->imgsz, 2 * cfg->imgsz}, {NULL, 0, 0},
-                  base + ((l.canvas + 63) & ~(size_t)63), NULL, l.scratch};
-    c.scratch = base + ((l.canvas + 63) & ~(size_t)63) + ((l.tile + 63) & ~(size_t)63);
+    item_ctx c = {cfg, src, ctx, err, {base, 2 * cfg->imgsz, 2 * cfg->imgsz}, {NULL, 0, 0}, base + l.tile_at,
+                  base + l.scratch_at, (size_t)l.scratch};
     int mosaic = yp_rng_unit(r) < cfg->hyp.mosaic;
     int rc = mosaic ? mosaic_item(&c, index, r, out, rows, n_out) : single_item(&c, index, r, out, rows, n_out);
     if (rc) return -1;

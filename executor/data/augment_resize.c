@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "yp_augment.h"
+#include "yp_host_mem.h"
 
 #define COEF_SCALE 2048 /* INTER_RESIZE_COEF_SCALE: 11 bits */
 
@@ -83,9 +84,11 @@ int yp_resize_ws(int sw, int sh, int dw, int dh, yp_interp interp, size_t *bytes
     if (interp == YP_INTER_AREA && (dw > sw || dh > sh)) return -1;
     kind k = choose(sw, sh, dw, dh, interp, &kx, &ky);
     size_t dwc = (size_t)dw * 3;
-    if (k == K_LINEAR && (ws_add(&n, (size_t)dw, 4 * sizeof(int)) || ws_add(&n, (size_t)dh, 4 * sizeof(int)) ||
-                          ws_add(&n, dwc, 2 * sizeof(int32_t))))
-        return -1;
+    if (k == K_LINEAR) { /* the planner's figure (the augmentation workspace is sized by it); taken in its order */
+        int64_t lin = yp_host_resize_linear_ws(dw, dh);
+        if (lin < 0 || (uint64_t)lin > SIZE_MAX) return -1;
+        n = (size_t)lin;
+    }
     if (k == K_AREA && (ws_add(&n, 2 * (size_t)sw + 2, 3 * sizeof(int)) ||
                         ws_add(&n, 2 * (size_t)sh + 2, 3 * sizeof(int)) || ws_add(&n, dwc, 2 * sizeof(float))))
         return -1;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "yp_augment.h"
+#include "yp_host_mem.h"
 
 #define BORDER 114
 #define PI 3.14159265358979323846
@@ -66,12 +67,11 @@ int yp_warp_changes_image(const yp_warp *w, int border_x, int border_y) {
 }
 
 int yp_warp_ws(const yp_warp *w, size_t *bytes) {
-    size_t n; /* affine: two ints per column (the general loop's deltas, or a column's sx and fx) and
-               * two rows of 3 int16 per column (the axis-aligned path's horizontal sums) */
-    if (w->out_w < 1 || w->out_h < 1 ||
-        __builtin_mul_overflow((size_t)w->out_w, 2 * sizeof(int) + 6 * sizeof(int16_t), &n))
-        return -1;
-    *bytes = w->perspective ? 0 : n;
+    /* affine: two ints per column (the general loop's deltas, or a column's sx and fx) and two rows
+     * of 3 int16 per column (the axis-aligned path's horizontal sums): the planner's figure */
+    int64_t n = yp_host_warp_affine_ws(w->out_w);
+    if (n < 0 || w->out_h < 1 || (uint64_t)n > SIZE_MAX) return -1;
+    *bytes = w->perspective ? 0 : (size_t)n;
     return 0;
 }
 

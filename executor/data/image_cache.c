@@ -7,14 +7,11 @@
 #include <string.h>
 
 #include "yp_augment.h"
+#include "yp_host_mem.h"
 #include "yp_image.h"
 #include "yp_image_cache.h"
 
-int64_t yp_image_cache_bytes(int64_t n, int imgsz) {
-    int64_t px, b;
-    if (__builtin_mul_overflow((int64_t)imgsz, (int64_t)imgsz, &px) || __builtin_mul_overflow(px, 3 * n, &b)) return -1;
-    return b;
-}
+int64_t yp_image_cache_bytes(int64_t n, int imgsz) { return yp_host_cache_bytes(n, imgsz); }
 
 typedef struct {
     yp_image_cache *c;

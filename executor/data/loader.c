@@ -50,6 +50,8 @@ struct yp_loader {
     yp_loader_opts o;
     yp_aug_config cfg;
     int64_t n, rows_cap, bpe, total, nslots;
+    yp_loader_bytes plan; /* yp_loader_host_bytes: what to allocate */
+    yp_loader_bytes got;  /* what was allocated (yp_loader_allocated) */
     slot *slots;
     worker *w;
     atomic_uchar *bad;
@@ -62,16 +64,16 @@ struct yp_loader {
 
 /* ---- sizes ---- */
 
-static int mul(int64_t a, int64_t b, int64_t *out) { return __builtin_mul_overflow(a, b, out) ? -1 : 0; }
-static int addto(int64_t *acc, int64_t v) { return __builtin_add_overflow(*acc, v, acc) ? -1 : 0; }
-
 void yp_loader_opts_default(yp_loader_opts *o) {
-    *o = (yp_loader_opts){.workers = 8, .prefetch = 2, .batch = 16, .imgsz = 640, .epochs = 1};
+    *o = (yp_loader_opts){.workers = YP_PIPE_WORKERS, .prefetch = YP_PIPE_PREFETCH, .batch = 16, .imgsz = 640,
+                          .epochs = 1};
     yp_aug_hyp_default(&o->hyp);
 }
 
 /* Batches per epoch. */
-static int64_t bpe_of(const yp_loader_opts *o, int64_t n) { return o->drop_last ? n / o->batch : (n + o->batch - 1) / o->batch; }
+static int64_t bpe_of(const yp_loader_opts *o, int64_t n) {
+    return yp_host_batches_per_epoch(n, o->batch, o->drop_last);
+}
 
 static int check_opts(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, yp_err *err) {
     if (o->workers < 1 || o->workers > YP_LOADER_MAX_WORKERS)
@@ -97,53 +99,28 @@ static int check_opts(const yp_loader_opts *o, int64_t n_images, int64_t max_row
     return 0;
 }
 
-/* The side of the largest image a batch holds: imgsz, or the rect batches' largest side. */
-static int64_t out_side(const yp_loader_opts *o) { return o->rect ? o->rect->max_side : o->imgsz; }
-
 /* Validation and training without augmentation build letterboxed single images. */
 static int letterboxed(const yp_loader_opts *o) { return o->validation || o->no_augment; }
 
-static int64_t rows_cap_of(const yp_loader_opts *o, int64_t max_rows) {
-    int64_t cap = letterboxed(o) ? max_rows : 4 * max_rows; /* yp_aug_train_rows_cap */
-    return cap > 0 ? cap : 1;
+/* The planner's description of this loader (yp_host_mem.h): its sizing is the planner's. */
+static yp_host_loader_in host_in(const yp_loader_opts *o, int64_t n_images, int64_t max_rows) {
+    yp_pipeline pipe = {o->workers, o->prefetch, o->cache ? YP_CACHE_RAM : YP_CACHE_NONE};
+    return (yp_host_loader_in){.pipe = pipe, .batch = o->batch, .imgsz = o->imgsz,
+                               .side = o->rect ? o->rect->max_side : 0, .letterboxed = letterboxed(o),
+                               .drop_last = o->drop_last, .passes = o->epochs - o->first_epoch,
+                               .n_images = n_images, .max_rows = max_rows};
 }
 
-/* Per-worker fixed workspace: yp_aug_train_ws, or the (imgsz+1)^2 tile for validation. */
-static int worker_ws_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, size_t *bytes) {
-    if (letterboxed(o)) return yp_image_bytes(o->imgsz + 1, o->imgsz + 1, bytes);
-    yp_aug_config cfg = {.imgsz = o->imgsz, .n_images = n_images, .max_rows = max_rows, .hyp = o->hyp};
-    return yp_aug_train_ws(&cfg, bytes);
-}
-
-/* Images a batch holds at most: batch, or the whole dataset when it is smaller (no drop_last). */
-static int64_t slot_images_of(const yp_loader_opts *o, int64_t n) { return n < o->batch ? n : o->batch; }
-
-/* Slots in the ring: workers * prefetch, or every batch of the run when there are fewer (a
- * validation pass of one batch holds one slot, not 2 workers' worth). */
-static int64_t slots_of(const yp_loader_opts *o, int64_t n) {
-    int64_t want = (int64_t)o->workers * o->prefetch, total = bpe_of(o, n) * (o->epochs - o->first_epoch);
-    return total < want ? total : want;
-}
+_Static_assert(sizeof(yp_loader_image) == YP_HOST_LOADER_RECORD, "the planner's per-image record size");
+_Static_assert(sizeof(atomic_uchar) == 1, "the planner's one byte per image flag");
 
 int yp_loader_host_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, yp_loader_bytes *b,
                          yp_err *err) {
     memset(b, 0, sizeof *b);
     if (check_opts(o, n_images, max_rows, err)) return -1;
-    int64_t cap = rows_cap_of(o, max_rows), img = out_side(o) * out_side(o) * 3, per_slot, wsb, t;
-    size_t ws;
-    if (worker_ws_bytes(o, n_images, max_rows, &ws) || ws > INT64_MAX / 2) return yp_err_set(err, "loader: workspace size overflows");
-    b->slots = slots_of(o, n_images);
-    if (mul(b->slots, slot_images_of(o, n_images), &per_slot) || mul(per_slot, img, &b->ring_images) ||
-        mul(per_slot, cap, &t) || mul(t, 6 * (int64_t)sizeof(float), &b->ring_labels) ||
-        mul(per_slot, (int64_t)sizeof(yp_loader_image), &b->ring_meta) ||
-        mul(cap, 5 * (int64_t)sizeof(float), &wsb) || addto(&wsb, (int64_t)ws) ||
-        mul(wsb, o->workers, &b->workspaces) || mul(n_images, (int64_t)sizeof(int64_t) * o->workers, &b->orders) ||
-        addto(&b->orders, n_images))
-        return yp_err_set(err, "loader: the loader's size overflows");
-    b->total = b->ring_images;
-    if (addto(&b->total, b->ring_labels) || addto(&b->total, b->ring_meta) || addto(&b->total, b->workspaces) ||
-        addto(&b->total, b->orders))
-        return yp_err_set(err, "loader: the loader's size overflows");
+    yp_host_loader_in in = host_in(o, n_images, max_rows);
+    yp_err why;
+    if (yp_host_loader_bytes(&in, b, &why)) return yp_err_set(err, "loader: %s", why.msg);
     return 0;
 }
 
@@ -345,33 +322,38 @@ static void *worker_main(void *arg) {
 
 /* ---- life cycle ---- */
 
+/* The ring, by the planner's per-slot figures (l->plan); l->got counts what was allocated. */
 static int alloc_slots(yp_loader *l, yp_err *err) {
-    size_t per = (size_t)slot_images_of(&l->o, l->n); /* yp_loader_host_bytes's figures */
-    size_t img = (size_t)out_side(&l->o) * (size_t)out_side(&l->o) * 3 * per;
-    size_t lab = (size_t)l->rows_cap * 6 * sizeof(float) * per;
+    const yp_loader_bytes *b = &l->plan;
+    size_t per = (size_t)b->slot_images;
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
     if (!l->slots) return yp_err_set(err, "loader: out of memory");
     for (int64_t i = 0; i < l->nslots; i++) {
         slot *s = &l->slots[i];
         s->next_g = i;
-        s->images = malloc(img), s->labels = malloc(lab), s->meta = calloc(per, sizeof *s->meta);
+        s->images = malloc((size_t)b->slot_pixels), s->labels = malloc((size_t)b->slot_labels);
+        s->meta = calloc(per, sizeof *s->meta);
         if (!s->images || !s->labels || !s->meta)
             return yp_err_set(err, "loader: out of memory for %lld batch slots", (long long)l->nslots);
+        l->got.slots++;
+        l->got.ring_images += b->slot_pixels, l->got.ring_labels += b->slot_labels;
+        l->got.ring_meta += (int64_t)(per * sizeof *s->meta);
     }
     return 0;
 }
 
+/* Per worker its workspace, one item's rows and its copy of the order, by the planner's figures. */
 static int alloc_workers(yp_loader *l, yp_err *err) {
+    const yp_loader_bytes *b = &l->plan;
     l->w = calloc((size_t)l->o.workers, sizeof *l->w);
     if (!l->w) return yp_err_set(err, "loader: out of memory");
-    size_t ws;
-    if (worker_ws_bytes(&l->o, l->n, l->cfg.max_rows, &ws)) return yp_err_set(err, "loader: workspace size overflows");
     for (int i = 0; i < l->o.workers; i++) {
         worker *w = &l->w[i];
-        w->l = l, w->order_epoch = -1, w->ws_bytes = ws;
-        w->ws = malloc(ws), w->rows = malloc((size_t)l->rows_cap * 5 * sizeof(float));
-        w->order = malloc((size_t)l->n * sizeof(int64_t));
+        w->l = l, w->order_epoch = -1, w->ws_bytes = (size_t)b->worker_ws;
+        w->ws = malloc(w->ws_bytes), w->rows = malloc((size_t)b->worker_rows);
+        w->order = malloc((size_t)b->worker_order);
         if (!w->ws || !w->rows || !w->order) return yp_err_set(err, "loader: out of memory for the workers");
+        l->got.workspaces += b->worker_ws + b->worker_rows, l->got.orders += b->worker_order;
     }
     return 0;
 }
@@ -391,15 +373,17 @@ yp_loader *yp_loader_open(const yp_labels *labels, const yp_loader_opts *o, yp_e
     if (yp_loader_host_bytes(o, labels->n, max_rows, &b, err)) return NULL;
     yp_loader *l = calloc(1, sizeof *l);
     if (!l) return yp_err_set(err, "loader: out of memory"), NULL;
-    l->labels = labels, l->o = *o, l->n = labels->n, l->nslots = b.slots;
+    l->labels = labels, l->o = *o, l->n = labels->n, l->nslots = b.slots, l->plan = b;
     l->cfg = (yp_aug_config){.imgsz = o->imgsz, .n_images = l->n, .max_rows = max_rows, .hyp = o->hyp};
-    l->rows_cap = rows_cap_of(o, max_rows);
+    l->rows_cap = b.rows_cap;
     l->bpe = bpe_of(o, l->n);
+    l->got.slot_images = b.slot_images, l->got.rows_cap = b.rows_cap;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_free, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
-    l->bad = calloc((size_t)l->n, sizeof *l->bad);
-    if (mul(l->bpe, o->epochs - o->first_epoch, &l->total) || !l->bad) {
+    l->bad = calloc((size_t)b.flags, sizeof *l->bad);
+    if (l->bad) l->got.orders += b.flags;
+    if (__builtin_mul_overflow(l->bpe, o->epochs - o->first_epoch, &l->total) || !l->bad) {
         yp_err_set(err, "loader: out of memory");
     } else if (!alloc_slots(l, err) && !alloc_workers(l, err) && !start_workers(l, err)) {
         return l;
@@ -435,6 +419,13 @@ int yp_loader_next(yp_loader *l, yp_loader_batch *b, yp_err *err) {
 }
 
 int64_t yp_loader_batches_per_epoch(const yp_loader *l) { return l->bpe; }
+
+void yp_loader_allocated(const yp_loader *l, yp_loader_bytes *b) {
+    *b = l->got;
+    b->total = b->ring_images + b->ring_labels + b->ring_meta + b->workspaces + b->orders;
+    b->decoders = 0;
+    for (int i = 0; i < l->o.workers; i++) b->decoders += (int64_t)(l->w[i].bufs.file_cap + l->w[i].bufs.rgb_cap);
+}
 
 void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s) {
     pthread_mutex_lock(&l->mu);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "yp_splitmix64.h"
 #include "yp_synth.h"
 
 /* ---- the random stream ---- */
@@ -16,19 +17,14 @@ typedef struct {
     uint64_t s;
 } rng;
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t next(rng *r) { return mix64(r->s += 0x9e3779b97f4a7c15ull); }
+static uint64_t next(rng *r) { return yp_splitmix64_next(&r->s); }
 
 /* Uniform in [lo, hi] (hi >= lo; the modulo bias is below 2^-40 for our ranges). */
 static int64_t range(rng *r, int64_t lo, int64_t hi) { return lo + (int64_t)(next(r) % (uint64_t)(hi - lo + 1)); }
 
 static void rng_init(rng *r, uint64_t seed, int split, int64_t index) {
-    r->s = mix64(seed ^ 0x243f6a8885a308d3ull) ^ mix64(((uint64_t)index << 1 | (uint64_t)split) + 0x13198a2e03707344ull);
+    uint64_t where = ((uint64_t)index << 1 | (uint64_t)split) + 0x13198a2e03707344ull;
+    r->s = yp_splitmix64_mix(seed ^ 0x243f6a8885a308d3ull) ^ yp_splitmix64_mix(where);
 }
 
 /* ---- classes ---- */

@@ -31,7 +31,7 @@ typedef struct yp_image_cache {
 } yp_image_cache;
 
 /* The most a cache of n images at imgsz can hold: n * imgsz^2 * 3 (each image's long side is
- * imgsz). -1 on overflow. */
+ * imgsz): the planner's figure (yp_host_cache_bytes). -1 on overflow. */
 int64_t yp_image_cache_bytes(int64_t n, int imgsz);
 
 /* Fills c with every image of labels at imgsz (augment: the training loader's resize rule) on

@@ -22,10 +22,11 @@
  * In training a mosaic that needs a bad partner fails the same way. Only a dataset in which no
  * image loads any more is an error (yp_loader_next returns -1).
  *
- * Memory. yp_loader_open allocates everything the loader holds: workers * prefetch batch slots
- * (fewer when the run has fewer batches), each for min(batch, images) images (their pixels, label
- * rows and per-image records), per worker the augmentation workspace (yp_aug_train_ws,
- * independent of the source size) and its own copy of the epoch order, one flag per image. The
+ * Memory. yp_loader_open allocates everything the loader holds, by the planner's figures
+ * (yp_loader_host_bytes): workers * prefetch batch slots (fewer when the run has fewer batches),
+ * each for min(batch, images) images (their pixels, label rows and per-image records), per worker
+ * the augmentation workspace (yp_aug_train_ws, independent of the source size) and its own copy of
+ * the epoch order, one flag per image. The
  * validation resize workspace (INTER_AREA's depends on the source width and height) grows, per
  * worker, to the largest image met: grow-once, bounded by the decoder's pixel limit; so do each
  * worker's decoder buffers (yp_image_read_into: the file's bytes and the decoded pixels), so after
@@ -36,8 +37,8 @@
  * called at any time (after any number of batches, also none) and stops, joins and frees.
  * Defines: yp_loader_opts, yp_loader_opts_default, yp_loader_image, yp_loader_batch,
  * yp_loader_bytes, yp_loader_host_bytes, yp_loader_stream, yp_loader_open,
- * yp_loader_batches_per_epoch, yp_loader_next,
- * yp_loader_stats, yp_loader_close, yp_loader_to_float. */
+ * yp_loader_batches_per_epoch, yp_loader_next, yp_loader_stats, yp_loader_allocated,
+ * yp_loader_close, yp_loader_to_float. */
 #ifndef YP_LOADER_H
 #define YP_LOADER_H
 
@@ -47,9 +48,10 @@
 #include "yp_augment.h"
 #include "yp_boxes.h"
 #include "yp_error.h"
+#include "yp_host_mem.h"
 #include "yp_label_cache.h"
 
-#define YP_LOADER_MAX_WORKERS 64
+#define YP_LOADER_MAX_WORKERS YP_PIPE_MAX_WORKERS
 #define YP_LOADER_ORDER_STREAM 0x6f72646572ull /* "order": the permutation's stream */
 
 typedef struct {
@@ -100,18 +102,10 @@ typedef struct {
 } yp_loader_batch;
 
 /* What the loader allocates for opts over a dataset of n_images whose largest label count is
- * max_rows (bytes; the validation workspace's growth and the decoder's buffers not included). */
-typedef struct {
-    int64_t slots;       /* workers * prefetch, or the run's batches ((epochs - first_epoch) * per epoch)
-                          * when fewer */
-    int64_t ring_images; /* slots * B * S^2 * 3 (S: imgsz, or the rect batches' largest side), B = min(batch, n_images): the planner's `prefetch`
-                          * figure */
-    int64_t ring_labels; /* slots * B * rows cap * 6 floats (rows cap: 4 max_rows training) */
-    int64_t ring_meta;   /* slots * B records */
-    int64_t workspaces;  /* workers * (yp_aug_train_ws, or imgsz+1 square for validation) */
-    int64_t orders;      /* workers * n_images int64, + n_images flags */
-    int64_t total;
-} yp_loader_bytes;
+ * max_rows, term by term: the planner's sizing (yp_host_loader_bytes, planner/yp_host_mem.h), which
+ * yp_loader_open allocates by; the validation workspace's growth is not included, and the
+ * decoders' buffers are the `decoders` estimate outside `total`. */
+typedef yp_host_loader yp_loader_bytes;
 
 /* Fills *b. Returns 0, or -1 with err set (bad options, a size that overflows). */
 int yp_loader_host_bytes(const yp_loader_opts *o, int64_t n_images, int64_t max_rows, yp_loader_bytes *b,
@@ -141,6 +135,13 @@ typedef struct {
 } yp_loader_stats;
 
 void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s);
+
+/* What l allocated, counted at each allocation: the slots allocated, the ring, workspace and order
+ * totals and their sum (`slot_images` and `rows_cap` as opened; the per-slot and per-worker units
+ * and `canvases`, a region of each workspace, are 0), with `decoders` the workers' decoder buffers
+ * as they have grown so far (file and pixel capacities). Call it when no batch is being built:
+ * after yp_loader_next returned 0 (every batch delivered). */
+void yp_loader_allocated(const yp_loader *l, yp_loader_bytes *b);
 
 /* Stops the workers (also while they wait for a slot or decode), joins them and frees all. NULL
  * is fine. */

@@ -1,6 +1,8 @@
-/* train_host.c - the host memory of a training run, term by term (yp_train_host.h). */
+/* train_host.c - the host memory of a training run, term by term (yp_train_host.h): the planner's
+ * pipeline figures (yp_host_mem.h) for the run's loaders, plus validation's buffers and the process. */
 #include <string.h>
 
+#include "yp_host_mem.h"
 #include "yp_image_cache.h"
 #include "yp_train_host.h"
 #include "yp_val_rect.h"
@@ -25,27 +27,22 @@ int yp_train_host_estimate(const yp_graph *g, const yp_train_opts *o, int64_t ba
     yp_loader_bytes lb;
     yp_train_loader_opts(o, batch, imgsz, first_epoch, &lo);
     if (yp_loader_host_bytes(&lo, o->train->n, yp_labels_max_rows(o->train), &lb, err)) return -1;
-    int64_t image = imgsz * imgsz * 3, loaders = 1;
     h->arena = arena, h->baseline = baseline;
-    h->train_loader = lb.total;
-    h->train_input = batch * image * (int64_t)sizeof(float);
-    if (multi_scale) { /* the largest side train.py's randrange(0.5 S, 1.5 S + gs) // gs * gs gives */
-        int64_t gs = yp_graph_max_stride(g), m = (imgsz * 3 / 2 + gs - 1) / gs * gs;
-        h->train_input += batch * m * m * 3 * (int64_t)sizeof(float);
-    }
+    h->train_loader = lb.total, h->decoders = lb.decoders;
+    h->train_input = yp_host_input_bytes(batch, imgsz, multi_scale, yp_graph_max_stride(g));
+    if (h->train_input < 0) return yp_err_set(err, "host memory: the float batch's size overflows");
     if (o->val) {
         yp_val_opts vo;
         yp_train_val_opts(o, first_epoch, &vo);
         yp_eval_shape e = yp_eval_shape_for(g, batch, imgsz);
         if (yp_validator_host_bytes(&e, g->nc, o->val, &vo, &h->val, err)) return -1;
-        loaders = 2;
+        h->decoders += h->val.decoders;
     }
-    h->decoders = loaders * o->workers * 2 * image;
     h->runtime = YP_TRAIN_HOST_RUNTIME;
     if (o->cache_ram) {
         const yp_image_cache *tc = o->train_cache, *vc = o->val_cache;
-        int64_t t = tc ? tc->bytes : yp_image_cache_bytes(o->train->n, (int)imgsz);
-        int64_t v = vc ? vc->bytes : o->val ? yp_image_cache_bytes(o->val->n, (int)imgsz) : 0;
+        int64_t t = tc ? tc->bytes : yp_host_cache_bytes(o->train->n, imgsz);
+        int64_t v = vc ? vc->bytes : o->val ? yp_host_cache_bytes(o->val->n, imgsz) : 0;
         if (t < 0 || v < 0) return yp_err_set(err, "host memory: the image cache's size overflows");
         h->cache = t + v;
     }

@@ -69,7 +69,7 @@ int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val
     if (e->rect) lo.rect = &sized;
     if (n < 1 || e->h < 1 || e->w < 1 || e->boxes < 1 || yp_loader_host_bytes(&lo, val->n, rows, &lb, err))
         return n < 1 ? yp_err_set(err, "validation: the split has no images") : -1;
-    h->loader = lb.total;
+    h->loader = lb.total, h->decoders = lb.decoders;
     h->images = n * e->h * e->w * 3 * (int64_t)sizeof(float);
     h->decoded = n * e->boxes * e->fields * (int64_t)sizeof(float);
     h->nms = yp_nms_workspace_bytes(&o->nms, e->boxes, nc);

@@ -96,7 +96,8 @@ typedef struct {
     int64_t decoded; /* Detect's decoded rows of that batch: boxes x fields floats per image */
     int64_t nms;     /* yp_nms_workspace_bytes, one image's detections and labels */
     int64_t map;     /* yp_map_host_bytes for max_det detections per image of the split */
-    int64_t total;
+    int64_t total;   /* loader + images + decoded + nms + map */
+    int64_t decoders; /* not in total: its loader's decoder estimate (yp_loader_bytes.decoders) */
 } yp_val_host;
 
 int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val, const yp_val_opts *o,

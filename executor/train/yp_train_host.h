@@ -1,21 +1,24 @@
 /* yp_train_host.h - the host memory of a training run (yp_train_run, `yoloplan train`), term by
  * term: the figure the plan line prints as "host memory" and what a CPU plan's arena budget leaves
  * room for. Every term but two is what the code allocates and touches, computed by the function
- * that sizes the allocation itself:
+ * that sizes the allocation itself (the pipeline's are the planner's, planner/yp_host_mem.h, which
+ * the loaders and the caches allocate by):
  *   arena         the plan's arena_bytes when it lives in host memory (the CPU backend; yp_exec_init
  *                 zeroes all of it, so all of it is resident); 0 on a device;
  *   train_loader  yp_loader_host_bytes of the training loader (yp_train_loader_opts): its ring of
  *                 batch slots, the workers' augmentation workspaces, the epoch orders;
- *   train_input   the float batch yp_train_run hands the executor: batch x S x S x 3 floats, and
- *                 with --multi-scale the batch resized, batch x M x M x 3 floats at the largest size
- *                 train.py draws, M = (int(1.5 S) + gs - 1) // gs * gs;
+ *   train_input   yp_host_input_bytes: the float batch yp_train_run hands the executor, batch x S x
+ *                 S x 3 floats, and with --multi-scale the batch resized, batch x M x M x 3 floats at
+ *                 the largest size train.py draws, M = (int(1.5 S) + gs - 1) // gs * gs;
  *   val           yp_validator_host_bytes: its loader at 2 x batch (a ring and float batch no larger
  *                 than the split), Detect's decoded rows, the NMS workspace, the mAP tables;
- *   decoders      per worker of each loader, the image it holds decoded and the file's bytes while
- *                 decoding, each taken as S x S x 3 (the label scan does not record image sizes:
- *                 originals larger than S need (w h / S^2) times as much);
+ *   decoders      the loaders' yp_loader_bytes.decoders: per worker of each loader that decodes
+ *                 (none reading the --cache ram images), the image it holds decoded and the file's
+ *                 bytes while decoding, each taken as S x S x 3 (the label scan does not record image
+ *                 sizes: originals larger than S need (w h / S^2) times as much);
  *   cache         with --cache ram the images of both splits at load_image's size: what the filled
- *                 caches hold, or before they are filled n x S x S x 3 each (every long side is S).
+ *                 caches hold, or before they are filled yp_host_cache_bytes, n x S x S x 3 each
+ *                 (every long side is S).
  * The two measured terms:
  *   baseline      the process's resident bytes before the arena is touched (yp_process_rss_bytes:
  *                 VmRSS from /proc/self/statm): the libraries' pages loaded so far, the model, the

@@ -1,8 +1,9 @@
 /* test_plan.c - the planner: the scaled family equals the real schedule at any size, the search
  * returns plans whose real arena fits and is valid, plan.json round-trips and refuses tampering,
  * the conv scratch model travels in it by name, so does the arena alignment, which the liveness
- * and the arena honour, validation's plan maps its parameters onto training's EMA copies (the
- * checker refuses a corrupted mapping, plan.json carries it and a disagreeing file is refused). */
+ * and the arena honour, and the data pipeline, which sizes the host memory; validation's plan maps
+ * its parameters onto training's EMA copies (the checker refuses a corrupted mapping, plan.json
+ * carries it and a disagreeing file is refused). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -545,6 +546,29 @@ static void write_text(const char *path, const char *text, size_t n) {
     if (f) fwrite(text, 1, n, f), fclose(f);
 }
 
+static char edit_text[1 << 24];
+
+/* p saved to path with the first `from` of its text replaced by `to` (removed: to ""); 0 when
+ * from does not occur. */
+static int save_edited(const yp_plan *p, const char *path, const char *from, const char *to) {
+    yp_err err;
+    if (yp_plan_save(p, path, &err)) return 0;
+    size_t n = replace_once(edit_text, read_text(path, edit_text, sizeof edit_text), from, to);
+    if (n) write_text(path, edit_text, n);
+    return n > 0;
+}
+
+/* p saved with `from` replaced by `to` does not load, and the one line says `key`. */
+static void load_refuses(const yp_plan *p, const char *path, const char *from, const char *to, const char *key) {
+    yp_plan q;
+    yp_graph *g2 = NULL;
+    yp_err err;
+    CHECK(save_edited(p, path, from, to));
+    CHECK(yp_plan_load(path, &q, &g2, &err) == -1);
+    CHECK_STR_HAS(err.msg, key);
+    CHECK(strchr(err.msg, '\n') == NULL);
+}
+
 /* The arena alignment is the candidate's: a plan aligned to 512 has every offset a multiple of
  * 512 (the checker holds it to that), a lower bound and an arena at least the 256 plan's; the value
  * travels in plan.json, where a file without it is a 256 one; a value that is not a power of two
@@ -586,7 +610,6 @@ static void test_arena_alignment(void) {
     char path[] = "/tmp/yp_test_plan_align_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    static char text[1 << 24];
     CHECK(yp_plan_save(&p512, path, &err) == 0);
     CHECK(yp_plan_load(path, &q, &g2, &err) == 0);
     if (g2) {
@@ -598,22 +621,10 @@ static void test_arena_alignment(void) {
     }
     static const char *const bad_json[] = {"\"alignment\":100", "\"alignment\":8192", "\"alignment\":\"512\"",
                                            "\"alignment\":512.5"};
-    for (size_t k = 0; k < sizeof bad_json / sizeof *bad_json; k++) {
-        size_t n = read_text(path, text, sizeof text);
-        n = replace_once(text, n, "\"alignment\":512", bad_json[k]);
-        CHECK(n > 0);
-        write_text(path, text, n);
-        CHECK(yp_plan_load(path, &q, &g2, &err) == -1);
-        CHECK_STR_HAS(err.msg, "candidate.alignment");
-        CHECK(strchr(err.msg, '\n') == NULL);
-        CHECK(yp_plan_save(&p512, path, &err) == 0);
-    }
+    for (size_t k = 0; k < sizeof bad_json / sizeof *bad_json; k++)
+        load_refuses(&p512, path, "\"alignment\":512", bad_json[k], "candidate.alignment");
     /* a file from before the key: a 256 plan */
-    CHECK(yp_plan_save(&p256, path, &err) == 0);
-    size_t n = read_text(path, text, sizeof text);
-    n = replace_once(text, n, ",\"alignment\":256", "");
-    CHECK(n > 0 && !strstr(text, "alignment"));
-    write_text(path, text, n);
+    CHECK(save_edited(&p256, path, ",\"alignment\":256", "") && !strstr(edit_text, "alignment"));
     CHECK(yp_plan_load(path, &q, &g2, &err) == 0);
     if (g2) {
         CHECK_EQ_I64(q.cand.alignment, 256);
@@ -631,6 +642,71 @@ static void test_arena_alignment(void) {
     }
     yp_plan_free(&p256);
     yp_plan_free(&p512);
+    yp_graph_free(g);
+}
+
+/* The data pipeline is the candidate's: its workers, prefetch and cache size the plan's host memory
+ * (the RAM cache instead of the decoders once the images are known) and travel in plan.json,
+ * where a file without them has 8, 2 and no cache; a value out of range is refused by the planner
+ * and by the loader, naming it. */
+static void test_pipeline_round_trip(void) {
+    yp_graph *g = yp_test_model("yolov5n"), *g2 = NULL;
+    REQUIRE(g != NULL);
+    yp_gpu gpu;
+    yp_err err;
+    yp_gpu_parse("8GB", &gpu, &err);
+    yp_candidate c = yp_candidate_default(), d;
+    CHECK(c.pipe.workers == 8 && c.pipe.prefetch == 2 && c.pipe.cache == YP_CACHE_NONE);
+    c.batch = 2, c.img_w = c.img_h = 128;
+    d = c;
+    d.pipe = (yp_pipeline){3, 4, YP_CACHE_RAM};
+    yp_plan p, q, r;
+    REQUIRE(yp_plan_build(g, &c, &gpu, 0, 100, &p, &err) == 0);
+    REQUIRE(yp_plan_build(g, &d, &gpu, 0, 100, &q, &err) == 0);
+    CHECK_EQ_I64(p.arena_bytes, q.arena_bytes); /* the pipeline is host memory only */
+    CHECK(p.host.loader_workers == 8 && q.host.loader_workers == 3);
+    CHECK(p.host.decoded_images == 8LL * 2 * 128 * 128 * 3 && q.host.decoded_images == 0);
+    CHECK(p.host.image_cache == 0 && q.host.image_cache == 100LL * 128 * 128 * 3);
+    CHECK_EQ_I64(q.host.prefetch, 3LL * 4 * 2 * 128 * 128 * 3); /* 12 slots of 2 images */
+    CHECK_EQ_I64(q.host.orders, 3LL * 100 * 8 + 100);
+    char path[] = "/tmp/yp_test_plan_pipe_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    CHECK(yp_plan_save(&q, path, &err) == 0);
+    CHECK(yp_plan_load(path, &r, &g2, &err) == 0);
+    if (g2) {
+        CHECK(r.cand.pipe.workers == 3 && r.cand.pipe.prefetch == 4 && r.cand.pipe.cache == YP_CACHE_RAM);
+        yp_plan_free(&r);
+        yp_graph_free(g2);
+    }
+    static const struct {
+        const char *from, *to, *key;
+    } bad[] = {{"\"workers\":3", "\"workers\":0", "candidate.workers"},
+               {"\"workers\":3", "\"workers\":65", "candidate.workers"},
+               {"\"workers\":3", "\"workers\":2.5", "candidate.workers"},
+               {"\"prefetch\":4", "\"prefetch\":0", "candidate.prefetch"},
+               {"\"cache\":\"ram\"", "\"cache\":\"disk\"", "candidate.cache"},
+               {"\"cache\":\"ram\"", "\"cache\":1", "candidate.cache"}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) load_refuses(&q, path, bad[k].from, bad[k].to, bad[k].key);
+    /* a file from before the keys (the three written last, in this order): the defaults */
+    CHECK(save_edited(&q, path, ",\"workers\":3,\"prefetch\":4,\"cache\":\"ram\"", ""));
+    CHECK(!strstr(edit_text, "\"workers\"") && !strstr(edit_text, "\"cache\""));
+    CHECK(yp_plan_load(path, &r, &g2, &err) == 0);
+    if (g2) {
+        CHECK(r.cand.pipe.workers == 8 && r.cand.pipe.prefetch == 2 && r.cand.pipe.cache == YP_CACHE_NONE);
+        yp_plan_free(&r);
+        yp_graph_free(g2);
+    }
+    unlink(path);
+    static const yp_pipeline wrong[] = {{0, 2, YP_CACHE_NONE}, {65, 2, YP_CACHE_NONE}, {8, 0, YP_CACHE_NONE},
+                                        {8, 2, YP_CACHE_COUNT}};
+    for (size_t k = 0; k < sizeof wrong / sizeof *wrong; k++) {
+        d.pipe = wrong[k];
+        CHECK(yp_plan_build(g, &d, &gpu, 0, 0, &r, &err) == -1);
+        CHECK_STR_HAS(err.msg, "pipeline");
+    }
+    yp_plan_free(&p);
+    yp_plan_free(&q);
     yp_graph_free(g);
 }
 
@@ -689,6 +765,7 @@ int main(void) {
     YP_RUN(test_plan_json_round_trip);
     YP_RUN(test_scratch_model_round_trip);
     YP_RUN(test_arena_alignment);
+    YP_RUN(test_pipeline_round_trip);
     YP_RUN(test_val_plan_mapping);
     YP_RUN(test_val_plan_check_refuses);
     YP_RUN(test_val_plan_json);

@@ -3,7 +3,8 @@
  * batches over 2 epochs, other seeds differ, each epoch is a permutation and epoch 2's differs
  * from epoch 1's, every label row is valid, an image deleted mid-run is skipped, counted and
  * replaced deterministically, stopping early shuts down cleanly, validation batches are
- * letterboxed with val.py's ratio and padding, the ring's size is the planner's prefetch figure. */
+ * letterboxed with val.py's ratio and padding, the ring's size is the planner's prefetch figure, and
+ * every term the loader, its augmentation workspace and the RAM cache allocate is the planner's. */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "yp_image_cache.h"
 #include "yp_label_cache.h"
 #include "yp_loader.h"
 #include "yp_synth.h"
@@ -273,13 +275,24 @@ static void test_host_bytes(void) {
     o.batch = 16, o.imgsz = 640, o.prefetch = 2;
     yp_loader_bytes lb;
     REQUIRE(yp_loader_host_bytes(&o, 1000, 20, &lb, &err) == 0);
-    yp_candidate c;
-    memset(&c, 0, sizeof c);
-    c.batch = 16, c.img_w = c.img_h = 640, c.mosaic = 1;
-    yp_host_memory h = yp_host_memory_estimate(&c, 0);
+    yp_candidate c = yp_candidate_default(); /* 8 workers, prefetch 2, no cache */
+    c.batch = 16, c.img_w = c.img_h = 640, c.mosaic = 1, c.labels_per_image = 20;
+    yp_host_memory h;
+    REQUIRE(yp_host_memory_estimate(&c, 32, 0, &h, &err) == 0);
     CHECK_EQ_I64(lb.slots, 16);
     CHECK_EQ_I64(lb.ring_images, h.prefetch);
     CHECK(lb.total > lb.ring_images);
+    /* the plan's terms are this loader's, term by term, once it knows the images */
+    REQUIRE(yp_host_memory_estimate(&c, 32, 1000, &h, &err) == 0);
+    CHECK_EQ_I64(h.prefetch, lb.ring_images);
+    CHECK_EQ_I64(h.ring_labels, lb.ring_labels + lb.ring_meta);
+    CHECK_EQ_I64(h.mosaic_canvases + h.workspaces, lb.workspaces);
+    CHECK_EQ_I64(h.mosaic_canvases, 8LL * 1280 * 1280 * 3); /* the augmenter's 2S x 2S canvas per worker */
+    CHECK_EQ_I64(h.orders, lb.orders);
+    CHECK_EQ_I64(h.decoded_images, lb.decoders);
+    CHECK_EQ_I64(h.pinned_batch, 16LL * 640 * 640 * 3 * 4);
+    CHECK_EQ_I64(h.image_cache, 0);
+    CHECK_EQ_I64(h.total, lb.total + lb.decoders + h.pinned_batch);
     printf("    loader %lld bytes (ring %lld, workspaces %lld); plan host %lld (canvases+decoded %lld)\n",
            (long long)lb.total, (long long)lb.ring_images, (long long)lb.workspaces, (long long)h.total,
            (long long)(h.mosaic_canvases + h.decoded_images));
@@ -295,6 +308,99 @@ static void test_host_bytes(void) {
     CHECK(yp_loader_host_bytes(&o, 1LL << 39, 20, &lb, &err) == -1); /* overflow caught */
 }
 
+/* The planner's figures for a loader opened with o over the test's images (yp_host_mem.h, built
+ * from the settings here, not through the loader). */
+static yp_host_loader planned(const yp_loader_opts *o) {
+    yp_host_loader_in in = {.pipe = {o->workers, o->prefetch, o->cache ? YP_CACHE_RAM : YP_CACHE_NONE},
+                            .batch = o->batch, .imgsz = o->imgsz, .letterboxed = o->validation || o->no_augment,
+                            .drop_last = o->drop_last, .passes = o->epochs - o->first_epoch,
+                            .n_images = labels.n, .max_rows = labels.stats.max_labels};
+    yp_host_loader b;
+    yp_err err;
+    if (yp_host_loader_bytes(&in, &b, &err)) printf("    (%s)\n", err.msg);
+    return b;
+}
+
+/* Opens o, takes every batch, and checks what the loader allocated against the planner's figures,
+ * term by term; the decoders' buffers (grown to the largest file and image read) stay within
+ * theirs, as the images (80x48) are smaller than S x S. */
+static void check_allocated(const char *what, const yp_loader_opts *o) {
+    yp_err err;
+    yp_loader *l = yp_loader_open(&labels, o, &err);
+    if (!l) {
+        printf("    %s: %s\n", what, err.msg);
+        CHECK(0);
+        return;
+    }
+    yp_loader_batch b;
+    int rc;
+    while ((rc = yp_loader_next(l, &b, &err)) == 1) {}
+    CHECK_EQ_I64(rc, 0);
+    yp_loader_bytes got, want = planned(o);
+    yp_loader_allocated(l, &got);
+    yp_loader_close(l);
+    printf("    %s: %lld slots of %lld images, ring %lld + %lld + %lld, workspaces %lld, orders %lld, "
+           "decoders %lld of %lld\n", what, (long long)got.slots, (long long)got.slot_images,
+           (long long)got.ring_images, (long long)got.ring_labels, (long long)got.ring_meta, (long long)got.workspaces,
+           (long long)got.orders, (long long)got.decoders, (long long)want.decoders);
+    CHECK_EQ_I64(got.slots, want.slots);
+    CHECK_EQ_I64(got.slot_images, want.slot_images);
+    CHECK_EQ_I64(got.rows_cap, want.rows_cap);
+    CHECK_EQ_I64(got.ring_images, want.ring_images);
+    CHECK_EQ_I64(got.ring_labels, want.ring_labels);
+    CHECK_EQ_I64(got.ring_meta, want.ring_meta);
+    CHECK_EQ_I64(got.workspaces, want.workspaces);
+    CHECK_EQ_I64(got.orders, want.orders);
+    CHECK_EQ_I64(got.total, want.total);
+    if (o->cache) CHECK_EQ_I64(got.decoders, 0);
+    else CHECK(got.decoders > 0 && got.decoders <= want.decoders);
+}
+
+/* Every term of the planner's loader model is what the loader allocates: augmenting training
+ * (the ring as big as workers x prefetch, and as the run's 3 batches when that is fewer),
+ * --no-augment, validation with a slot larger than the split, and reading --cache ram images;
+ * the augmenter's workspace is the planner's, and so are the cache's bytes (square images at S:
+ * exactly n x S^2 x 3; 80x48 ones below it). */
+static void test_allocations(void) {
+    REQUIRE(ready);
+    yp_err err;
+    yp_loader_opts o = opts(2, 3, 2);
+    check_allocated("training", &o);
+    CHECK_EQ_I64(planned(&o).slots, 4);
+    o = opts(3, 3, 1);
+    check_allocated("training, 3 batches", &o);
+    CHECK_EQ_I64(planned(&o).slots, 3);
+    o = opts(2, 3, 1);
+    o.no_augment = 1, o.drop_last = 1;
+    check_allocated("--no-augment", &o);
+    o = opts(2, 3, 2);
+    o.validation = 1, o.batch = 16;
+    check_allocated("validation", &o);
+    CHECK_EQ_I64(planned(&o).slot_images, N_IMAGES);
+    yp_aug_config cfg = {.imgsz = S, .n_images = N_IMAGES, .max_rows = labels.stats.max_labels};
+    yp_aug_hyp_default(&cfg.hyp);
+    size_t ws;
+    REQUIRE(yp_aug_train_ws(&cfg, &ws) == 0);
+    o = opts(2, 3, 1);
+    CHECK_EQ_I64((int64_t)ws, planned(&o).worker_ws);
+    CHECK_EQ_I64(planned(&o).canvases, 2LL * 2 * S * 2 * S * 3);
+    yp_image_cache c;
+    REQUIRE(yp_image_cache_fill(&c, &labels, S, 1, 2, &err) == 0);
+    o.cache = &c;
+    check_allocated("--cache ram", &o);
+    CHECK(c.bytes == (int64_t)N_IMAGES * S * 39 * 3 && c.bytes < yp_host_cache_bytes(N_IMAGES, S)); /* 80x48 -> 64x39 */
+    yp_image_cache_free(&c);
+    char dir[600], yaml[700];
+    yp_labels sq;
+    snprintf(dir, sizeof dir, "%s/square", root);
+    snprintf(yaml, sizeof yaml, "%s/data.yaml", dir);
+    REQUIRE(write_synth(dir, 5, NC, S, S, 8, &err) == 0 && yp_labels_load(yaml, &sq, &err) == 0);
+    REQUIRE(yp_image_cache_fill(&c, &sq, S, 1, 2, &err) == 0);
+    CHECK_EQ_I64(c.bytes, yp_host_cache_bytes(5, S));
+    yp_image_cache_free(&c);
+    yp_labels_free(&sq);
+}
+
 int main(void) {
     setup();
     YP_RUN(test_workers_identical);
@@ -303,6 +409,7 @@ int main(void) {
     YP_RUN(test_stop_early);
     YP_RUN(test_validation);
     YP_RUN(test_host_bytes);
+    YP_RUN(test_allocations);
     yp_labels_free(&labels);
     if (root[0] && strstr(root, "XXXXXX") == NULL) yp_test_remove_tree(root); /* mkdtemp made it */
     return yp_test_summary();
