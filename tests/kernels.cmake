@@ -1,6 +1,8 @@
 # tests/kernels.cmake - kernel tests (included by tests/CMakeLists.txt).
 
 yp_add_test(test_kernels_silu LIBS yp_kernels ${MATH_LIB} LABELS unit)
+# The kind table: device specs, instances from them, host_memory and scratch models per kind.
+yp_add_test(test_backend_kind LIBS yp_kernels ${MATH_LIB} LABELS unit)
 # The CPU op table against PyTorch fixtures (tests/data/ops, from tests/ref/make_op_fixtures.py).
 yp_add_test(test_cpu_ops LIBS yp_kernels ${MATH_LIB} LABELS unit)
 yp_add_test(test_cpu_conv LIBS yp_kernels ${MATH_LIB} LABELS unit)
