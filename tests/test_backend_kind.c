@@ -220,7 +220,10 @@ static void test_two_instances_sum_squares(void) {
     CHECK(a->mem_copy(a, xa, host, sizeof host, YP_COPY_HOST_TO_DEVICE) == 0);
     CHECK(b->mem_copy(b, xb, host, N / 2 * sizeof(float), YP_COPY_HOST_TO_DEVICE) == 0);
     double sa = 0, sb = 0, want_a = 0, want_b = 0;
-    for (int i = 0; i < N; i++) want_a += (double)host[i] * host[i], want_b += i < N / 2 ? (double)host[i] * host[i] : 0;
+    for (int i = 0; i < N; i++) {
+        double sq = (double)host[i] * host[i];
+        want_a += sq, want_b += i < N / 2 ? sq : 0.0;
+    }
     CHECK(a->ops->sum_squares(a, YP_ELEM_F32, xa, N, &sa) == 0);
     CHECK(b->ops->sum_squares(b, YP_ELEM_F32, xb, N / 2, &sb) == 0);
     CHECK(a->ops->sum_squares(a, YP_ELEM_F32, xa, N, &sa) == 0);

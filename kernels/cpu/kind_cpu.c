@@ -11,8 +11,7 @@
 
 static int cpu_parse(const char *arg, yp_device_spec *s, char *why, size_t why_len) {
     if (arg && yp_kind_parse_count(arg, YP_CPU_THREADS_MAX, &s->threads))
-        return yp_kind_fail(why, why_len, "cpu:%s: T of cpu:T is the thread count, an integer in 1..%d", arg,
-                            YP_CPU_THREADS_MAX);
+        return yp_kind_fail(why, why_len, "T of cpu:T is the thread count, an integer in 1..%d", YP_CPU_THREADS_MAX);
     return 0;
 }
 
