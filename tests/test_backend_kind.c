@@ -18,41 +18,24 @@ static yp_device_spec parsed(const char *text) {
     return s;
 }
 
+/* Each kind's specs: the kind, the thread count, the devices listed (-1: none). */
 static void test_spec_parse(void) {
-    yp_device_spec s = parsed("cpu");
-    REQUIRE(s.kind != NULL);
-    CHECK(!strcmp(s.kind->name, "cpu"));
-    CHECK_EQ_I64(s.threads, 0);
-    CHECK_EQ_I64(s.n_devices, 0);
-    s = parsed("cpu:4");
-    REQUIRE(s.kind != NULL);
-    CHECK(!strcmp(s.kind->name, "cpu"));
-    CHECK_EQ_I64(s.threads, 4);
-    s = parsed("cuda");
-    REQUIRE(s.kind != NULL);
-    CHECK(!strcmp(s.kind->name, "cuda"));
-    CHECK_EQ_I64(s.n_devices, 1);
-    CHECK_EQ_I64(s.devices[0], 0);
-    s = parsed("cuda:1");
-    REQUIRE(s.kind != NULL);
-    CHECK(!strcmp(s.kind->name, "cuda"));
-    CHECK_EQ_I64(s.n_devices, 1);
-    CHECK_EQ_I64(s.devices[0], 1);
-    s = parsed("0"); /* train.py: CUDA device 0 */
-    REQUIRE(s.kind != NULL);
-    CHECK(!strcmp(s.kind->name, "cuda"));
-    CHECK_EQ_I64(s.n_devices, 1);
-    CHECK_EQ_I64(s.devices[0], 0);
-    s = parsed("0,1");
-    REQUIRE(s.kind != NULL);
-    CHECK(!strcmp(s.kind->name, "cuda"));
-    CHECK_EQ_I64(s.n_devices, 2);
-    CHECK_EQ_I64(s.devices[0], 0);
-    CHECK_EQ_I64(s.devices[1], 1);
-    s = parsed("cuda:3,2");
-    CHECK_EQ_I64(s.n_devices, 2);
-    CHECK_EQ_I64(s.devices[0], 3);
-    CHECK_EQ_I64(s.devices[1], 2);
+    static const struct {
+        const char *text, *kind;
+        int threads, n_devices, dev0, dev1;
+    } cases[] = {
+        {"cpu", "cpu", 0, 0, -1, -1},   {"cpu:4", "cpu", 4, 0, -1, -1},  {"cuda", "cuda", 0, 1, 0, -1},
+        {"cuda:1", "cuda", 0, 1, 1, -1}, {"0", "cuda", 0, 1, 0, -1}, /* train.py: CUDA device 0 */
+        {"0,1", "cuda", 0, 2, 0, 1},     {"cuda:3,2", "cuda", 0, 2, 3, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        yp_device_spec s = parsed(cases[i].text);
+        CHECK(s.kind && !strcmp(s.kind->name, cases[i].kind));
+        CHECK_EQ_I64(s.threads, cases[i].threads);
+        CHECK_EQ_I64(s.n_devices, cases[i].n_devices);
+        if (cases[i].dev0 >= 0) CHECK_EQ_I64(s.devices[0], cases[i].dev0);
+        if (cases[i].dev1 >= 0) CHECK_EQ_I64(s.devices[1], cases[i].dev1);
+    }
 }
 
 /* Junk: one line each, naming what is expected. */

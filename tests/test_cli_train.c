@@ -216,6 +216,20 @@ static void test_bad_input(void) {
     one_line_exit(2, "--weights and --data are required");
 }
 
+/* bench-step --device `device` (a GPU's spec): one step, or without a GPU one line naming the
+ * device and why, exit 2. */
+static void bench_on_gpu(const char *device) {
+    int rc = run("bench-step --device %s --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0", device);
+    char want[64];
+    snprintf(want, sizeof want, "bench-step --device %s: ", device);
+    if (rc == 0) {
+        CHECK_STR_HAS(out, "cuda (fixed cost ");
+    } else {
+        CHECK_EQ_I64(rc, 2);
+        one_line_exit(2, want);
+    }
+}
+
 /* --device cuda for train and bench-step: without a GPU (or a build without CUDA) one line naming
  * the device and why, exit 2, nothing trained; with one, the plan line names the fixed cost the
  * backend measured and the run goes through the preflight to the steps. */
@@ -229,13 +243,7 @@ static void test_device_cuda(void) {
         one_line_exit(2, "--device cuda: ");
         CHECK(!exists("%s/runs/%s", "cuda"));
     }
-    rc = run("bench-step --device cuda --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0");
-    if (rc == 0) {
-        CHECK_STR_HAS(out, "cuda (fixed cost ");
-    } else {
-        CHECK_EQ_I64(rc, 2);
-        one_line_exit(2, "bench-step --device cuda: ");
-    }
+    bench_on_gpu("cuda");
     CHECK_EQ_I64(run("bench-step --device tpu"), 2);
     one_line_exit(2, "--device tpu: expected cpu or cuda");
 }
@@ -250,13 +258,7 @@ static void test_device_specs(void) {
     CHECK(!exists("%s/runs/%s", "multi"));
     CHECK_EQ_I64(run("bench-step --device cpu:1 --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0 --json"), 0);
     CHECK_STR_HAS(out, "\"threads\":\t1,");
-    int rc = run("bench-step --device 0 --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0");
-    if (rc == 0) {
-        CHECK_STR_HAS(out, "cuda (fixed cost ");
-    } else {
-        CHECK_EQ_I64(rc, 2);
-        one_line_exit(2, "bench-step --device 0: ");
-    }
+    bench_on_gpu("0");
     CHECK_EQ_I64(run("bench-step --device cpu:0"), 2);
     one_line_exit(2, "--device cpu:0: T of cpu:T is the thread count");
 }

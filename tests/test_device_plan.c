@@ -21,11 +21,17 @@ static yp_device_plan_opts opts(int64_t batch, int as_given) {
     return o;
 }
 
+/* yp_device_plan_make, reporting a failure: 0 or -1. */
+static int make(const yp_device_plan_opts *o, const yp_gpu *dev, yp_device_plan *d) {
+    yp_err err;
+    if (yp_device_plan_make(o, dev, d, &err)) return fprintf(stderr, "  %s\n", err.msg), -1;
+    return 0;
+}
+
 static int fits(int64_t batch, const yp_gpu *dev) {
     yp_device_plan_opts o = opts(batch, 1);
     yp_device_plan d;
-    yp_err err;
-    if (yp_device_plan_make(&o, dev, &d, &err)) return -1;
+    if (make(&o, dev, &d)) return -1;
     int f = d.plan.fits;
     yp_device_plan_free(&d);
     return f;
@@ -33,11 +39,10 @@ static int fits(int64_t batch, const yp_gpu *dev) {
 
 static void test_search(void) {
     yp_gpu dev;
-    yp_err err;
     yp_gpu_host((int64_t)1 << 30, &dev);
     yp_device_plan_opts o = opts(0, 0);
     yp_device_plan d;
-    REQUIRE(yp_device_plan_make(&o, &dev, &d, &err) == 0);
+    REQUIRE(make(&o, &dev, &d) == 0);
     CHECK(d.have_plan);
     CHECK(d.plan.fits);
     CHECK(d.plan.cand.batch >= 1 && d.plan.cand.batch <= o.so.max_batch);
@@ -46,28 +51,27 @@ static void test_search(void) {
     CHECK(!d.have_plan);
     /* a pinned batch far beyond the budget: no plan, and the best with the batch free */
     o.so.batch = 1024;
-    REQUIRE(yp_device_plan_make(&o, &dev, &d, &err) == 0);
+    REQUIRE(make(&o, &dev, &d) == 0);
     CHECK(!d.have_plan);
     CHECK_EQ_I64(d.best.batch, fastest);
     CHECK(d.smallest_bytes > 0);
     yp_device_plan_free(&d);
     /* without find_best it does not look */
     o.find_best = 0;
-    REQUIRE(yp_device_plan_make(&o, &dev, &d, &err) == 0);
+    REQUIRE(make(&o, &dev, &d) == 0);
     CHECK_EQ_I64(d.best.batch, 0);
 }
 
 static void test_as_given(void) {
     yp_gpu dev;
-    yp_err err;
     yp_gpu_host((int64_t)1 << 40, &dev);
     yp_device_plan_opts o = opts(64, 1);
     yp_device_plan d;
-    REQUIRE(yp_device_plan_make(&o, &dev, &d, &err) == 0);
+    REQUIRE(make(&o, &dev, &d) == 0);
     REQUIRE(d.have_plan && d.plan.fits);
     yp_gpu_host(d.plan.device_bytes * 3 / 5, &dev); /* three fifths: fewer than 64 images fit */
     yp_device_plan_free(&d);
-    REQUIRE(yp_device_plan_make(&o, &dev, &d, &err) == 0);
+    REQUIRE(make(&o, &dev, &d) == 0);
     REQUIRE(d.have_plan);
     CHECK_EQ_I64(d.plan.cand.batch, 64);
     CHECK(!d.plan.fits);
@@ -78,7 +82,7 @@ static void test_as_given(void) {
     CHECK_EQ_I64(fits(b + 1, &dev), 0);
     /* a batch that fits is built as it is, with no best to find */
     o.so.batch = b;
-    REQUIRE(yp_device_plan_make(&o, &dev, &d, &err) == 0);
+    REQUIRE(make(&o, &dev, &d) == 0);
     CHECK(d.plan.fits);
     CHECK_EQ_I64(d.best.batch, 0);
     yp_device_plan_free(&d);
@@ -86,16 +90,15 @@ static void test_as_given(void) {
 
 static void test_nothing_fits(void) {
     yp_gpu dev;
-    yp_err err;
     yp_gpu_host((int64_t)1 << 20, &dev);
     yp_device_plan_opts o = opts(4, 1);
     yp_device_plan d;
-    REQUIRE(yp_device_plan_make(&o, &dev, &d, &err) == 0);
+    REQUIRE(make(&o, &dev, &d) == 0);
     CHECK(d.have_plan && !d.plan.fits);
     CHECK_EQ_I64(d.best.batch, 0);
     yp_device_plan_free(&d);
     o = opts(0, 0);
-    REQUIRE(yp_device_plan_make(&o, &dev, &d, &err) == 0);
+    REQUIRE(make(&o, &dev, &d) == 0);
     CHECK(!d.have_plan);
     CHECK_EQ_I64(d.smallest.batch, 1);
     CHECK(d.smallest_bytes > (double)dev.mem_bytes);
