@@ -10,6 +10,8 @@
 #include "yp_backend_kind.h"
 #include "yp_executor.h"
 
+_Static_assert(YP_MODEL_NAME_MAX == YP_SCRATCH_NAME_MAX, "a kind's model name must fit the planner's field");
+
 /* A query as the backends' conv entries describe it. */
 static yp_conv_desc desc_of(const yp_conv_query *q) {
     return (yp_conv_desc){.in = {q->in.n, q->in.h, q->in.w, q->in.c}, .out = {q->out.n, q->out.h, q->out.w, q->out.c},
