@@ -1,7 +1,7 @@
 /* cmd_bench_step.c - `yoloplan bench-step`: N training steps on the executor (the loop is
- * executor/yp_bench.h's) of a plan built here for the device or loaded from plan.json, on the CPU
- * backend or with --device cuda on the GPU (after the preflight of preflight.h); prints ms/step,
- * images/s and the process's peak RSS. */
+ * executor/yp_bench.h's) of a plan built here for the device (yp_device_plan.h) or loaded from
+ * plan.json, on the CPU backend or with --device cuda on the GPU (after the preflight of
+ * preflight.h); prints ms/step, images/s and the process's peak RSS. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -9,13 +9,16 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "device.h"
 #include "preflight.h"
 #include "yp_bench.h"
+#include "yp_device_plan.h"
 #include "yp_plan_io.h"
 
 typedef struct {
     const char *model, *load_plan;
-    int cuda; /* --device cuda */
+    const char *device;  /* --device as given ("cpu" by default) */
+    yp_device_spec dev;  /* its spec, with --threads where it names no thread count */
     int64_t w, h;
     long batch, steps, threads, warmup;
     int json, no_ema, profile;
@@ -38,7 +41,8 @@ typedef struct {
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     memset(o, 0, sizeof *o);
     o->model = "yolov5s", o->w = o->h = 320, o->batch = 8, o->steps = 20, o->threads = 2, o->warmup = 2;
-    o->policy = YP_SAVE_YOLOPLAN;
+    o->policy = YP_SAVE_YOLOPLAN, o->device = "cpu";
+    yp_err why;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
@@ -51,8 +55,8 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
         if (!strcmp(a, "--model")) o->model = v, o->model_given = 1;
         else if (!strcmp(a, "--load-plan")) o->load_plan = v;
         else if (!strcmp(a, "--device")) {
-            if (strcmp(v, "cpu") && strcmp(v, "cuda")) return yp_err_set(err, "bench-step: --device %s: expected cpu or cuda", v);
-            o->cuda = !strcmp(v, "cuda");
+            if (cli_device_check(a, v, &why)) return yp_err_set(err, "bench-step: %s", why.msg);
+            o->device = v;
         }
         else if (!strcmp(a, "--img")) rc = cli_parse_img(v, &o->w, &o->h, err), o->img_given = 1;
         else if (!strcmp(a, "--batch") && !strcmp(v, "auto")) o->batch_auto = o->batch_given = 1;
@@ -74,6 +78,9 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
         i++;
     }
     for (int i = 1; i < argc; i++) o->json |= !strcmp(argv[i], "--json");
+    if (cli_device_spec("--device", o->device, 0, &o->dev, err)) return -1;
+    if (o->dev.threads) o->threads = o->dev.threads, o->threads_given = 1; /* cpu:T names it */
+    else o->dev.threads = (int)o->threads;
     if (o->load_plan) {
         char list[96] = "";
         const int given[] = {o->model_given, o->batch_given, o->img_given, o->policy_given, o->no_ema, o->precision_given};
@@ -86,7 +93,7 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     }
     if (o->batch_auto && o->precision_given)
         return yp_err_set(err, "bench-step: --batch auto takes the planner's precision too; drop --precision");
-    if (o->precision != YP_PREC_FP32 && !o->cuda)
+    if (!(yp_exec_kind_precisions(o->dev.kind) & 1u << o->precision))
         return yp_err_set(err, "bench-step: --precision %s runs on the GPU only (the CPU executor trains in fp32): add "
                           "--device cuda or drop --precision", yp_precision_name(o->precision));
     return 0;
@@ -117,10 +124,9 @@ static void print_profile(const yp_exec *x, long steps, double ms_step, FILE *f)
             100.0 * total / ms_step);
 }
 
-/* The plan of the options for the device: YOLOv5's defaults with mosaic off and room for 8 labels
- * per image, and the conv scratch of instance be (on the CPU its thread count decides it). The
- * graph is the caller's to free, with the plan. */
-/* The benchmark's candidate at batch b for instance be. */
+/* The benchmark's candidate at batch b for instance be: YOLOv5's defaults with mosaic off and room
+ * for 8 labels per image, and the conv scratch of instance be (on the CPU its thread count decides
+ * it). */
 static yp_candidate bench_candidate(const bench_opts *o, yp_backend *be, int64_t b) {
     yp_candidate c = yp_candidate_default();
     c.batch = b, c.img_w = o->w, c.img_h = o->h, c.mosaic = 0, c.labels_per_image = 8, c.policy = o->policy;
@@ -130,90 +136,77 @@ static yp_candidate bench_candidate(const bench_opts *o, yp_backend *be, int64_t
     return c;
 }
 
-/* The largest batch below o->batch whose plan fits host (0: not even 1), by bisection: the arena
- * grows with the batch. */
-static int64_t largest_fitting(const bench_opts *o, yp_backend *be, const yp_graph *g, const yp_gpu *host) {
-    int64_t lo = 0, hi = o->batch - 1; /* lo fits (0: none known), the answer is in [lo, hi] */
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
-        yp_candidate c = bench_candidate(o, be, mid);
-        yp_plan q;
-        yp_err why;
-        int fits = yp_plan_build(g, &c, host, 0, 0, &q, &why) == 0 && q.fits;
-        yp_plan_free(&q);
-        if (fits) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
-
-/* --batch auto: what the planner picks for the device, as `yoloplan --gpu` and `train` do: the
+/* The plan of the options for instance be, in the memory it has (the host's available memory for a
+ * backend whose memory is the host's, else the card's free memory): the given batch as it is, or
+ * with --batch auto what the planner picks for the device, as `yoloplan --gpu` and `train` do (the
  * fastest plan that fits, over the batches up to the nominal 64, every checkpoint set and the
- * precisions the backend runs. */
-static int auto_plan(const bench_opts *o, yp_backend *be, const yp_graph *g, const yp_gpu *dev, yp_plan *p,
-                     yp_err *err) {
-    yp_search_opts so = yp_search_opts_default();
-    so.n_models = 1, so.models[0] = g;
-    so.n_sizes = 1, so.size_w[0] = o->w, so.size_h[0] = o->h;
-    so.prec_mask = yp_exec_precisions(be);
-    so.mosaic_mask = 1u << 0;
-    so.base = bench_candidate(o, be, 1);
-    yp_search_result res;
-    if (yp_search(&so, dev, 0, &res, err)) return -1;
-    int rc = res.n_rows > 0 ? yp_search_realize(&so, &res.rows[0], dev, 0, 0, p, err)
-                            : yp_err_set(err, "bench-step --batch auto: no plan of %s at %lldx%lld fits %s", g->name,
-                                         (long long)o->w, (long long)o->h, dev->desc);
-    yp_search_free(&res);
-    return rc;
-}
-
+ * precisions the backend runs). The graph is the caller's to free, with the plan. */
 static int build_plan(const bench_opts *o, yp_backend *be, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
     *g = cli_load_model(o->model, 0, err);
     if (!*g) return -1;
-    yp_gpu host; /* the CPU backend's arena lives in host memory: plan for what is available */
-    if (!o->cuda) yp_gpu_host(avail, &host);
-    else if (cli_gpu_of_backend(be, &host, err)) return -1; /* the card, its free memory the budget */
-    if (o->batch_auto) return auto_plan(o, be, *g, &host, p, err);
-    yp_candidate c = bench_candidate(o, be, o->batch);
-    if (yp_plan_build(*g, &c, &host, 0, 0, p, err)) return -1;
-    if (!p->fits && !o->cuda) { /* refused before anything is allocated */
-        int64_t b = largest_fitting(o, be, *g, &host);
-        char best[96] = "not even --batch 1 fits: lower --img";
-        if (b > 0) snprintf(best, sizeof best, "the largest batch that fits is --batch %lld", (long long)b);
-        return yp_err_set(err, "bench-step: --batch %ld at %lldx%lld needs %.2f GiB of arena, the host has %.2f GiB %s; %s",
-                          o->batch, (long long)o->w, (long long)o->h, (double)p->device_bytes / 1073741824.0,
-                          (double)avail / 1073741824.0, o->mem ? "(--mem)" : "available", best);
-    }
-    return 0; /* on a GPU the preflight refuses, naming the batch that fits */
+    yp_gpu dev;
+    if (cli_device_budget(be, avail, NULL, &dev, err)) return -1;
+    /* refused before anything is allocated where the memory is the host's; on a GPU the preflight
+     * refuses, naming the batch that fits */
+    yp_device_plan_opts po = {.as_given = !o->batch_auto, .find_best = be->host_memory};
+    po.so = yp_search_opts_default();
+    po.so.n_models = 1, po.so.models[0] = *g;
+    po.so.n_sizes = 1, po.so.size_w[0] = o->w, po.so.size_h[0] = o->h;
+    po.so.prec_mask = yp_exec_precisions(be);
+    po.so.mosaic_mask = 1u << 0;
+    po.so.batch = o->batch_auto ? 0 : o->batch;
+    po.so.base = bench_candidate(o, be, o->batch_auto ? 1 : o->batch);
+    yp_device_plan d;
+    if (yp_device_plan_make(&po, &dev, &d, err)) return -1;
+    if (!d.have_plan)
+        return yp_err_set(err, "bench-step --batch auto: no plan of %s at %lldx%lld fits %s", (*g)->name,
+                          (long long)o->w, (long long)o->h, dev.desc);
+    *p = d.plan;
+    if (p->fits || !po.find_best) return 0;
+    char best[96] = "not even --batch 1 fits: lower --img";
+    if (d.best.batch > 0)
+        snprintf(best, sizeof best, "the largest batch that fits is --batch %lld", (long long)d.best.batch);
+    return yp_err_set(err, "bench-step: --batch %ld at %lldx%lld needs %.2f GiB of arena, the host has %.2f GiB %s; %s",
+                      o->batch, (long long)o->w, (long long)o->h, (double)p->device_bytes / 1073741824.0,
+                      (double)avail / 1073741824.0, o->mem ? "(--mem)" : "available", best);
 }
 
-/* --load-plan: the saved plan verbatim, if the executor can run it here: fp32, and on the CPU an
- * arena the host's available memory holds and the thread count its scratch model was planned for
- * (on a GPU the preflight checks the memory). */
-static int load_plan(bench_opts *o, int64_t avail, yp_plan *p, yp_graph **g, yp_err *err) {
-    if (yp_plan_load_with(o->load_plan, yp_exec_scratch_resolver(), p, g, err)) return -1;
+/* --load-plan: the saved plan verbatim, if the executor can run it on *be: a precision its kind
+ * runs (the CPU: fp32), and where its memory is the host's an arena the host's available memory
+ * holds; a plan made for another thread count (the CPU's onednn:T) runs on an instance of it,
+ * which replaces *be, unless --threads asked for another (on a GPU the preflight checks the
+ * memory). */
+static int load_plan(bench_opts *o, yp_exec_models *models, int64_t avail, yp_backend **be, yp_plan *p,
+                     yp_graph **g, yp_err *err) {
+    if (yp_plan_load_with(o->load_plan, &models->r, p, g, err)) return -1;
     const yp_candidate *c = &p->cand;
-    if (c->precision != YP_PREC_FP32 && !o->cuda)
+    if (!(yp_exec_kind_precisions(o->dev.kind) & 1u << c->precision))
         return yp_err_set(err, "bench-step: %s is an %s plan; the CPU executor runs fp32 plans: save one with "
                           "--precision fp32", o->load_plan, yp_precision_name(c->precision));
-    if (o->cuda) return 0;
-    const char *model = yp_candidate_scratch_name(c);
-    long t = 0;
-    if (sscanf(model, "onednn:%ld", &t) == 1) {
-        if (o->threads_given && o->threads != t)
+    yp_device_spec want = o->dev;
+    if (cli_device_spec_of_plan(&want, p)) {
+        const char *model = yp_candidate_scratch_name(c);
+        char mine[YP_SCRATCH_NAME_MAX];
+        yp_exec_scratch_model(*be, mine, sizeof mine);
+        if (o->threads_given)
             return yp_err_set(err, "bench-step: --threads %ld, but %s was planned for %s (the conv scratch oneDNN asks "
-                              "for on %ld threads); drop --threads or save the plan with --scratch onednn:%ld",
-                              o->threads, o->load_plan, model, t, o->threads);
-        o->threads = t;
+                              "for on %d threads); drop --threads or save the plan with --scratch %s",
+                              o->threads, o->load_plan, model, want.threads, mine);
+        o->dev = want, o->threads = want.threads;
+        yp_backend_free(*be);
+        char what[64];
+        snprintf(what, sizeof what, "bench-step --device %s", o->device);
+        if (!(*be = models->be = cli_device_open(&o->dev, what, err))) return -1;
     }
-    if (p->arena_bytes > avail) /* refused before anything is allocated */
+    if ((*be)->host_memory && p->arena_bytes > avail) /* refused before anything is allocated */
         return yp_err_set(err, "bench-step: %s needs %.2f GiB of arena, the host has %.2f GiB available; save a plan "
                           "with a smaller --batch or --img", o->load_plan, (double)p->arena_bytes / 1073741824.0,
                           (double)avail / 1073741824.0);
     return 0;
 }
 
-static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_result *r, FILE *f) {
+static void print_result(const bench_opts *o, const yp_backend *be, const yp_plan *p, const yp_bench_result *r,
+                         FILE *f) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     int64_t rss = (int64_t)ru.ru_maxrss * 1024;
@@ -223,8 +216,8 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
         cJSON_AddStringToObject(j, "model", p->g->name);
         cJSON_AddNumberToObject(j, "batch", (double)r->batch);
         cJSON_AddNumberToObject(j, "img", (double)r->w);
-        cJSON_AddStringToObject(j, "device", o->cuda ? "cuda" : "cpu");
-        if (!o->cuda) cJSON_AddNumberToObject(j, "threads", (double)o->threads);
+        cJSON_AddStringToObject(j, "device", be->name);
+        if (be->host_memory) cJSON_AddNumberToObject(j, "threads", (double)o->threads);
         cJSON_AddNumberToObject(j, "ms_per_step", ms);
         cJSON_AddNumberToObject(j, "images_per_s", (double)r->batch * 1e3 / ms);
         cJSON_AddNumberToObject(j, "ms_per_step_median", r->ms_median);
@@ -233,7 +226,7 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
         cJSON_AddNumberToObject(j, "arena_bytes", (double)p->arena_bytes);
         cJSON_AddNumberToObject(j, "fixed_bytes", (double)o->fixed_bytes);
         cJSON_AddStringToObject(j, "precision", yp_precision_name(p->cand.precision));
-        if (o->cuda) {
+        if (!be->host_memory) {
             cJSON_AddNumberToObject(j, "device_taken_bytes", (double)o->taken_bytes);
             cJSON_AddBoolToObject(j, "cuda_graphs", o->replayed);
         }
@@ -247,9 +240,10 @@ static void print_result(const bench_opts *o, const yp_plan *p, const yp_bench_r
         return;
     }
     char where[128];
-    if (o->cuda)
-        snprintf(where, sizeof where, "cuda %s (fixed cost %.1f MiB, took %.1f MiB%s)", yp_precision_name(p->cand.precision),
-                 (double)o->fixed_bytes / 1048576.0, (double)o->taken_bytes / 1048576.0, o->replayed ? ", CUDA graphs" : "");
+    if (!be->host_memory)
+        snprintf(where, sizeof where, "%s %s (fixed cost %.1f MiB, took %.1f MiB%s)", be->name,
+                 yp_precision_name(p->cand.precision), (double)o->fixed_bytes / 1048576.0,
+                 (double)o->taken_bytes / 1048576.0, o->replayed ? ", CUDA graphs" : "");
     else snprintf(where, sizeof where, "%ld threads", o->threads);
     fprintf(f, "%s batch %lld img %lldx%lld, %s, %ld steps (+%ld warm-up): %.1f ms/step (median %.1f, "
             "fastest %.1f), %.2f images/s, peak RSS %.1f MiB (arena %.1f MiB), last loss %.4f\n", p->g->name,
@@ -263,17 +257,18 @@ static int run(bench_opts *o, yp_err *err) {
     if (avail <= 0) return yp_err_set(err, "bench-step: cannot read the host's available memory (/proc/meminfo); give --mem");
     yp_plan p;
     yp_graph *g = NULL;
-    yp_backend *be = NULL;
     yp_exec x;
+    yp_exec_models models;
     memset(&p, 0, sizeof p);
     memset(&x, 0, sizeof x);
-    /* a loaded plan names the thread count it was planned for, so the instance comes after it;
-     * a new plan is planned with the instance that will run it */
-    int rc = o->load_plan ? load_plan(o, avail, &p, &g, err) : 0;
-    char why[256];
-    const yp_cpu_config cpu = {(int)o->threads};
-    if (!rc && !(be = o->cuda ? yp_backend_cuda_new(0, why, sizeof why) : yp_backend_cpu_new(&cpu, why, sizeof why)))
-        rc = yp_err_set(err, "bench-step --device %s: %s", o->cuda ? "cuda" : "cpu", why);
+    /* the instance first: a new plan is planned with it, and a loaded plan's conv scratch model may
+     * be its card's, asked of it (a plan for another thread count replaces it, load_plan) */
+    char what[64];
+    snprintf(what, sizeof what, "bench-step --device %s", o->device);
+    yp_backend *be = cli_device_open(&o->dev, what, err);
+    yp_exec_models_init(&models, be);
+    int rc = be ? 0 : -1;
+    if (!rc && o->load_plan) rc = load_plan(o, &models, avail, &be, &p, &g, err);
     int64_t free0 = -1, free1 = -1;
     if (!rc) o->fixed_bytes = be->fixed_bytes, yp_backend_device_free(be, &free0);
     if (!rc && !o->load_plan) rc = build_plan(o, be, avail, &p, &g, err);
@@ -284,6 +279,7 @@ static int run(bench_opts *o, yp_err *err) {
     if (rc) {
         yp_plan_free(&p);
         yp_backend_free(be);
+        yp_exec_models_free(&models);
         yp_graph_free(g);
         return -1;
     }
@@ -293,10 +289,11 @@ static int run(bench_opts *o, yp_err *err) {
     rc = yp_bench_run(&x, &cfg, &r, err);
     o->taken_bytes = free0 >= 0 && yp_backend_device_free(be, &free1) == 1 ? free0 - free1 : -1;
     o->replayed = x.graphs.n > 0 && !x.graphs.off;
-    if (!rc) print_result(o, &p, &r, stdout);
+    if (!rc) print_result(o, be, &p, &r, stdout);
     if (!rc && o->profile) print_profile(&x, o->steps, r.ms_per_step, o->json ? stderr : stdout);
     yp_exec_free(&x);
     yp_backend_free(be);
+    yp_exec_models_free(&models);
     yp_plan_free(&p);
     yp_graph_free(g);
     return rc;

@@ -219,7 +219,7 @@ static int run_loaded(plan_args *a) {
     yp_err err;
     yp_plan p;
     yp_graph *g;
-    if (yp_plan_load_with(a->load_plan, yp_exec_scratch_resolver(), &p, &g, &err)) return cli_fail(&err);
+    if (yp_plan_load_with(a->load_plan, &a->models.r, &p, &g, &err)) return cli_fail(&err);
     if (a->load_on_gpu) {
         int rc = run_on_card(a, &p);
         yp_plan_free(&p);

@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "device.h"
 #include "preflight.h"
 #include "run_dir.h"
 #include "train_opts.h"
 #include "yp_autoanchor.h"
 #include "yp_checkpoint.h"
+#include "yp_device_plan.h"
 #include "yp_image_cache.h"
 #include "yp_plan_io.h"
 #include "yp_results.h"
@@ -35,7 +37,9 @@ typedef struct {
     char **names; /* the data's class names */
     yp_hyp_file hyp;
     yp_graph *g;
+    yp_device_spec spec;    /* --device (and --threads where it names no thread count) */
     yp_backend *be;
+    yp_exec_models models;  /* --resume: what the loaded plan's conv scratch model is asked of (be) */
     yp_plan p;
     int have_plan;
     yp_search_opts so;      /* the search behind a preflight refusal's suggestion (batch not pinned) */
@@ -50,6 +54,7 @@ typedef struct {
 static void run_free(train_run *r) {
     if (r->have_exec) yp_exec_free(&r->x);
     yp_backend_free(r->be);
+    yp_exec_models_free(&r->models);
     if (r->have_plan) yp_plan_free(&r->p);
     yp_graph_free(r->g);
     yp_dataset_names_free(r->names, r->train.stats.nc);
@@ -100,20 +105,20 @@ static void check_img(train_run *r) {
     r->o.img = s;
 }
 
-/* The fastest plan for the device that fits, in a precision the backend runs (the CPU: fp32; CUDA:
- * fp32 or AMP, fp16 or, on a card with it, bf16), under
- * the host-memory budget for the CPU backend, for --gpu or else the instance's own card (its free
- * memory the budget) for CUDA, the given --batch or the largest that fits up to the nominal 64
- * (and the training images), over every checkpoint set. Leaves in r->so the search with the batch
- * unpinned, for the preflight's suggestion. */
+/* The fastest plan for the device that fits (yp_device_plan.h), in a precision the backend runs
+ * (the CPU: fp32; CUDA: fp32 or AMP, fp16 or, on a card with it, bf16), under the host-memory
+ * budget for a backend whose memory is the host's, for --gpu or else the instance's own card (its
+ * free memory the budget) for a GPU, the given --batch or the largest that fits up to the nominal
+ * 64 (and the training images), over every checkpoint set. Leaves in r->so the search with the
+ * batch unpinned, for the preflight's suggestion. */
 static int plan_new(train_run *r, yp_err *err) {
     const int64_t max_batch = r->train.n < YP_NBS ? r->train.n : YP_NBS;
     if (r->o.batch > r->train.n)
         return yp_err_set(err, "--batch %ld: the training split has %lld images; lower --batch", r->o.batch,
                           (long long)r->train.n);
     yp_gpu dev;
-    int64_t budget;
-    if (!strcmp(r->o.device, "cpu")) {
+    int64_t budget = 0;
+    if (r->be->host_memory) {
         int64_t avail = cli_host_available_bytes();
         yp_train_host h; /* everything but the arena, at the largest batch the search may pick */
         if (host_estimate(r, r->o.batch ? r->o.batch : max_batch, 0, yp_process_rss_bytes(), &h, err)) return -1;
@@ -125,20 +130,19 @@ static int plan_new(train_run *r, yp_err *err) {
                 return yp_err_set(err, "train: cannot tell the host's available memory (/proc/meminfo); give --mem SIZE");
         }
         if (budget <= 0) return yp_err_set(err, "--mem %s: give a positive size like 4GiB", r->o.mem);
-        yp_gpu_host(budget, &dev);
-    } else if (r->o.gpu[0]) { /* planned for the card named; the preflight checks this one holds it */
-        if (yp_gpu_parse(r->o.gpu, &dev, err)) return -1;
-    } else if (cli_gpu_of_backend(r->be, &dev, err)) {
-        return -1;
     }
-    yp_search_opts so = yp_search_opts_default();
-    so.n_models = 1, so.models[0] = r->g;
-    so.n_sizes = 1, so.size_w[0] = so.size_h[0] = r->o.img;
-    so.prec_mask = yp_exec_precisions(r->be);
+    /* a GPU's plan is for the card --gpu names, if any; the preflight checks this one holds it */
+    if (cli_device_budget(r->be, budget, r->o.gpu, &dev, err)) return -1;
+    yp_device_plan_opts o = {.find_best = 1, .n_images = r->train.n};
+    yp_search_opts *so = &o.so;
+    *so = yp_search_opts_default();
+    so->n_models = 1, so->models[0] = r->g;
+    so->n_sizes = 1, so->size_w[0] = so->size_h[0] = r->o.img;
+    so->prec_mask = yp_exec_precisions(r->be);
     int mosaic = !r->o.no_augment && r->hyp.aug.mosaic > 0;
-    so.mosaic_mask = 1u << mosaic;
-    so.batch = r->o.batch, so.max_batch = r->o.batch ? r->o.batch : max_batch;
-    yp_candidate *c = &so.base;
+    so->mosaic_mask = 1u << mosaic;
+    so->batch = r->o.batch, so->max_batch = max_batch;
+    yp_candidate *c = &so->base;
     c->optimizer = (yp_optimizer)yp_optimizer_parse(r->o.optimizer);
     c->ema = 1, c->freeze = (int)r->o.freeze, c->mosaic = mosaic, c->multi_scale = r->o.multi_scale;
     c->pipe = run_pipeline(r);
@@ -146,43 +150,24 @@ static int plan_new(train_run *r, yp_err *err) {
     if (r->have_val && r->val.stats.max_labels > most) most = r->val.stats.max_labels;
     c->labels_per_image = most > 0 ? (double)most : 1.0; /* the worst image, so no batch overflows the plan */
     yp_exec_candidate_for(c, r->be);
-    r->so = so;
-    r->so.batch = 0, r->so.max_batch = max_batch;
-    yp_search_result res;
-    if (yp_search(&so, &dev, 0, &res, err)) return -1;
-    if (res.n_rows == 0 && r->o.batch) { /* the given batch does not fit: name the best that does */
-        yp_search_opts any = so;
-        any.batch = 0, any.max_batch = max_batch;
-        yp_search_result best;
-        if (yp_search(&any, &dev, 0, &best, err)) {
-            yp_search_free(&res);
-            return -1;
-        }
-        if (best.n_rows > 0) {
-            char ck[128];
-            const yp_candidate *b = &best.rows[0].cand;
-            yp_err_set(err, "train: --batch %ld of %s at --img %ld does not fit %s; the best that fits is --batch %lld "
-                       "(checkpoints %s): drop --batch or pass that", r->o.batch, r->g->name, r->o.img, dev.desc,
-                       (long long)b->batch,
-                       yp_front_layers_str(b->ckpt_layers, ck, sizeof ck));
-            yp_search_free(&best), yp_search_free(&res);
-            return EXIT_NOFIT_RC;
-        }
-        yp_search_free(&best);
-    }
-    if (res.n_rows == 0) {
-        char ck[128];
-        yp_err_set(err, "train: no plan of %s at --img %ld%s fits %s: the smallest, batch %lld with checkpoints %s, "
-                   "needs %.2f GiB; %s", r->g->name, r->o.img, r->o.batch ? " and the given --batch" : "", dev.desc,
-                   (long long)res.smallest.cand.batch,
-                   yp_front_layers_str(res.smallest.cand.ckpt_layers, ck, sizeof ck), res.smallest_bytes / 1073741824.0,
-                   strcmp(r->o.device, "cpu") ? "lower --img or --batch" : "raise --mem, or lower --img or --batch");
-        yp_search_free(&res);
-        return EXIT_NOFIT_RC;
-    }
-    int rc = yp_search_realize(&so, &res.rows[0], &dev, 0, r->train.n, &r->p, err);
-    yp_search_free(&res);
-    if (rc) return -1;
+    r->so = *so;
+    r->so.batch = 0;
+    yp_device_plan d;
+    if (yp_device_plan_make(&o, &dev, &d, err)) return -1;
+    char ck[128];
+    if (!d.have_plan && d.best.batch) /* the given batch does not fit: name the best that does */
+        return yp_err_set(err, "train: --batch %ld of %s at --img %ld does not fit %s; the best that fits is --batch "
+                          "%lld (checkpoints %s): drop --batch or pass that", r->o.batch, r->g->name, r->o.img,
+                          dev.desc, (long long)d.best.batch, yp_front_layers_str(d.best.ckpt_layers, ck, sizeof ck)),
+               EXIT_NOFIT_RC;
+    if (!d.have_plan)
+        return yp_err_set(err, "train: no plan of %s at --img %ld%s fits %s: the smallest, batch %lld with checkpoints "
+                          "%s, needs %.2f GiB; %s", r->g->name, r->o.img, r->o.batch ? " and the given --batch" : "",
+                          dev.desc, (long long)d.smallest.batch,
+                          yp_front_layers_str(d.smallest.ckpt_layers, ck, sizeof ck), d.smallest_bytes / 1073741824.0,
+                          r->be->host_memory ? "raise --mem, or lower --img or --batch" : "lower --img or --batch"),
+               EXIT_NOFIT_RC;
+    r->p = d.plan;
     r->have_plan = 1;
     if (!r->p.fits) return yp_err_set(err, "train: the realised plan does not fit %s", dev.desc), EXIT_NOFIT_RC;
     return 0;
@@ -199,16 +184,16 @@ static void print_plan(const train_run *r, FILE *f) {
     fprintf(f, "plan: %s, batch %lld, accumulate %d, img %lld, %s, checkpoints %s, arena %.2f GiB, device %s", r->g->name,
             (long long)c->batch, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
             yp_front_layers_str(c->ckpt_layers, ck, sizeof ck), arena, r->o.device);
-    if (!strcmp(r->o.device, "cpu")) fprintf(f, " (%d threads)", yp_backend_cpu_threads(r->be));
+    if (r->be->host_memory) fprintf(f, " (%d threads)", yp_backend_cpu_threads(r->be));
     else fprintf(f, " (fixed cost %.2f GiB)", (double)r->be->fixed_bytes / gib);
     fprintf(f, ", host memory %.2f GiB (%s%.2f GiB data pipeline + %.2f GiB process)\n", (double)r->host.total / gib,
-            strcmp(r->o.device, "cpu") ? "" : "arena + ", pipe, process);
+            r->be->host_memory ? "arena + " : "", pipe, process);
 }
 
 /* The host-memory estimate with the plan's arena and the baseline yp_exec_init measured, then the
  * plan line (before step 1, as train.py prints its set-up). */
 static int print_host_plan(train_run *r, yp_err *err) {
-    int64_t arena = strcmp(r->o.device, "cpu") ? 0 : r->p.arena_bytes;
+    int64_t arena = r->be->host_memory ? r->p.arena_bytes : 0;
     if (host_estimate(r, r->p.cand.batch, arena, r->x.rss_before_arena, &r->host, err)) return -1;
     print_plan(r, stdout);
     return 0;
@@ -268,16 +253,15 @@ static int load_data(train_run *r, yp_err *err) {
     return 0;
 }
 
+/* The instance of r->spec (made from --device and --threads when spec has no kind yet). */
 static int make_backend(train_run *r, yp_err *err) {
-    char why[256];
-    if (!strcmp(r->o.device, "cpu")) {
-        const yp_cpu_config cpu = {(int)r->o.threads};
-        r->be = yp_backend_cpu_new(&cpu, why, sizeof why);
-    } else {
-        r->be = yp_backend_cuda_new(0, why, sizeof why);
-    }
-    if (!r->be) return yp_err_set(err, "--device %s: %s", r->o.device, why);
-    return 0;
+    char what[64];
+    snprintf(what, sizeof what, "--device %s", r->o.device);
+    if (!r->spec.kind && cli_device_spec("--device", r->o.device, r->o.threads, &r->spec, err)) return -1;
+    yp_backend_free(r->be);
+    r->be = cli_device_open(&r->spec, what, err);
+    r->models.be = r->be;
+    return r->be ? 0 : -1;
 }
 
 
@@ -383,14 +367,18 @@ static int start_resume(train_run *r, yp_err *err) {
     if (run_dir_of_checkpoint(r->ckpt, r->dir, sizeof r->dir, err) || set_paths(r, err) || load_data(r, err)) return -1;
     run_dir_remove_partials(r->dir, stdout); /* a kill inside a write left them; the files they replace are whole */
     if (path_join(path, sizeof path, r->dir, "hyp.yaml", err) || yp_hyp_file_read(path, &r->hyp, err)) return -1;
+    /* the instance first: the plan's conv scratch model may be its card's, asked of it */
+    if (make_backend(r, err)) return -1;
+    yp_exec_models_init(&r->models, r->be);
     if (path_join(path, sizeof path, r->dir, "plan.json", err) ||
-        yp_plan_load_with(path, yp_exec_scratch_resolver(), &r->p, &r->g, err))
+        yp_plan_load_with(path, &r->models.r, &r->p, &r->g, err))
         return -1;
     r->have_plan = 1;
-    long t = 0;
-    if (sscanf(yp_candidate_scratch_name(&r->p.cand), "onednn:%ld", &t) == 1) r->o.threads = t; /* as planned */
+    if (cli_device_spec_of_plan(&r->spec, &r->p)) { /* planned for another thread count: run as planned */
+        r->o.threads = r->spec.threads;
+        if (make_backend(r, err)) return -1;
+    }
     check_cache_ram(r);
-    if (make_backend(r, err)) return -1;
     cli_search_of_plan(&r->p, r->train.n < YP_NBS ? r->train.n : YP_NBS, &r->so);
     if (cli_preflight(r->be, &r->p, &r->so, "train --resume", err) || fill_caches(r, err)) return -1;
     if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;

@@ -10,8 +10,10 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "device.h"
 #include "run_dir.h"
 #include "yp_checkpoint.h"
+#include "yp_device_plan.h"
 #include "yp_ir.h"
 #include "yp_train.h"
 
@@ -119,14 +121,20 @@ static int run(const val_opts *o, yp_err *err) {
         goto done;
     }
     /* the validation pass runs at twice the planned training batch; no layer trains */
-    yp_candidate c = yp_candidate_default();
-    c.batch = (o->batch + 1) / 2, c.img_w = c.img_h = o->img, c.mosaic = 0, c.ema = 0, c.freeze = g->n_layers;
-    c.labels_per_image = val.stats.max_labels > 0 ? (double)val.stats.max_labels : 1.0;
-    yp_exec_candidate_for(&c, be);
+    yp_device_plan_opts po = {.so = yp_search_opts_default(), .as_given = 1};
+    yp_candidate *c = &po.so.base;
+    *c = yp_candidate_default();
+    c->batch = (o->batch + 1) / 2, c->img_w = c->img_h = o->img, c->mosaic = 0, c->ema = 0, c->freeze = g->n_layers;
+    c->labels_per_image = val.stats.max_labels > 0 ? (double)val.stats.max_labels : 1.0;
+    yp_exec_candidate_for(c, be);
+    po.so.n_models = 1, po.so.models[0] = g, po.so.batch = c->batch;
     yp_gpu host;
+    yp_device_plan d;
     int64_t avail = cli_host_available_bytes();
-    yp_gpu_host(avail > 0 ? avail : (int64_t)1 << 30, &host);
-    if (yp_plan_build(g, &c, &host, 0, 0, &p, err)) goto done;
+    if (cli_device_budget(be, avail > 0 ? avail : (int64_t)1 << 30, NULL, &host, err) ||
+        yp_device_plan_make(&po, &host, &d, err))
+        goto done;
+    p = d.plan;
     have_plan = 1;
     if (!p.fits) {
         yp_err_set(err, "val: batch %lld at --img %lld needs %.2f GiB, the host has %.2f GiB available; lower --batch",

@@ -62,7 +62,7 @@ static void usage(FILE *f) {
           "  schedule --model M [--batch B] [--img S] [--policy P] [--fuse bn_silu]\n"
           "                                                       list the training step: steps and tensors\n"
           "  bench-step [--model M] [--batch B] [--img S] [--steps N] [--warmup N] [--threads T]\n"
-          "             [--policy P] [--no-ema] [--device cpu|cuda] [--mem SIZE] [--profile] [--json]\n"
+          "             [--policy P] [--no-ema] [--device D] [--mem SIZE] [--profile] [--json]\n"
           "                                                       time training steps on the CPU executor\n"
           "                                                       (--profile: the time of each kind of step; --mem:\n"
           "                                                       the host memory it may use, by default what the host\n"
@@ -74,7 +74,7 @@ static void usage(FILE *f) {
           "                                                       write a synthetic YOLO dataset (shapes; the same\n"
           "                                                       bytes for the same options; --val default ceil(N/10))\n"
           "  train    --data D.yaml [--model M|--cfg Y.yaml] [--weights W] [--img S] [--batch B] [--epochs E]\n"
-          "           [--device cpu|cuda] [--gpu G] [--mem SIZE] [--workers N] [--threads T] [--seed S]\n"
+          "           [--device D] [--gpu G] [--mem SIZE] [--workers N] [--threads T] [--seed S]\n"
           "           [--project DIR] [--name N] [--exist-ok] [--resume [LAST]] [--mosaic on|off] [--freeze N]\n"
           "           [--optimizer sgd|adam|adamw] [--patience P] [--no-augment] [--noval] [--cos-lr] [--hyp H.yaml]\n"
           "                                                       plan, then train inside the plan as train.py does\n"
@@ -89,7 +89,8 @@ static void usage(FILE *f) {
     const yp_model_blob *m = yp_models_list(&n);
     fputs("M is a bundled model (", f);
     for (int i = 0; i < n; i++) fprintf(f, "%s%s", i ? ", " : "", m[i].name);
-    fputs("), an IR .json or a model .yaml.\nExit codes: 0 success, 1 no plan fits, 2 bad input.\n", f);
+    fputs("), an IR .json or a model .yaml.\nD is a device: cpu (--threads T threads), cpu:T, cuda (GPU 0), cuda:N "
+          "or train.py's N (GPU N).\nExit codes: 0 success, 1 no plan fits, 2 bad input.\n", f);
 }
 
 int main(int argc, char **argv) {

@@ -75,19 +75,22 @@ static int parse_sizes(yp_search_opts *o, const char *v, yp_err *err) {
     return 0;
 }
 
-/* The card this machine has, measured; *model its cuDNN scratch model ("cuda:CARD"). */
-static int gpu_auto(yp_gpu *gpu, char *model, size_t model_len, yp_err *err) {
+/* The card this machine has, measured; pa->card_model its cuDNN scratch model ("cuda:CARD"), asked
+ * of the instance kept in pa->card (and lent to pa->models). */
+static int gpu_auto(plan_args *pa, yp_err *err) {
     char why[256], name[128];
     yp_backend *be = yp_backend_cuda_new(0, why, sizeof why);
     int64_t total = 0, free_b = 0;
+    yp_gpu *gpu = &pa->gpu;
     if (!be || !be->device_info || be->device_info(be, name, sizeof name, &total, &free_b)) {
         yp_err_set(err, "--gpu auto: no GPU to ask (%s); give the card (e.g. --gpu rtx3070) or its memory "
                    "(e.g. --gpu 8GB)", be ? be->last_error(be) : why);
         yp_backend_free(be);
         return -1;
     }
-    yp_exec_card_model(be, model, model_len);
-    yp_backend_free(be);
+    yp_exec_card_model(be, pa->card_model, sizeof pa->card_model);
+    yp_backend_free(pa->card);
+    pa->card = pa->models.be = be;
     yp_gpu_from_device(name, total, gpu);
     /* measured: what the context and handles already took is outside our budget */
     gpu->fixed_bytes = total - free_b > gpu->fixed_bytes ? total - free_b : gpu->fixed_bytes;
@@ -214,26 +217,36 @@ static int value_opt(plan_args *pa, raw_opts *r, const char *a, const char *v, y
 }
 
 /* --scratch MODEL: the conv scratch rule every plan of the search is made with (planner/yp_scratch.h;
- * the backends' models resolved by the executor's resolver). The CPU's oneDNN model plans for the
- * CPU executor: with the schedule fusions that executor runs (what it would plan itself with,
- * yp_exec_candidate_for), and in fp32 only, which it trains in: the search keeps to fp32. */
+ * the backends' models resolved by the executor's resolver). A backend's model plans for its
+ * executor: with the schedule fusions that executor runs (what it would plan itself with,
+ * yp_exec_candidate_for), and in the precisions it trains in (the CPU's oneDNN model: fp32 only),
+ * to which the search keeps. */
 static int scratch_model(plan_args *pa, const raw_opts *r, yp_err *err) {
     yp_err why;
-    if (yp_candidate_set_scratch(&pa->search.base, r->scratch, yp_exec_scratch_resolver(), &why))
+    if (yp_candidate_set_scratch(&pa->search.base, r->scratch, &pa->models.r, &why))
         return yp_err_set(err, "--scratch: %s", why.msg);
     pa->search.base.fusions = yp_exec_model_fusions(r->scratch);
-    if (strncmp(r->scratch, "onednn:", 7)) return 0;
-    if (r->precision && strcmp(r->precision, "fp32"))
-        return yp_err_set(err, "--scratch %s plans for the CPU executor, which trains in fp32 only; drop --precision %s",
-                          r->scratch, r->precision);
-    pa->search.prec_mask = pa->remedy_prec_mask = 1u << YP_PREC_FP32;
+    yp_scratch_model m;
+    if (yp_scratch_model_parse(r->scratch, &m, NULL, 0)) return 0; /* im2col: plans for any backend */
+    const unsigned all = (1u << YP_PREC_COUNT) - 1, runs = yp_exec_kind_precisions(m.kind);
+    if (runs == all) return 0;
+    int asked = r->precision ? yp_precision_parse(r->precision) : -1; /* -1: all, given or not */
+    if (r->precision && (asked < 0 || !(runs & 1u << asked))) {
+        char names[64] = "";
+        for (int p = 0; p < YP_PREC_COUNT; p++)
+            if (runs & 1u << p)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "",
+                         yp_precision_name((yp_precision)p));
+        return yp_err_set(err, "--scratch %s plans for the %s executor, which trains in %s only; drop --precision %s",
+                          r->scratch, m.kind->label, names, r->precision);
+    }
+    pa->search.prec_mask &= runs, pa->remedy_prec_mask &= runs;
     return 0;
 }
 
 /* --gpu G (a card, its memory or auto) and the --reserve it leaves room for. */
 static int parse_gpu(plan_args *pa, const char *v, yp_err *err) {
-    if (!strcmp(v, "auto") ? gpu_auto(&pa->gpu, pa->card_model, sizeof pa->card_model, err)
-                           : yp_gpu_parse(v, &pa->gpu, err))
+    if (!strcmp(v, "auto") ? gpu_auto(pa, err) : yp_gpu_parse(v, &pa->gpu, err))
         return -1;
     if (pa->gpu.mem_bytes <= pa->gpu.fixed_bytes)
         return yp_err_set(err, "--gpu %s: %s has %.2f GiB, no more than the %.2f GiB the CUDA context and libraries "
@@ -376,6 +389,7 @@ static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
 
 int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
     memset(pa, 0, sizeof *pa);
+    yp_exec_models_init(&pa->models, NULL);
     pa->search = yp_search_opts_default();
     pa->top_k = 10;
     pa->remedy_prec_mask = (1u << YP_PREC_COUNT) - 1;
@@ -411,4 +425,7 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
 void plan_args_free(plan_args *a) {
     for (int i = 0; i < a->search.n_models; i++) yp_graph_free(a->owned[i]);
     memset(a->owned, 0, sizeof a->owned);
+    yp_exec_models_free(&a->models);
+    yp_backend_free(a->card);
+    a->card = a->models.be = NULL;
 }

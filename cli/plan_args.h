@@ -4,6 +4,7 @@
 #define YP_PLAN_ARGS_H
 
 #include "yp_dataset.h"
+#include "yp_executor.h"
 #include "yp_search.h"
 #include "yp_torch_host.h"
 
@@ -17,6 +18,9 @@ typedef struct {
     yp_graph *owned[YP_SEARCH_MAX_MODELS]; /* graphs loaded for --model (freed by plan_args_free) */
     yp_gpu gpu;
     char card_model[YP_SCRATCH_NAME_MAX]; /* --gpu auto: the card's cuDNN scratch model ("" otherwise) */
+    yp_backend *card;        /* --gpu auto: the instance on the card, which its model is asked of (owned) */
+    yp_exec_models models;   /* the backends' conv scratch models (--scratch, --gpu auto, --load-plan), asked
+                              * of `card` where it is theirs; plans made with them must not outlive these */
     int64_t reserve;
     int top_k;               /* rows shown: --top K (per model with several models); 0 with --all: every row */
     int top_given;           /* --top or --all was given */
@@ -49,7 +53,8 @@ typedef struct {
     int host_mem_given;
 } plan_args;
 
-/* Parses argv (argv[0] is the command name or the first option). 0, or -1 with err set. */
+/* Parses argv (argv[0] is the command name or the first option). 0, or -1 with err set; either way
+ * plan_args_free releases what it holds. a must not move after it (its models point into it). */
 int plan_args_parse(int argc, char **argv, plan_args *a, yp_err *err);
 void plan_args_free(plan_args *a);
 

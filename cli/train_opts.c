@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "device.h"
 #include "train_opts.h"
 #include "yp_atomic_file.h"
 
@@ -21,15 +22,16 @@ typedef struct {
     size_t off, size;  /* T_STR: the char array */
     long lo, hi;       /* T_INT range */
     const char *const *choices; /* T_STR: allowed values (NULL: any) */
+    int (*check)(const char *flag, const char *v, yp_err *err); /* T_STR: refuses a bad value (NULL: none) */
 } opt_desc;
 
-static const char *const devices[] = {"cpu", "cuda", NULL};
 static const char *const optimizers[] = {"sgd", "adam", "adamw", NULL};
 static const char *const caches[] = {"ram", NULL};
 
-#define S(flag, key, field, ch) {flag, key, T_STR, offsetof(train_opts, field), sizeof(((train_opts *)0)->field), 0, 0, ch}
-#define I(flag, key, field, lo, hi) {flag, key, T_INT, offsetof(train_opts, field), 0, lo, hi, NULL}
-#define F(flag, key, field) {flag, key, T_FLAG, offsetof(train_opts, field), 0, 0, 0, NULL}
+#define S(flag, key, field, ch) \
+    {flag, key, T_STR, offsetof(train_opts, field), sizeof(((train_opts *)0)->field), 0, 0, ch, NULL}
+#define I(flag, key, field, lo, hi) {flag, key, T_INT, offsetof(train_opts, field), 0, lo, hi, NULL, NULL}
+#define F(flag, key, field) {flag, key, T_FLAG, offsetof(train_opts, field), 0, 0, 0, NULL, NULL}
 static const opt_desc table[] = {
     S("--data", "data", data, NULL),
     S("--model", "cfg", model, NULL),
@@ -39,7 +41,8 @@ static const opt_desc table[] = {
     I("--img", "imgsz", img, 32, 8192),
     I("--batch", "batch_size", batch, 1, 1024),
     I("--epochs", "epochs", epochs, 1, 1000000),
-    S("--device", "device", device, devices),
+    {"--device", "device", T_STR, offsetof(train_opts, device), sizeof(((train_opts *)0)->device), 0, 0, NULL,
+     cli_device_check},
     S("--gpu", "gpu", gpu, NULL),
     S("--mem", "mem", mem, NULL),
     I("--workers", "workers", workers, 1, 64),
@@ -49,7 +52,7 @@ static const opt_desc table[] = {
     S("--name", "name", name, NULL),
     F("--exist-ok", "exist_ok", exist_ok),
     S("--cache", "cache", cache, caches),
-    {"--mosaic", "mosaic", T_ONOFF, offsetof(train_opts, mosaic), 0, 0, 0, NULL},
+    {"--mosaic", "mosaic", T_ONOFF, offsetof(train_opts, mosaic), 0, 0, 0, NULL, NULL},
     F("--multi-scale", "multi_scale", multi_scale),
     I("--freeze", "freeze", freeze, 0, 1000),
     S("--optimizer", "optimizer", optimizer, optimizers),
@@ -91,6 +94,7 @@ static int set_value(train_opts *o, const opt_desc *d, const char *v, yp_err *er
             char buf[64];
             if (!ok) return yp_err_set(err, "%s %s: expected %s", name, v, choice_list(d->choices, buf, sizeof buf));
         }
+        if (d->check && d->check(name, v, err)) return -1;
         memcpy(p, v, strlen(v) + 1);
         return 0;
     }

@@ -16,10 +16,10 @@ typedef struct {
     char weights[TRAIN_PATH]; /* --weights: initial weights (a checkpoint or a state dict) */
     char hyp[TRAIN_PATH];     /* --hyp: hyperparameter yaml ("": hyp.scratch-low) */
     char project[TRAIN_PATH], name[256];
-    char device[8];           /* cpu | cuda */
-    char gpu[64];             /* --gpu: the card for --device cuda */
-    char mem[32];             /* --mem: host-memory budget of a CPU plan's arena ("": available - the rest of
-                               * the run's host memory, yp_train_host.h) */
+    char device[32];          /* --device: a backend kind's spec (cpu, cpu:T, cuda, cuda:N, train.py's N) */
+    char gpu[64];             /* --gpu: the card a GPU's plan is made for (default: the device's own) */
+    char mem[32];             /* --mem: host-memory budget of the arena of a backend whose memory is the
+                               * host's ("": available - the rest of the run's host memory, yp_train_host.h) */
     char optimizer[8];        /* sgd | adam | adamw */
     char cache[8];            /* --cache ram */
     long img, batch, epochs, workers, threads, seed, freeze, patience;

@@ -1,16 +1,16 @@
-/* scratch_model.c - the backends' conv scratch models by name (planner/yp_scratch.h): the
- * resolver the planner asks for "onednn:T" and "cuda", the model a backend needs now, and a
- * candidate made for a backend (its model, and the fusions its op table runs). */
+/* scratch_model.c - the backends' conv scratch models as the planner takes them (planner/yp_scratch.h):
+ * the resolver of their names, the model a backend needs now, and a candidate made for a backend (its
+ * model, and the fusions its op table runs). The names and what answers them are the backend kinds'
+ * (kernels/yp_backend_kind.h); here they become the planner's rules. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <threads.h>
 
-#include "yp_cudnn_scratch.h"
+#include "yp_backend_kind.h"
 #include "yp_executor.h"
 
-#define ONEDNN_PREFIX "onednn:"
-#define ONEDNN_MAX_THREADS 1024
-#define CUDA_MODEL "cuda"
+_Static_assert(YP_MODEL_NAME_MAX == YP_SCRATCH_NAME_MAX, "a kind's model name must fit the planner's field");
 
 /* A query as the backends' conv entries describe it. */
 static yp_conv_desc desc_of(const yp_conv_query *q) {
@@ -29,151 +29,127 @@ int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, 
     return 0;
 }
 
-/* "onednn:T": a CPU instance with T threads asked (ctx holds T). oneDNN's scratchpads depend on
- * the thread count, which an instance fixes, so the answer is T's whatever the caller runs with.
- * The instance lives for one query: the rule keeps no state and needs no owner (the query is pure,
- * so a fresh instance answers as the one that will run the plan). */
-static int onednn_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
+/* A model answered without an instance at hand (ctx: its key, yp_scratch_model_key): the bound
+ * ("cuda"), or an instance made from its spec for the query and freed after it ("onednn:T": oneDNN's
+ * scratchpads depend on the thread count, which an instance fixes, so the answer is T's whatever the
+ * caller runs with; the query is pure, so a fresh instance answers as the one that will run the
+ * plan, and the rule keeps no state and needs no owner). */
+static int key_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
+    yp_scratch_model m;
     char why[256];
-    const yp_cpu_config cfg = {(int)(intptr_t)ctx};
-    yp_backend *be = yp_backend_cpu_new(&cfg, why, sizeof why);
-    if (!be) return yp_err_set(err, "%s", why);
-    int rc = yp_exec_conv_scratch(be, q, per_image, fixed, err);
-    yp_backend_free(be);
-    return rc;
-}
-
-/* "cuda": the CUDA backend's bound (kernels/yp_cudnn_scratch.h), the same on every card and
- * without one, so a plan made for a GPU re-plans to the byte on a machine without it. */
-static int cuda_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err) {
-    (void)ctx, (void)err;
     yp_conv_desc d = desc_of(q);
-    yp_cudnn_scratch_bound(&d, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image, fixed);
+    if (yp_scratch_model_from_key((uintptr_t)ctx, &m))
+        return yp_err_set(err, "conv scratch rule: %p is no model's key", ctx);
+    if (yp_scratch_model_ask(&m, NULL, &d, q->bias, q->backward ? YP_CONV_BACKWARD : YP_CONV_FORWARD, per_image,
+                             fixed, why, sizeof why))
+        return yp_err_set(err, "%s", why);
     return 0;
 }
 
-/* "cuda:CARD": what cuDNN chooses on that card, asked through a CUDA instance's conv2d_scratch
- * (the chosen algorithm's workspace, exact for the card). CARD is the device's name as a slug
- * (lowercase letters and digits, '-' for the rest: "nvidia-h200"), so a plan names the card its
- * figures are for, and a loader on another machine refuses it rather than trust them. */
-static void card_slug(const char *device, char *out, size_t n) {
-    size_t k = 0;
-    for (const char *p = device; *p && k + 1 < n; p++) {
-        char c = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
-        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (alnum) out[k++] = c;
-        else if (k > 0 && out[k - 1] != '-') out[k++] = '-';
+static void rule_of_key(const yp_scratch_model *m, yp_scratch_rule *rule) {
+    rule->fn = key_rule;
+    rule->ctx = (void *)yp_scratch_model_key(m);
+}
+
+/* The instance that answers card model m: the models' borrowed one, the one they made, or one made
+ * now and kept (ms NULL: made only to say why it cannot be used). NULL with why. */
+static yp_backend *card_instance(yp_exec_models *ms, const yp_scratch_model *m, char *why, size_t n) {
+    if (ms && yp_scratch_model_answered_by(m, ms->be)) return ms->be;
+    if (ms && yp_scratch_model_answered_by(m, ms->made)) return ms->made;
+    yp_backend *be = yp_scratch_model_instance(m, why, n);
+    if (be && !ms) {
+        yp_backend_free(be);
+        snprintf(why, n, "this machine has that card, but the loader gave no instance to ask it (load with the "
+                 "executor's yp_exec_models)");
+        return NULL;
     }
-    while (k > 0 && out[k - 1] == '-') k--;
-    out[k] = 0;
-}
-
-void yp_exec_card_model(yp_backend *be, char *buf, size_t n) {
-    char name[128], slug[YP_SCRATCH_NAME_MAX - sizeof CUDA_MODEL]; /* room for "cuda:" and the NUL */
-    int64_t total, free_b;
-    buf[0] = 0;
-    if (!be->device_info || be->device_info(be, name, sizeof name, &total, &free_b)) return;
-    card_slug(name, slug, sizeof slug);
-    snprintf(buf, n, "%s:%s", CUDA_MODEL, slug);
-}
-
-/* The process's CUDA instance for resolving "cuda:CARD" on load (made once, kept for the process:
- * the CUDA context is the process's either way), or NULL with why set. */
-static yp_backend *card_instance(char *why, size_t n) {
-    static yp_backend *be;
-    static char reason[256];
-    if (!be && !reason[0]) be = yp_backend_cuda_new(0, reason, sizeof reason);
-    if (!be) snprintf(why, n, "%s", reason);
+    if (be) yp_backend_free(ms->made), ms->made = be;
     return be;
 }
 
-static int resolve_card(const char *name, yp_scratch_rule *rule, yp_err *err) {
-    char why[256], here[YP_SCRATCH_NAME_MAX];
-    yp_backend *be = card_instance(why, sizeof why);
-    if (!be)
-        return yp_err_set(err, "the conv workspaces cuDNN chose on that card, and this machine has no usable GPU "
-                          "(%s); plan again here, or with --scratch cuda for a plan that re-plans anywhere", why);
-    yp_exec_card_model(be, here, sizeof here);
-    if (strcmp(here, name))
-        return yp_err_set(err, "the conv workspaces cuDNN chose on that card, and this machine's GPU is %s; plan "
-                          "again here, or with --scratch cuda for a plan that re-plans anywhere",
-                          here[0] ? here + strlen(CUDA_MODEL ":") : "unnamed");
+/* Any kind's model (yp_scratch_model_parse); 1 for any other name. ctx: the yp_exec_models, or NULL. */
+static int resolve(void *ctx, const char *name, yp_scratch_rule *rule, yp_err *err) {
+    yp_scratch_model m;
+    char why[320];
+    int rc = yp_scratch_model_parse(name, &m, why, sizeof why);
+    if (rc) return rc < 0 ? yp_err_set(err, "%s", why) : 1;
+    if (m.answer != YP_SCRATCH_BY_CARD) {
+        rule_of_key(&m, rule);
+        return 0;
+    }
+    yp_backend *be = card_instance(ctx, &m, why, sizeof why);
+    if (!be) return yp_err_set(err, "%s", why);
     rule->fn = yp_exec_conv_scratch;
     rule->ctx = be;
     return 0;
 }
 
-/* "cuda", "cuda:CARD", or "onednn:T" with T a thread count written plainly (1..1024, no sign, no
- * leading zero); 1 for any other name. */
-static int resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
-    const size_t n = strlen(ONEDNN_PREFIX);
-    if (!strcmp(name, CUDA_MODEL)) {
-        rule->fn = cuda_rule;
-        rule->ctx = NULL;
-        return 0;
-    }
-    if (!strncmp(name, CUDA_MODEL ":", strlen(CUDA_MODEL ":"))) return resolve_card(name, rule, err);
-    if (strcmp(name, "onednn") && strncmp(name, ONEDNN_PREFIX, n)) return 1;
-    const char *v = strlen(name) > n ? name + n : "";
-    long t = 0;
-    int ok = v[0] >= '1' && v[0] <= '9';
-    for (const char *p = v; ok && *p; p++) {
-        ok = *p >= '0' && *p <= '9';
-        t = t * 10 + (*p - '0');
-        ok = ok && t <= ONEDNN_MAX_THREADS;
-    }
-    if (!ok) return yp_err_set(err, "T must be the CPU thread count, an integer in 1..%d", ONEDNN_MAX_THREADS);
-    rule->fn = onednn_rule;
-    rule->ctx = (void *)(intptr_t)t;
-    return 0;
-}
+static yp_scratch_resolver plain = {NULL, resolve, NULL};
+static once_flag plain_once = ONCE_FLAG_INIT;
+
+static void plain_init(void) { plain.known = yp_scratch_models_known(); }
 
 const yp_scratch_resolver *yp_exec_scratch_resolver(void) {
-    static const yp_scratch_resolver r = {"onednn:T (T: CPU threads, 1..1024), cuda, cuda:CARD (that card's cuDNN)",
-                                          resolve};
-    return &r;
+    call_once(&plain_once, plain_init);
+    return &plain;
 }
 
-void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n) {
-    int t = yp_backend_cpu_threads(be);
-    if (t > 0) snprintf(buf, n, ONEDNN_PREFIX "%d", t);
-    else snprintf(buf, n, "%s", be->name);
+void yp_exec_models_init(yp_exec_models *m, yp_backend *be) {
+    memset(m, 0, sizeof *m);
+    m->r = (yp_scratch_resolver){yp_scratch_models_known(), resolve, m};
+    m->be = be;
 }
 
-/* The rule under the model's name: for a CPU instance its own conv2d_scratch (the same answers as
- * the resolved "onednn:T" rule, without an instance per query); for a CUDA instance that names its
- * card, "cuda:CARD", its own conv2d_scratch too: the workspace of the algorithm cuDNN picks for
- * each conv on this card, so the plan is exact for it (a plan.json of it re-plans where that card
- * is; the bound "cuda", with --scratch cuda, re-plans anywhere); a stand-in instance that cannot
- * name a device gets the "cuda" bound. The alignment: the
- * largest of the candidate's, the backend's and YP_ALIGN_DEFAULT (all powers of two, so it is a
- * multiple of each; the CPU's 64 leaves 256, so CPU plans keep their figures). The fusions: those
- * its op table runs. */
+void yp_exec_models_free(yp_exec_models *m) {
+    yp_backend_free(m->made);
+    m->made = NULL;
+}
+
+void yp_exec_card_model(yp_backend *be, char *buf, size_t n) { yp_scratch_model_card(be, buf, n); }
+
+void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n) { yp_scratch_model_needed(be, buf, n); }
+
+/* The model yp_scratch_model_of names: one be answers itself ("onednn:T" of a CPU instance, a CUDA
+ * instance's card) is asked of be, so the plan is exact for it (a plan.json of a card's model
+ * re-plans where that card is; the bound "cuda", with --scratch cuda, re-plans anywhere); a bound (a
+ * stand-in instance that cannot name its device) is asked of no device; a backend of no kind is
+ * asked under its own name. The alignment: the largest of the candidate's, the backend's and
+ * YP_ALIGN_DEFAULT (all powers of two, so it is a multiple of each; the CPU's 64 leaves 256, so
+ * CPU plans keep their figures). The fusions: those its op table runs. */
 void yp_exec_candidate_for(yp_candidate *c, yp_backend *be) {
-    yp_exec_scratch_model(be, c->scratch, sizeof c->scratch);
+    yp_scratch_model m;
     c->scratch_rule.fn = yp_exec_conv_scratch;
     c->scratch_rule.ctx = be;
-    if (!strcmp(c->scratch, CUDA_MODEL)) {
-        yp_exec_card_model(be, c->scratch, sizeof c->scratch);
-        if (!c->scratch[0]) snprintf(c->scratch, sizeof c->scratch, "%s", CUDA_MODEL), c->scratch_rule.fn = cuda_rule,
-                            c->scratch_rule.ctx = NULL;
+    if (yp_scratch_model_of(be, &m)) {
+        snprintf(c->scratch, sizeof c->scratch, "%s", be->name);
+    } else {
+        snprintf(c->scratch, sizeof c->scratch, "%s", m.name);
+        if (!yp_scratch_model_answered_by(&m, be)) rule_of_key(&m, &c->scratch_rule);
     }
     int64_t a = (int64_t)be->alignment > YP_ALIGN_DEFAULT ? (int64_t)be->alignment : YP_ALIGN_DEFAULT;
     if (c->alignment < a) c->alignment = a;
     c->fusions = yp_exec_fusions(be);
 }
 
-/* A CPU instance of one thread asked: every CPU instance shares one op table. "cuda": the CUDA
- * op table, which needs no device to read (none when the library was built without CUDA). */
+/* The op table of the model's kind, read without an instance (none for a name of no kind). */
+static const yp_ops *model_ops(const char *model) {
+    yp_scratch_model m;
+    return yp_scratch_model_parse(model, &m, NULL, 0) ? NULL : m.kind->ops();
+}
+
 unsigned yp_exec_model_fusions(const char *model) {
-    if (model && (!strcmp(model, CUDA_MODEL) || !strncmp(model, CUDA_MODEL ":", strlen(CUDA_MODEL ":")))) {
-        yp_backend table = {.name = CUDA_MODEL, .ops = yp_backend_cuda_ops()};
-        return yp_exec_fusions(&table);
-    }
-    if (!model || strncmp(model, ONEDNN_PREFIX, strlen(ONEDNN_PREFIX))) return 0;
-    const yp_cpu_config cfg = {1};
-    yp_backend *be = yp_backend_cpu_new(&cfg, NULL, 0);
-    unsigned f = yp_exec_fusions(be);
-    yp_backend_free(be);
-    return f;
+    yp_backend table = {.ops = model_ops(model)};
+    return yp_exec_fusions(&table);
+}
+
+unsigned yp_exec_model_precisions(const char *model) {
+    yp_scratch_model m;
+    if (yp_scratch_model_parse(model, &m, NULL, 0)) return (1u << YP_PREC_COUNT) - 1;
+    return yp_exec_kind_precisions(m.kind);
+}
+
+unsigned yp_exec_kind_precisions(const yp_backend_kind *kind) {
+    yp_ops elems = {.elems = kind->elems};
+    yp_backend table = {.ops = &elems};
+    return yp_exec_precisions(&table);
 }

@@ -18,6 +18,7 @@
 #ifndef YP_EXECUTOR_H
 #define YP_EXECUTOR_H
 
+#include "yp_backend_kind.h"
 #include "yp_binding.h"
 #include "yp_grad_scaler.h"
 
@@ -112,38 +113,57 @@ int64_t yp_process_rss_bytes(void);
 
 /* ---- conv scratch models (planner/yp_scratch.h) of the backends; scratch_model.c ----
  * A plan the executor runs must give every conv step at least the scratch the backend asks for
- * (yp_exec_init checks it), so it is planned with the backend's scratch model:
- *   "onednn:T"  a CPU instance (oneDNN) with T threads; its scratch depends on the thread count,
- *               so a plan made for T runs on an instance created with T threads.
- *   "cuda"      a CUDA instance (cuDNN): the bound of kernels/yp_cudnn_scratch.h, which needs no
- *               GPU and covers what the algorithms the instance picks ask for on any card. */
+ * (yp_exec_init checks it), so it is planned with the backend's scratch model. The models are the
+ * backend kinds' (kernels/yp_backend_kind.h):
+ *   "onednn:T"   a CPU instance (oneDNN) with T threads; its scratch depends on the thread count,
+ *                so a plan made for T runs on an instance created with T threads.
+ *   "cuda"       a CUDA instance (cuDNN): the bound of kernels/yp_cudnn_scratch.h, which needs no
+ *                GPU and covers what the algorithms the instance picks ask for on any card.
+ *   "cuda:CARD"  what cuDNN picks on that card, asked of an instance on it. */
 
-/* The resolver of the backends' models, for yp_candidate_set_scratch and yp_plan_load_with:
- * resolves "onednn:T" (T in 1..1024) and "cuda". The oneDNN rule asks a CPU instance with T
- * threads, made for the query and freed after it, so it leaves no state and the caller's thread
- * count as it was; the CUDA rule is arithmetic. Static; never free it. */
+/* The resolver of the backends' models, for yp_candidate_set_scratch and yp_plan_load_with, with
+ * no instance at hand: resolves "onednn:T" (T in 1..1024) and "cuda"; the oneDNN rule asks a CPU
+ * instance with T threads, made for the query and freed after it, so it leaves no state and the
+ * caller's thread count as it was; the CUDA rule is arithmetic. A card's model ("cuda:CARD") needs
+ * an instance of that card, which this resolver does not keep: it is refused in one line (no GPU
+ * here, another card, or yp_exec_models to load it). Static; never free it. */
 const yp_scratch_resolver *yp_exec_scratch_resolver(void);
 
+/* The resolver with the instance a card's model is asked through: `be`, the instance the plans run
+ * on (borrowed, may be NULL), when it is on that card; else one the models make on the kind's first
+ * device when the model is first resolved, kept in `made` and freed by yp_exec_models_free. Every
+ * other model resolves as yp_exec_scratch_resolver's. Pass &m->r to the planner; rules resolved
+ * through it point at those instances, so free the models (and be) after the plans. Do not move m
+ * after yp_exec_models_init: r holds its address. */
+typedef struct {
+    yp_scratch_resolver r;
+    yp_backend *be;   /* borrowed */
+    yp_backend *made; /* made for a card's model when be was not on it (owned) */
+} yp_exec_models;
+void yp_exec_models_init(yp_exec_models *m, yp_backend *be);
+void yp_exec_models_free(yp_exec_models *m);
+
 /* The conv scratch model that asks CUDA instance be's cuDNN ("cuda:" + its card's name as a slug,
- * e.g. "cuda:nvidia-h200": exact for that card; the resolver refuses it on a machine without that
- * card), or "" when be cannot name its device. */
+ * e.g. "cuda:nvidia-h200": exact for that card; a loader refuses it on a machine without that
+ * card), or "" when be cannot name its device (yp_scratch_model_card). */
 void yp_exec_card_model(yp_backend *be, char *buf, size_t n);
 
-/* The model instance be needs into buf ("onednn:T" for a CPU instance of T threads; otherwise
- * the backend's name: "cuda" for a CUDA instance). */
+/* The model instance be needs into buf ("onednn:T" for a CPU instance of T threads; "cuda" for a
+ * CUDA instance; the backend's name for one of no kind). */
 void yp_exec_scratch_model(const yp_backend *be, char *buf, size_t n);
 
 /* The conv scratch rule of backend instance `ctx` (a yp_backend *) for yp_sched_opts: what its
  * conv2d_scratch asks for (a pure query). */
 int yp_exec_conv_scratch(void *ctx, const yp_conv_query *q, int64_t *per_image, int64_t *fixed, yp_err *err);
 
-/* Makes candidate c plan for backend instance be: the model yp_exec_scratch_model names, with
- * be's own conv2d_scratch as the rule (be must outlive the plans built from c; for a CUDA
- * instance the "cuda" bound instead, so that its plans re-plan the same without the card), an arena
- * alignment be can run: c->alignment raised to max(be->alignment, YP_ALIGN_DEFAULT) if below it
- * (a larger one is kept; powers of two, so it is a multiple of be's), and the schedule fusions
- * be's op table runs (yp_exec_fusions). A backend without a named model gets its rule under the
- * backend's name: such a plan runs, but a saved copy cannot be loaded. */
+/* Makes candidate c plan for backend instance be: the model yp_scratch_model_of names ("onednn:T"
+ * for a CPU instance, its card's for a CUDA instance that names it), with be's own conv2d_scratch
+ * as the rule (be must outlive the plans built from c), or, for a CUDA instance that cannot name
+ * its card, the "cuda" bound; an arena alignment be can run: c->alignment raised to
+ * max(be->alignment, YP_ALIGN_DEFAULT) if below it (a larger one is kept; powers of two, so it is a
+ * multiple of be's), and the schedule fusions be's op table runs (yp_exec_fusions). A backend of
+ * no kind gets its rule under the backend's name: such a plan runs, but a saved copy cannot be
+ * loaded. */
 void yp_exec_candidate_for(yp_candidate *c, yp_backend *be);
 
 /* The schedule fusions (bits 1u << yp_fusion, yp_schedule.h) the executor runs on backend be:
@@ -152,10 +172,16 @@ void yp_exec_candidate_for(yp_candidate *c, yp_backend *be);
 unsigned yp_exec_fusions(const yp_backend *be);
 
 /* The fusions of the backend a conv scratch model names (for a planner that plans for it by that
- * name, `--scratch onednn:T`): "onednn:T" is the CPU backend's, what yp_exec_candidate_for gives a
- * CPU instance; "cuda" the CUDA op table's (0 in a build without CUDA); 0 for any other name
- * (im2col is backend-neutral). */
+ * name, `--scratch onednn:T`): those of its kind's op table, read without an instance ("onednn:T":
+ * the CPU's, what yp_exec_candidate_for gives a CPU instance; "cuda", "cuda:CARD": the CUDA op
+ * table's, none in a build without CUDA); 0 for any other name (im2col is backend-neutral). */
 unsigned yp_exec_model_fusions(const char *model);
+
+/* The precisions (bits 1u << yp_precision) the executor runs on backends of a kind (its element
+ * types, known in any build: the CPU fp32; CUDA fp32, amp-fp16, amp-bf16), and on the kind a
+ * scratch model names (every precision for a name of no kind: im2col plans for any). */
+unsigned yp_exec_kind_precisions(const yp_backend_kind *kind);
+unsigned yp_exec_model_precisions(const char *model);
 
 /* The element type (yp_ops.h) the backend's ops are given for tensors of schedule dtype d. */
 yp_elem yp_exec_elem(yp_dtype d);

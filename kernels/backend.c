@@ -1,5 +1,5 @@
 /* backend.c - the dispatcher: creates CUDA instances and hands out the CUDA op table when the
- * library was built with it (the only file outside kernels/cuda/ that knows CUDA exists), frees
+ * library was built with it (the only file outside kernels/cuda/ that calls into it), frees
  * instances of any backend, asks any for its free device memory, names the element types and
  * describes the build. */
 #include <stdio.h>

@@ -2,7 +2,9 @@
  * context, that carries one table of function pointers for memory and one of ops (yp_ops.h). The
  * executor allocates one arena through mem_alloc, binds tensors to offsets inside it, and runs
  * each step through the op entries. CPU code never mentions CUDA; the CUDA backend lives in
- * kernels/cuda/ and is only reachable through yp_backend_cuda_new().
+ * kernels/cuda/ and is only reachable through yp_backend_cuda_new(). Which kinds of backend there
+ * are, the device specs that make their instances ("cpu:8", "cuda:1") and the conv scratch models
+ * they answer are the kind table's (yp_backend_kind.h).
  *
  * Defines: yp_backend (an instance), yp_copy (memcpy direction), yp_cpu_config,
  * yp_backend_cpu_new, yp_backend_cpu_threads, yp_backend_cuda_new, yp_backend_cuda_ops,
@@ -14,9 +16,9 @@
  *   - cpu: its thread count, the oneDNN engine and stream, and the conv primitives built for it
  *     (conv2d_prepare, or an op's first use);
  *   - cuda: its device, the stream all of its work is queued on, and the library state its ops
- *     use (the cuDNN handle bound to the stream, the loss's device words), all created by
- *     yp_backend_cuda_new, so that nothing is allocated on the device after it but by mem_alloc
- *     (fixed_bytes says what that state took).
+ *     use (the cuDNN handle bound to the stream, the device words of the loss and of
+ *     sum_squares: each instance its own), all created by yp_backend_cuda_new, so that nothing is
+ *     allocated on the device after it but by mem_alloc (fixed_bytes says what that state took).
  * Several instances may live at once (CPU ones with different thread counts, one per GPU). An
  * instance is not thread-safe: use it from one thread at a time (its ops run their own threads).
  *

@@ -18,7 +18,7 @@ int yp_scratch_resolve(const char *name, const yp_scratch_resolver *r, yp_scratc
         return 0;
     }
     yp_err why = {{0}};
-    int rc = r && r->resolve ? r->resolve(name, rule, &why) : 1;
+    int rc = r && r->resolve ? r->resolve(r->ctx, name, rule, &why) : 1;
     if (rc == 0) return 0;
     if (rc < 0) return yp_err_set(err, "conv scratch model \"%s\": %s; known: %s", name, why.msg, known);
     return yp_err_set(err, "conv scratch model \"%s\": unknown%s; known: %s", name,

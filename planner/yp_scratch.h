@@ -42,8 +42,12 @@ typedef struct yp_scratch_resolver {
     /* The names it resolves, for messages, e.g. "onednn:T (T: CPU threads, 1..1024)". */
     const char *known;
     /* 0 with *rule set; 1 when name is none of its (rule untouched, err untouched); -1 with err
-     * set when the name is one of its but cannot be used (e.g. a thread count out of range). */
-    int (*resolve)(const char *name, yp_scratch_rule *rule, yp_err *err);
+     * set when the name is one of its but cannot be used (e.g. a thread count out of range). ctx
+     * is the resolver's own (below). */
+    int (*resolve)(void *ctx, const char *name, yp_scratch_rule *rule, yp_err *err);
+    /* What resolve needs besides the name (e.g. the instance a model is asked through), or NULL;
+     * a rule resolved may point into it, so it outlives the plans made with that rule. */
+    void *ctx;
 } yp_scratch_resolver;
 
 /* Resolves name: "im2col" (or "") here, anything else through r (may be NULL). 0, or -1 with err

@@ -172,6 +172,7 @@ static void cuda_release(yp_backend *be) {
         cudaStreamSynchronize(cb->stream);
         yp_cuda_conv_release(cb);  // the cuDNN handle and the per-shape descriptors
         yp_cuda_loss_release(cb);
+        yp_cuda_optim_release(cb);
         cudaStreamDestroy(cb->stream);
     }
     cudaGetLastError();
@@ -308,7 +309,7 @@ extern "C" yp_backend *yp_cuda_backend_new(int device, char *why, size_t why_len
     // step loop allocates nothing and what it took is measured (base.fixed_bytes) before the plan
     // is checked against the free memory.
     size_t free1 = 0;
-    if (yp_cuda_conv_init(cb) || yp_cuda_loss_init(cb)) {
+    if (yp_cuda_conv_init(cb) || yp_cuda_loss_init(cb) || yp_cuda_optim_init(cb)) {
         char reason[sizeof cuda_last_error];
         snprintf(reason, sizeof reason, "%s", cuda_last_error);
         cuda_release(&cb->base);

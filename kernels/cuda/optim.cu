@@ -5,14 +5,14 @@
 // the CPU only where nvcc contracts a multiply-add into an fma (a rounding, not a formula).
 //
 // sum_squares reduces on the device, deterministically (a fixed grid for a given n, a fixed
-// tree in each block, then one block over the partial sums), in double, into module-scope
-// device memory (one small array per device, not tensor memory), then copies the double to the
-// host and waits for the instance's stream. sum_squares_multi does the same for k tensors, each
-// tensor's sum kept on the device in a slot, the slots added in order by one thread, and waits
-// once for all of them (not once per tensor). A mutex serialises that use of the arrays between
-// threads of the process; the final copy and wait keep both out of a CUDA graph capture.
+// tree in each block, then one block over the partial sums), in double, into the instance's own
+// device words (yp_cuda_optim_init makes them with the instance, not tensor memory), then copies
+// the double to the host and waits for the instance's stream. sum_squares_multi does the same for
+// k tensors, each tensor's sum kept on the device in a slot, the slots added in order by one
+// thread, and waits once for all of them (not once per tensor). The words are the instance's, used
+// from one thread at a time as the instance is (yp_backend.h), so instances never share them; the
+// final copy and wait keep both out of a CUDA graph capture.
 #include <cstring>
-#include <mutex>
 
 #include <cuda_runtime.h>
 
@@ -110,9 +110,13 @@ static __global__ void optim_multi_kernel(const multi_batch b) {
 static const int kSumBlocks = 1024;
 static const int kSumThreads = 256;
 static const int kSumSlots = 4096;  // tensors summed before their slots are folded into the result
-static __device__ double g_sum_partial[kSumBlocks];
-static __device__ double g_sum_slots[kSumSlots];
-static __device__ double g_sum_result;
+
+// The device words of one instance's reductions (cudaMalloc'd by yp_cuda_optim_init).
+struct yp_cuda_sum_words {
+    double partial[kSumBlocks];
+    double slots[kSumSlots];
+    double result;
+};
 
 // The sum of the kSumThreads values in s (one per thread), in a fixed order; valid in thread 0.
 static __device__ double block_sum(double *s, double v) {
@@ -126,7 +130,7 @@ static __device__ double block_sum(double *s, double v) {
     return s[0];
 }
 
-static __global__ void sum_squares_partial_kernel(const float *x, int64_t n) {
+static __global__ void sum_squares_partial_kernel(yp_cuda_sum_words *w, const float *x, int64_t n) {
     __shared__ double s[kSumThreads];
     double acc = 0.0;
     int64_t stride = (int64_t)blockDim.x * gridDim.x;
@@ -136,33 +140,33 @@ static __global__ void sum_squares_partial_kernel(const float *x, int64_t n) {
     }
     double t = block_sum(s, acc);
     if (threadIdx.x == 0)
-        g_sum_partial[blockIdx.x] = t;
+        w->partial[blockIdx.x] = t;
 }
 
-// The partial sums' total into g_sum_slots[slot], or g_sum_result for slot < 0.
-static __global__ void sum_squares_final_kernel(int parts, int slot) {
+// The partial sums' total into w->slots[slot], or w->result for slot < 0.
+static __global__ void sum_squares_final_kernel(yp_cuda_sum_words *w, int parts, int slot) {
     __shared__ double s[kSumThreads];
     double acc = 0.0;
     for (int i = threadIdx.x; i < parts; i += kSumThreads)
-        acc += g_sum_partial[i];
+        acc += w->partial[i];
     double t = block_sum(s, acc);
     if (threadIdx.x == 0) {
         if (slot < 0)
-            g_sum_result = t;
+            w->result = t;
         else
-            g_sum_slots[slot] = t;
+            w->slots[slot] = t;
     }
 }
 
-// g_sum_result = (keep ? g_sum_result : 0) + slots[0] + ... + slots[count-1], in that order (one
+// w->result = (keep ? w->result : 0) + slots[0] + ... + slots[count-1], in that order (one
 // thread: the same additions as a host loop over the tensors' sums).
-static __global__ void sum_squares_fold_kernel(int count, int keep) {
+static __global__ void sum_squares_fold_kernel(yp_cuda_sum_words *w, int count, int keep) {
     if (blockIdx.x != 0 || threadIdx.x != 0)
         return;
-    double acc = keep ? g_sum_result : 0.0;
+    double acc = keep ? w->result : 0.0;
     for (int i = 0; i < count; i++)
-        acc += g_sum_slots[i];
-    g_sum_result = acc;
+        acc += w->slots[i];
+    w->result = acc;
 }
 
 // ----------------------------------------------------------------------------
@@ -241,26 +245,48 @@ extern "C" int yp_cuda_ema_update(yp_backend *be, yp_elem dt, float *ema, const 
     return yp_cuda_check_launch(op);
 }
 
-static std::mutex sum_squares_mutex;  // guards g_sum_partial / g_sum_slots / g_sum_result between host threads
+// Allocated with the instance, so that no sum_squares allocates device memory and the bytes are
+// part of the instance's measured fixed cost; kept until release.
+int yp_cuda_optim_init(yp_cuda_backend *cb) {
+    cudaError_t e = cudaMalloc(&cb->sums, sizeof(yp_cuda_sum_words));
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        cb->sums = nullptr;
+        return yp_cuda_fail("cuda sum_squares: cudaMalloc of its %zu-byte sums: %s", sizeof(yp_cuda_sum_words),
+                            cudaGetErrorString(e));
+    }
+    return 0;
+}
 
-// Queues the reduction of x (n > 0) into g_sum_slots[slot] (g_sum_result for slot < 0): 8 elements
-// per thread before a block is added, up to kSumBlocks blocks, fixed by n alone. Caller holds the
-// mutex and has made the device current.
-static int queue_sum(const char *op, yp_cuda_backend *cb, const float *x, int64_t n, int slot) {
+void yp_cuda_optim_release(yp_cuda_backend *cb) {
+    cudaFree(cb->sums);
+    cb->sums = nullptr;
+}
+
+// The instance's words, or NULL with the reason recorded.
+static yp_cuda_sum_words *sums_of(const char *op, yp_cuda_backend *cb) {
+    if (!cb->sums) yp_cuda_fail("%s: the instance has no sum words", op);
+    return cb->sums;
+}
+
+// Queues the reduction of x (n > 0) into w->slots[slot] (w->result for slot < 0): 8 elements per
+// thread before a block is added, up to kSumBlocks blocks, fixed by n alone. The caller has made
+// the device current.
+static int queue_sum(const char *op, yp_cuda_backend *cb, yp_cuda_sum_words *w, const float *x, int64_t n,
+                     int slot) {
     int64_t blocks = (n + (int64_t)kSumThreads * 8 - 1) / ((int64_t)kSumThreads * 8);
     const int parts = blocks < 1 ? 1 : (int)(blocks < kSumBlocks ? blocks : kSumBlocks);  // n == 0: one block of 0
-    sum_squares_partial_kernel<<<parts, kSumThreads, 0, cb->stream>>>(x, n);
+    sum_squares_partial_kernel<<<parts, kSumThreads, 0, cb->stream>>>(w, x, n);
     if (yp_cuda_check_launch(op))
         return -1;
-    sum_squares_final_kernel<<<1, kSumThreads, 0, cb->stream>>>(parts, slot);
+    sum_squares_final_kernel<<<1, kSumThreads, 0, cb->stream>>>(w, parts, slot);
     return yp_cuda_check_launch(op);
 }
 
-// g_sum_result to the host, after the stream's work.
-static int read_result(const char *op, yp_cuda_backend *cb, double *out) {
+// w->result to the host, after the stream's work.
+static int read_result(const char *op, yp_cuda_backend *cb, yp_cuda_sum_words *w, double *out) {
     double result = 0.0;
-    cudaError_t e = cudaMemcpyFromSymbolAsync(&result, g_sum_result, sizeof result, 0, cudaMemcpyDeviceToHost,
-                                              cb->stream);
+    cudaError_t e = cudaMemcpyAsync(&result, &w->result, sizeof result, cudaMemcpyDeviceToHost, cb->stream);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(cb->stream);
     if (e != cudaSuccess)
@@ -282,10 +308,10 @@ extern "C" int yp_cuda_sum_squares(yp_backend *be, yp_elem dt, const float *x, i
         *out = 0.0;
         return 0;
     }
-    std::lock_guard<std::mutex> lock(sum_squares_mutex);
-    if (yp_cuda_use(op, cb) || queue_sum(op, cb, x, n, -1))
+    yp_cuda_sum_words *w = sums_of(op, cb);
+    if (!w || yp_cuda_use(op, cb) || queue_sum(op, cb, w, x, n, -1))
         return -1;
-    return read_result(op, cb, out);
+    return read_result(op, cb, w, out);
 }
 
 extern "C" int yp_cuda_sum_squares_multi(yp_backend *be, yp_elem dt, int k, const float *const *xs,
@@ -302,8 +328,8 @@ extern "C" int yp_cuda_sum_squares_multi(yp_backend *be, yp_elem dt, int k, cons
         if (ns[j] > 0 && !xs[j])
             return yp_cuda_fail("%s: tensor %d: NULL buffer with %lld elements", op, j, (long long)ns[j]);
     }
-    std::lock_guard<std::mutex> lock(sum_squares_mutex);
-    if (yp_cuda_use(op, cb))
+    yp_cuda_sum_words *w = sums_of(op, cb);
+    if (!w || yp_cuda_use(op, cb))
         return -1;
     // Each chunk of up to kSumSlots tensors: their sums into the slots (an empty tensor's slot
     // gets 0 from a reduction over nothing), then folded onto the result in order; k == 0 folds
@@ -312,14 +338,14 @@ extern "C" int yp_cuda_sum_squares_multi(yp_backend *be, yp_elem dt, int k, cons
     do {
         const int count = k - first < kSumSlots ? k - first : kSumSlots;
         for (int j = 0; j < count; j++)
-            if (queue_sum(op, cb, xs[first + j], ns[first + j], j))
+            if (queue_sum(op, cb, w, xs[first + j], ns[first + j], j))
                 return -1;
-        sum_squares_fold_kernel<<<1, 1, 0, cb->stream>>>(count, first > 0);
+        sum_squares_fold_kernel<<<1, 1, 0, cb->stream>>>(w, count, first > 0);
         if (yp_cuda_check_launch(op))
             return -1;
         first += count;
     } while (first < k);
-    return read_result(op, cb, out);
+    return read_result(op, cb, w, out);
 }
 
 extern "C" int yp_cuda_optim_multi(yp_backend *be, yp_elem dt, int adam, int k, const yp_optim_tensor *ts,

@@ -155,6 +155,7 @@ int yp_cuda_sum_squares_multi(yp_backend *be, yp_elem dt, int k, const float *co
 
 struct yp_cuda_conv_cache; /* conv.cu: descriptors and algorithms per conv shape */
 struct yp_cuda_loss_sums;  /* loss.cu: the device words loss_level reduces into */
+struct yp_cuda_sum_words;  /* optim.cu: the device words sum_squares reduces into */
 
 /* A CUDA instance. `base` comes first, so that the yp_backend * handed out and this are one
  * address. Every entry makes `device` current and queues its work on `stream`, so work of one
@@ -166,6 +167,7 @@ struct yp_cuda_backend {
     cudnnHandle_t cudnn;              /* bound to stream; created with the instance (conv.cu) */
     struct yp_cuda_conv_cache *convs; /* conv.cu's per-shape cache (host memory); NULL until the first conv */
     struct yp_cuda_loss_sums *loss;   /* loss.cu's device words; created with the instance */
+    struct yp_cuda_sum_words *sums;   /* optim.cu's device words (device memory); created with the instance */
 };
 
 /* The op table's registrations (each in its .cu file): set that file's entries of *o. */
@@ -176,9 +178,11 @@ void yp_cuda_register_loss(yp_ops *o);
  * after the stream; the ops then never create it): 0, or -1 with the reason recorded. */
 int yp_cuda_conv_init(yp_cuda_backend *cb);
 int yp_cuda_loss_init(yp_cuda_backend *cb);
+int yp_cuda_optim_init(yp_cuda_backend *cb);
 /* Frees what that file keeps in the instance (called by the instance's release, on its device). */
 void yp_cuda_conv_release(yp_cuda_backend *cb);
 void yp_cuda_loss_release(yp_cuda_backend *cb);
+void yp_cuda_optim_release(yp_cuda_backend *cb);
 
 static inline yp_cuda_backend *yp_cuda_of(yp_backend *be) {
     return reinterpret_cast<yp_cuda_backend *>(be);

@@ -3,7 +3,8 @@
  * results.csv with train.py's rows, results.png/.svg, last and best checkpoints), exp2 for a
  * second run, a run killed mid-way and resumed (every epoch once in results.csv), "nothing to
  * resume", --cache ram giving the uncached run's results, val with --save-json, and each bad input: one line naming the file or option, exit 2
- * (1 for a plan that does not fit); --device cuda as far as this machine allows. */
+ * (1 for a plan that does not fit); --device cuda as far as this machine allows, and the other
+ * device specs (cpu:T, train.py's N, several devices refused). */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <signal.h>
 #include <stdarg.h>
@@ -215,6 +216,20 @@ static void test_bad_input(void) {
     one_line_exit(2, "--weights and --data are required");
 }
 
+/* bench-step --device `device` (a GPU's spec): one step, or without a GPU one line naming the
+ * device and why, exit 2. */
+static void bench_on_gpu(const char *device) {
+    int rc = run("bench-step --device %s --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0", device);
+    char want[64];
+    snprintf(want, sizeof want, "bench-step --device %s: ", device);
+    if (rc == 0) {
+        CHECK_STR_HAS(out, "cuda (fixed cost ");
+    } else {
+        CHECK_EQ_I64(rc, 2);
+        one_line_exit(2, want);
+    }
+}
+
 /* --device cuda for train and bench-step: without a GPU (or a build without CUDA) one line naming
  * the device and why, exit 2, nothing trained; with one, the plan line names the fixed cost the
  * backend measured and the run goes through the preflight to the steps. */
@@ -228,15 +243,24 @@ static void test_device_cuda(void) {
         one_line_exit(2, "--device cuda: ");
         CHECK(!exists("%s/runs/%s", "cuda"));
     }
-    rc = run("bench-step --device cuda --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0");
-    if (rc == 0) {
-        CHECK_STR_HAS(out, "cuda (fixed cost ");
-    } else {
-        CHECK_EQ_I64(rc, 2);
-        one_line_exit(2, "bench-step --device cuda: ");
-    }
+    bench_on_gpu("cuda");
     CHECK_EQ_I64(run("bench-step --device tpu"), 2);
     one_line_exit(2, "--device tpu: expected cpu or cuda");
+}
+
+/* Any backend kind's spec (kernels/yp_backend_kind.h): cpu:T runs on T threads, train.py's device
+ * numbers mean CUDA devices, and several devices are refused in one line (exit 2, nothing made). */
+static void test_device_specs(void) {
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --name cpu1 --device cpu:1", data, dir), 0);
+    CHECK_STR_HAS(out, "device cpu:1 (1 threads)");
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --name multi --device 0,1", data, dir), 2);
+    one_line_exit(2, "--device 0,1: several devices are not supported yet");
+    CHECK(!exists("%s/runs/%s", "multi"));
+    CHECK_EQ_I64(run("bench-step --device cpu:1 --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0 --json"), 0);
+    CHECK_STR_HAS(out, "\"threads\":\t1,");
+    bench_on_gpu("0");
+    CHECK_EQ_I64(run("bench-step --device cpu:0"), 2);
+    one_line_exit(2, "--device cpu:0: T of cpu:T is the thread count");
 }
 
 int main(void) {
@@ -255,6 +279,7 @@ int main(void) {
     YP_RUN(test_val);
     YP_RUN(test_bad_input);
     YP_RUN(test_device_cuda);
+    YP_RUN(test_device_specs);
     yp_test_remove_tree(dir);
     return yp_test_summary();
 }

@@ -221,10 +221,56 @@ static void test_plan_lowp(void) {
     yp_graph_free(g);
 }
 
+/* A stand-in CUDA instance on a named card whose conv2d_scratch answers 7 per image, 3 fixed. */
+static int fake_scratch(yp_backend *be, const yp_conv_desc *d, int has_bias, yp_conv_stage st, int64_t *per_image,
+                        int64_t *fixed) {
+    (void)be, (void)d, (void)has_bias, (void)st;
+    *per_image = 7, *fixed = 3;
+    return 0;
+}
+
+/* yp_exec_models: a card's model is asked of the instance lent to it when it is on that card; the
+ * plain resolver, which keeps no instance, refuses it; another card's model is refused naming the
+ * way out; the precisions a model's kind runs. */
+static void test_models_instance(void) {
+    static const yp_ops ops = {.conv2d_scratch = fake_scratch};
+    yp_backend card = {.name = "cuda", .alignment = 256, .device_info = fake_device_info, .ops = &ops};
+    yp_exec_models m;
+    yp_exec_models_init(&m, &card);
+    yp_scratch_rule rule = {0};
+    yp_err err;
+    REQUIRE(yp_scratch_resolve("cuda:nvidia-geforce-rtx-3070-la", &m.r, &rule, &err) == 0);
+    CHECK(rule.ctx == &card);
+    yp_conv_query q = {.in = {1, 3, 8, 8}, .out = {1, 8, 8, 8}, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1,
+                       .groups = 1, .dtype = YP_DTYPE_F32};
+    int64_t pi = 0, fx = 0;
+    CHECK(rule.fn(rule.ctx, &q, &pi, &fx, &err) == 0);
+    CHECK_EQ_I64(pi, 7);
+    CHECK_EQ_I64(fx, 3);
+    CHECK(m.made == NULL);
+    CHECK(yp_scratch_resolve("cuda:no-such-card", &m.r, &rule, &err) == -1); /* no card of that name anywhere */
+    CHECK_STR_HAS(err.msg, "the conv workspaces cuDNN chose on that card");
+    CHECK_STR_HAS(err.msg, "--scratch cuda");
+    CHECK(yp_scratch_resolve("cuda:nvidia-geforce-rtx-3070-la", yp_exec_scratch_resolver(), &rule, &err) == -1);
+    CHECK_STR_HAS(err.msg, "the conv workspaces cuDNN chose on that card");
+    /* the other models resolve as the plain resolver's: the bound and a thread count */
+    CHECK(yp_scratch_resolve("cuda", &m.r, &rule, &err) == 0 && rule.fn != NULL && rule.ctx != &card);
+    CHECK(yp_scratch_resolve("onednn:2", &m.r, &rule, &err) == 0 && rule.fn != NULL);
+    CHECK(yp_scratch_resolve("onednn:0", &m.r, &rule, &err) == -1);
+    CHECK_STR_HAS(err.msg, "1..1024");
+    yp_exec_models_free(&m);
+    const unsigned all = (1u << YP_PREC_COUNT) - 1;
+    CHECK_EQ_I64(yp_exec_model_precisions("onednn:4"), 1u << YP_PREC_FP32);
+    CHECK_EQ_I64(yp_exec_model_precisions("cuda"), all);
+    CHECK_EQ_I64(yp_exec_model_precisions("cuda:nvidia-h200"), all);
+    CHECK_EQ_I64(yp_exec_model_precisions("im2col"), all);
+}
+
 int main(void) {
     YP_RUN(test_bound);
     YP_RUN(test_bound_lowp);
     YP_RUN(test_resolver);
+    YP_RUN(test_models_instance);
     YP_RUN(test_plan_round_trip);
     YP_RUN(test_plan_lowp);
     return yp_test_summary();

@@ -455,7 +455,8 @@ static int twice_rule(void *ctx, const yp_conv_query *q, int64_t *per_image, int
     return 0;
 }
 
-static int twice_resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
+static int twice_resolve(void *ctx, const char *name, yp_scratch_rule *rule, yp_err *err) {
+    (void)ctx;
     if (strncmp(name, "twice:", 6)) return 1;
     int k = atoi(name + 6);
     if (k < 1 || k > 4) return yp_err_set(err, "K must be 1..4");
@@ -467,7 +468,7 @@ static int twice_resolve(const char *name, yp_scratch_rule *rule, yp_err *err) {
  * candidate.conv_scratch, resolved again on load through the caller's resolver (a plan the
  * caller cannot resolve is refused, naming the model), and it changes the planned scratch. */
 static void test_scratch_model_round_trip(void) {
-    static const yp_scratch_resolver twice = {"twice:K", twice_resolve};
+    static const yp_scratch_resolver twice = {"twice:K", twice_resolve, NULL};
     yp_graph *g = yp_test_model("yolov5n"), *g2 = NULL;
     REQUIRE(g != NULL);
     yp_gpu gpu;
