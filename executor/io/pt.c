@@ -17,11 +17,11 @@ static const char *const FIX = "the file is damaged or not one torch.save wrote;
 
 int yp_pt_sniff(const char *path) {
     int fd = open(path, O_RDONLY | O_NONBLOCK);
-    unsigned char head[4] = {0};
+    unsigned char head[PT_HEAD_BYTES] = {0};
     struct stat st;
-    int ok = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && pread(fd, head, 4, 0) >= 1;
+    ssize_t n = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) ? pread(fd, head, sizeof head, 0) : -1;
     if (fd >= 0) close(fd);
-    return ok && (!memcmp(head, "PK\3\4", 4) || head[0] == 0x80);
+    return n >= 4 && (!memcmp(head, "PK\3\4", 4) || pt_is_legacy(head, (size_t)n));
 }
 
 /* The shape of TENSOR value t into e (ndim, shape) and its element count. 0, or -1 with err set. */

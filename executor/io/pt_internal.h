@@ -94,6 +94,11 @@ void pt_named_free(pt_named *t, int n);
 
 typedef struct pt_zip pt_zip;
 
+#define PT_HEAD_BYTES 32 /* what pt_is_legacy needs of a file's start */
+
+/* Whether head[0..n) starts as torch.save's legacy (pre-1.6) format: a pickle of its magic number. */
+int pt_is_legacy(const unsigned char *head, size_t n);
+
 /* Opens path as torch.save's zip (a regular file of at most YP_PT_MAX_FILE bytes): finds the one
  * "<archive>/data.pkl" and checks "<archive>/byteorder" when present. NULL with err set. */
 pt_zip *pt_zip_open(const char *path, yp_err *err);

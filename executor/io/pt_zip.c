@@ -20,9 +20,18 @@ struct pt_zip {
 
 static const char *const DAMAGED = "the file is truncated or damaged: download or save it again";
 
-/* Why path is not a zip, from its first bytes: -1 with err set. */
-static int not_zip(const char *path, const unsigned char *head, int64_t size, yp_err *err) {
-    if (size >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5)
+int pt_is_legacy(const unsigned char *head, size_t n) {
+    /* LONG1 of 10 bytes: torch.serialization's MAGIC_NUMBER 0x1950a86a20f9469cfc6c, little endian */
+    static const unsigned char magic[12] = {0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+    if (n < 2 || head[0] != 0x80 || head[1] < 2 || head[1] > 5) return 0;
+    for (size_t at = 2; at + sizeof magic <= n && at <= 11; at++) /* after PROTO, or after PROTO and FRAME */
+        if (!memcmp(head + at, magic, sizeof magic)) return 1;
+    return 0;
+}
+
+/* Why path is not a zip, from its first n bytes: -1 with err set. */
+static int not_zip(const char *path, const unsigned char *head, size_t n, yp_err *err) {
+    if (pt_is_legacy(head, n))
         return yp_err_set(err,
                           "%s: a .pt in torch.save's legacy format (before torch 1.6), which this reader does not "
                           "read; re-save it with a newer torch: torch.save(torch.load(f), f)",
@@ -101,10 +110,11 @@ pt_zip *pt_zip_open(const char *path, yp_err *err) {
     int64_t size = 0;
     int fd = yp_file_open(path, "a .pt file", YP_PT_MAX_FILE, &size, err);
     if (fd < 0) return NULL;
-    unsigned char head[4] = {0};
-    if (size < 4 || pread(fd, head, 4, 0) != 4 || memcmp(head, "PK\3\4", 4)) {
+    unsigned char head[PT_HEAD_BYTES] = {0};
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    if (got < 4 || memcmp(head, "PK\3\4", 4)) {
         close(fd);
-        not_zip(path, head, size, err);
+        not_zip(path, head, got > 0 ? (size_t)got : 0, err);
         return NULL;
     }
     int code = 0;

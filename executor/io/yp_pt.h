@@ -67,8 +67,9 @@ typedef struct {
                         (349 tensors), ema None" */
 } yp_pt_file;
 
-/* Whether the file at path starts as a .pt does: a zip ("PK\3\4") or a legacy pickle (0x80, which
- * yp_pt_open refuses with the fix). 0 as well when it cannot be read (its reader says why). */
+/* Whether the file at path starts as a .pt does: a zip ("PK\3\4") or torch.save's legacy format (a
+ * pickle of its magic number, which yp_pt_open refuses with the fix). 0 as well when it cannot be
+ * read (its reader says why). */
 int yp_pt_sniff(const char *path);
 
 /* Opens and reads path's pickle and finds its state dict (every rule above); the tensors' data is

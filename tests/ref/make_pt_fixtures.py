@@ -20,6 +20,9 @@ and Detect's non-persistent "stride" buffer:
   tiny_sd.safetensors  the same;
   tiny_module.pt       the tiny model itself, FP32 (torch.save(model));
   tiny_module_p4.pt    the same pickled with protocol 4 (FRAME, SHORT_BINUNICODE, STACK_GLOBAL, MEMOIZE);
+  views.pt             a state dict of three views of one FP16 storage (storage offsets 8, 0 and 4: rows 2..5,
+                       rows 0..1, row 1 of a 6x4 tensor) and a 0-d FP64 tensor;
+  views.safetensors    the same tensors, each copied out on its own;
 and files the reader must refuse in one line:
   bad_truncated.pt     tiny_last.pt cut after half its bytes (the zip's directory is gone);
   bad_opcode.pt        a data.pkl with an opcode pickle does not have (0xff);
@@ -223,6 +226,10 @@ def main():
     save_torch(model, "tiny_module.pt")
     save_torch(model, "tiny_module_p4.pt", pickle_protocol=4)
     save_torch(model.state_dict(), "bad_legacy.pt", _use_new_zipfile_serialization=False)
+    base = torch.arange(24, dtype=torch.float16).reshape(6, 4) / 8
+    views = {"x": base[2:], "y": base[:2], "z": base[1], "s": torch.tensor(0.25, dtype=torch.float64)}
+    save_torch(views, "views.pt")
+    save_st({k: v.clone() for k, v in views.items()}, "views.safetensors")
     hostile()
     seed_corpus()
     for name in sorted(os.listdir(OUT)):

@@ -5,7 +5,7 @@
  *     state_dict() order), dtype, shape and bytes: yolov5t's FP16 DetectionModel checkpoint (349
  *     tensors, num_batches_tracked and anchors included, Detect's non-persistent stride not), a
  *     last.pt with "model" and "ema" (ema. names), a plain state dict, a pickled module in protocol
- *     2 and in protocol 4;
+ *     2 and in protocol 4, views at storage offsets into one shared storage;
  *   - yp_ckpt_load_weights from yolov5t.pt sets every weight of a yolov5t executor bit for bit as from
  *     yolov5t.safetensors, with the same counts; for tiny_last.pt, --weights takes "model" (train.py)
  *     and the eval load takes "ema" (val.py's attempt_load);
@@ -75,6 +75,7 @@ static void test_last_sd_module(void) {
     same_tensors(PT "tiny_sd.pt", PT "tiny_sd.safetensors");
     same_tensors(PT "tiny_module.pt", PT "tiny_sd.safetensors");
     same_tensors(PT "tiny_module_p4.pt", PT "tiny_sd.safetensors");
+    same_tensors(PT "views.pt", PT "views.safetensors"); /* storage offsets into one shared storage */
     yp_pt_file f;
     yp_err err;
     REQUIRE(yp_pt_open(&f, PT "tiny_last.pt", &err) == 0);
@@ -244,6 +245,31 @@ static void test_hostile(void) {
     yp_exec_free(&x), yp_plan_free(&p), yp_graph_free(g);
 }
 
+/* yp_pt_sniff: zips and legacy files are .pt; a safetensors file whose header length starts with
+ * byte 0x80 (as a pickle does) is not. */
+static void test_sniff(void) {
+    CHECK(yp_pt_sniff(PT "tiny_sd.pt"));
+    CHECK(yp_pt_sniff(PT "bad_legacy.pt"));
+    CHECK(yp_pt_sniff(PT "bad_truncated.pt"));
+    CHECK(!yp_pt_sniff(PT "yolov5t.safetensors"));
+    CHECK(!yp_pt_sniff(PT "no_such_file.pt"));
+    char path[] = "/tmp/yp_test_pt_sniff.XXXXXX", text[129];
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    snprintf(text, sizeof text, "%-128s", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
+    const unsigned char len[8] = {0x80, 0, 0, 0, 0, 0, 0, 0}; /* 128 */
+    const float one = 1.0f;
+    int ok = write(fd, len, 8) == 8 && write(fd, text, 128) == 128 && write(fd, &one, 4) == 4;
+    close(fd);
+    yp_st_file f;
+    yp_err err;
+    CHECK(ok);
+    CHECK(!yp_pt_sniff(path));
+    CHECK(yp_st_open(&f, path, &err) == 0);
+    yp_st_close(&f);
+    unlink(path);
+}
+
 /* ---------------------------------------------------------------- the pickle machine */
 
 /* Runs the n-byte pickle p; 0 or -1, err's message into msg. */
@@ -402,6 +428,7 @@ int main(void) {
     YP_RUN(test_load_weights_yolov5t);
     YP_RUN(test_last_model_for_train_ema_for_val);
     YP_RUN(test_hostile);
+    YP_RUN(test_sniff);
     YP_RUN(test_pickle_values);
     YP_RUN(test_pickle_refused);
     YP_RUN(test_pickle_caps);
