@@ -45,12 +45,14 @@ typedef struct {
     int8_t dtype;       /* STORAGE: a yp_st_dtype, -1 for a storage type without one (complex, quantized) */
     uint32_t len, len2; /* STR, BYTES: s's length; GLOBAL: module (s) and name (s2) lengths */
     const char *s, *s2; /* into the pickle's bytes, not NUL-terminated */
-    int64_t i;          /* BOOL, INT; STORAGE: its numel; TENSOR: its storage offset, in elements */
-    double f;           /* FLOAT */
-    int32_t a, b, c;    /* OBJECT: class, arguments, state (-1: none); TENSOR: storage, size and stride tuples;
-                           STORAGE: its key (a STR) */
-    int32_t n, cap;     /* TUPLE, LIST, SET: n items; DICT: n/2 key, value pairs; OBJECT: what SETITEM(S) and
-                           APPEND(S) gave it */
+    union {
+        int64_t i; /* BOOL, INT; STORAGE: its numel; TENSOR: its storage offset, in elements */
+        double f;  /* FLOAT */
+    };
+    int32_t a, b, c; /* OBJECT: class, arguments, state (-1: none); TENSOR: storage, size and stride tuples;
+                        STORAGE: its key (a STR) */
+    int32_t n, cap;  /* TUPLE, LIST, SET: n items; DICT: n/2 key, value pairs; OBJECT: what SETITEM(S) and
+                        APPEND(S) gave it */
     int32_t *items;
 } pt_value;
 

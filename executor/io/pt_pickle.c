@@ -35,16 +35,27 @@ static int fail(run *r, const char *fmt, ...) {
 
 /* ---------------------------------------------------------------- values */
 
+/* Array p (*cap elements of `size` bytes, n of them used) with room for one more: p itself, or p
+ * reallocated to twice the size (*cap updated). NULL with err set when out of memory. The callers
+ * cap n far below INT32_MAX / 2. */
+static void *room(run *r, void *p, int32_t n, int32_t *cap, size_t size) {
+    if (n < *cap) return p;
+    int32_t c = *cap ? *cap * 2 : 4; /* small: most containers hold a few items */
+    void *q = realloc(p, (size_t)c * size);
+    if (!q)
+        yp_err_set(r->err, "%s: out of memory unpickling", r->vm->path);
+    else
+        *cap = c;
+    return q;
+}
+
 /* A new value of kind k (zeroed, a b c -1), its index; -1 with err set at the cap. */
 static int new_value(run *r, pt_kind k) {
     pt_vm *vm = r->vm;
     if (vm->nv >= YP_PT_MAX_VALUES) return fail(r, "more than %d values", YP_PT_MAX_VALUES);
-    if (vm->nv == vm->cap_v) {
-        int32_t cap = vm->cap_v ? vm->cap_v * 2 : 1024;
-        pt_value *v = realloc(vm->v, (size_t)cap * sizeof *v);
-        if (!v) return yp_err_set(r->err, "%s: out of memory unpickling", vm->path);
-        vm->v = v, vm->cap_v = cap;
-    }
+    pt_value *grown = room(r, vm->v, vm->nv, &vm->cap_v, sizeof *vm->v);
+    if (!grown) return -1;
+    vm->v = grown;
     pt_value *v = &vm->v[vm->nv];
     memset(v, 0, sizeof *v);
     v->kind = (uint8_t)k, v->a = v->b = v->c = -1;
@@ -55,12 +66,9 @@ static int new_value(run *r, pt_kind k) {
 static int add_item(run *r, int c, int32_t x) {
     pt_value *v = &r->vm->v[c];
     if (r->vm->n_items >= YP_PT_MAX_ITEMS) return fail(r, "more than %d items in containers", YP_PT_MAX_ITEMS);
-    if (v->n == v->cap) {
-        int32_t cap = v->cap ? v->cap * 2 : 4;
-        int32_t *it = realloc(v->items, (size_t)cap * sizeof *it);
-        if (!it) return yp_err_set(r->err, "%s: out of memory unpickling", r->vm->path);
-        v->items = it, v->cap = cap;
-    }
+    int32_t *items = room(r, v->items, v->n, &v->cap, sizeof *v->items);
+    if (!items) return -1;
+    v->items = items;
     v->items[v->n++] = x;
     r->vm->n_items++;
     return 0;
@@ -103,12 +111,9 @@ void pt_describe(const pt_vm *vm, int i, char *buf, size_t size) {
 
 static int push(run *r, int32_t x) {
     if (r->ns >= YP_PT_MAX_STACK) return fail(r, "the stack holds more than %d values", YP_PT_MAX_STACK);
-    if (r->ns == r->cap_s) {
-        int32_t cap = r->cap_s ? r->cap_s * 2 : 256;
-        int32_t *s = realloc(r->stack, (size_t)cap * sizeof *s);
-        if (!s) return yp_err_set(r->err, "%s: out of memory unpickling", r->vm->path);
-        r->stack = s, r->cap_s = cap;
-    }
+    int32_t *s = room(r, r->stack, r->ns, &r->cap_s, sizeof *r->stack);
+    if (!s) return -1;
+    r->stack = s;
     r->stack[r->ns++] = x;
     return 0;
 }
@@ -130,12 +135,9 @@ static int top(run *r, int32_t *x) {
 
 static int mark(run *r) {
     if (r->nm >= YP_PT_MAX_MARKS) return fail(r, "more than %d open MARKs", YP_PT_MAX_MARKS);
-    if (r->nm == r->cap_m) {
-        int32_t cap = r->cap_m ? r->cap_m * 2 : 64;
-        int32_t *m = realloc(r->marks, (size_t)cap * sizeof *m);
-        if (!m) return yp_err_set(r->err, "%s: out of memory unpickling", r->vm->path);
-        r->marks = m, r->cap_m = cap;
-    }
+    int32_t *m = room(r, r->marks, r->nm, &r->cap_m, sizeof *r->marks);
+    if (!m) return -1;
+    r->marks = m;
     r->marks[r->nm++] = r->ns;
     return 0;
 }

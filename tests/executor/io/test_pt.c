@@ -105,6 +105,15 @@ static int make_exec(yp_graph *g, yp_plan *p, yp_exec *x, uint64_t seed) {
     return 0;
 }
 
+/* The tiny test IR (tests/data/ir/tiny.json) and its executor; 0, or -1 with nothing left to free. */
+static int tiny_exec(yp_graph **g, yp_plan *p, yp_exec *x) {
+    yp_err err;
+    *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny.json", &err);
+    if (*g && !make_exec(*g, p, x, 1)) return 0;
+    yp_graph_free(*g);
+    return -1;
+}
+
 static void test_load_weights_yolov5t(void) {
     yp_err err;
     yp_graph *g = yp_yaml_import(YP_TEST_DATA "/yaml/good/yolov5t.yaml", 0, &err);
@@ -163,15 +172,11 @@ static int weights_match(const yp_exec *x, const yp_st_file *st, const char *pre
 
 static void test_last_model_for_train_ema_for_val(void) {
     yp_err err;
-    yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny.json", &err);
-    REQUIRE(g != NULL);
+    yp_graph *g;
     yp_plan p;
     yp_exec x;
     yp_st_file st;
-    if (make_exec(g, &p, &x, 1)) {
-        yp_graph_free(g);
-        REQUIRE(0);
-    }
+    REQUIRE(tiny_exec(&g, &p, &x) == 0);
     yp_ckpt_transfer r;
     int bad = 0, n = 0, log_ok = 0;
     char line[512];
@@ -229,15 +234,11 @@ static void test_hostile(void) {
     CHECK(access("/tmp/yp_pt_os_system_ran", F_OK) != 0);
     /* the loader says the same */
     yp_err err;
-    yp_graph *g = yp_ir_load_file(YP_TEST_DATA "/ir/tiny.json", &err);
-    REQUIRE(g != NULL);
+    yp_graph *g;
     yp_plan p;
     yp_exec x;
     yp_ckpt_transfer r;
-    if (make_exec(g, &p, &x, 1)) {
-        yp_graph_free(g);
-        REQUIRE(0);
-    }
+    REQUIRE(tiny_exec(&g, &p, &x) == 0);
     CHECK(yp_ckpt_load_weights(&x, PT "bad_os_system.pt", NULL, &r, &err) == -1);
     CHECK_STR_HAS(err.msg, "posix.system");
     CHECK(yp_ckpt_load_eval_weights(&x, PT "bad_legacy.pt", NULL, &r, &err) == -1);
