@@ -97,22 +97,12 @@ static int entry_of(pt_zip *z, const pt_vm *vm, int t, yp_st_entry *e, int64_t *
     return 0;
 }
 
-static const yp_pt_file *sort_file; /* qsort has no context argument */
-
-static int by_name_cmp(const void *a, const void *b) {
-    return strcmp(sort_file->e[*(const int *)a].name, sort_file->e[*(const int *)b].name);
-}
-
 /* f->by_name sorted, with no name twice. */
 static int index_names(yp_pt_file *f, yp_err *err) {
-    f->by_name = malloc((size_t)f->n * sizeof *f->by_name + 1);
-    if (!f->by_name) return yp_err_set(err, "%s: out of memory", f->path);
-    for (int i = 0; i < f->n; i++) f->by_name[i] = i;
-    sort_file = f;
-    qsort(f->by_name, (size_t)f->n, sizeof *f->by_name, by_name_cmp);
-    for (int i = 1; i < f->n; i++)
-        if (!strcmp(f->e[f->by_name[i]].name, f->e[f->by_name[i - 1]].name))
-            return yp_err_set(err, "%s: two tensors named %s; %s", f->path, f->e[f->by_name[i]].name, FIX);
+    int dup = 0, rc = (f->by_name = malloc((size_t)f->n * sizeof *f->by_name + 1)) ? 0 : -1;
+    if (!rc) rc = yp_st_sort_names(f->e, f->n, f->by_name, &dup);
+    if (rc < 0) return yp_err_set(err, "%s: out of memory", f->path);
+    if (rc) return yp_err_set(err, "%s: two tensors named %s; %s", f->path, f->e[dup].name, FIX);
     return 0;
 }
 
@@ -155,18 +145,7 @@ void yp_pt_close(yp_pt_file *f) {
     memset(f, 0, sizeof *f);
 }
 
-int yp_pt_find(const yp_pt_file *f, const char *name) {
-    int lo = 0, hi = f->n - 1;
-    while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2, c = strcmp(f->e[f->by_name[mid]].name, name);
-        if (!c) return f->by_name[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return -1;
-}
+int yp_pt_find(const yp_pt_file *f, const char *name) { return yp_st_find_in(f->e, f->by_name, f->n, name); }
 
 int yp_pt_read(const yp_pt_file *f, int i, void *dst, yp_err *err) {
     const yp_st_entry *e = &f->e[i];

@@ -33,7 +33,8 @@ and files the reader must refuse in one line:
   bad_noncontig.pt     a state dict whose tensor is a transpose (strides not row-major);
   bad_deep.pt          a module nested 100 deep (nn.Sequential in nn.Sequential ...);
   bad_legacy.pt        the tiny state dict in torch's legacy pre-1.6 format (_use_new_zipfile_serialization=False);
-  bad_not_yolo.pt      a dict with neither "model" nor "ema" nor tensors.
+  bad_not_yolo.pt      a dict with neither "model" nor "ema" nor tensors;
+  bad_dup_names.pt     a checkpoint whose "model" has a tensor "ema.w" and whose "ema" has "w": two "ema.w".
 The hand-made ones are zips as torch.save lays them out (archive/data.pkl, archive/version, archive/data/<key>),
 written with fixed timestamps. tests/fuzz/corpus/pt/ gets the .pt files under 6 KB and the tiny models' data.pkl
 streams (the fuzz target reads an input that is not a zip as a bare pickle); ctest replays tests/data/pt/ as well.
@@ -176,6 +177,7 @@ def hostile():
         deep = nn.Sequential(deep)
     save_torch(deep, "bad_deep.pt")
     save_torch({"foo": 1, "bar": [1, 2]}, "bad_not_yolo.pt")
+    save_torch({"model": {"ema.w": torch.zeros(2)}, "ema": {"w": torch.ones(2)}}, "bad_dup_names.pt")
     with open(os.path.join(OUT, "tiny_last.pt"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "bad_truncated.pt"), "wb") as f:

@@ -230,6 +230,7 @@ static void test_hostile(void) {
     refused("bad_deep.pt", "modules nested deeper than 64");
     refused("bad_legacy.pt", "legacy format");
     refused("bad_not_yolo.pt", "holds a dict (keys 'foo', 'bar')");
+    refused("bad_dup_names.pt", "two tensors named ema.w");
     refused("yolov5t.safetensors", "not a zip archive");
     CHECK(access("/tmp/yp_pt_os_system_ran", F_OK) != 0);
     /* the loader says the same */
@@ -244,6 +245,21 @@ static void test_hostile(void) {
     CHECK(yp_ckpt_load_eval_weights(&x, PT "bad_legacy.pt", NULL, &r, &err) == -1);
     CHECK_STR_HAS(err.msg, "torch.save(torch.load(f), f)");
     yp_exec_free(&x), yp_plan_free(&p), yp_graph_free(g);
+}
+
+/* yp_st_sort_names and yp_st_find_in, which the .pt and safetensors tables share. */
+static void test_sorted_names(void) {
+    yp_st_entry e[3] = {{.name = "model.1"}, {.name = "ema.model.1"}, {.name = "model.0"}};
+    int by[3], dup = -1;
+    CHECK_EQ_I64(yp_st_sort_names(e, 3, by, &dup), 0);
+    CHECK(by[0] == 1 && by[1] == 2 && by[2] == 0);
+    CHECK_EQ_I64(yp_st_find_in(e, by, 3, "model.0"), 2);
+    CHECK_EQ_I64(yp_st_find_in(e, by, 3, "ema.model.1"), 1);
+    CHECK_EQ_I64(yp_st_find_in(e, by, 3, "model.2"), -1);
+    CHECK_EQ_I64(yp_st_find_in(e, by, 0, "model.0"), -1);
+    e[1].name = "model.0";
+    CHECK_EQ_I64(yp_st_sort_names(e, 3, by, &dup), 1);
+    CHECK(dup == 1 || dup == 2);
 }
 
 /* yp_pt_sniff: zips and legacy files are .pt; a safetensors file whose header length starts with
@@ -430,6 +446,7 @@ int main(void) {
     YP_RUN(test_last_model_for_train_ema_for_val);
     YP_RUN(test_hostile);
     YP_RUN(test_sniff);
+    YP_RUN(test_sorted_names);
     YP_RUN(test_pickle_values);
     YP_RUN(test_pickle_refused);
     YP_RUN(test_pickle_caps);
