@@ -157,12 +157,16 @@ def module_state(v):
     return None
 
 
-def module_state_dict(v, prefix="", out=None, depth=0):
+def module_state_dict(v, prefix="", out=None, depth=0, visits=None):
     """PyTorch's state_dict() of the stand-in module v: its parameters, its buffers but the
     non-persistent ones (None skipped), then each child under "<name>."."""
     out = {} if out is None else out
+    visits = [0] if visits is None else visits
+    visits[0] += 1
     if depth > 64:
         raise ConvertError(f"modules nested deeper than 64 ({prefix}...)")
+    if visits[0] > 1 << 20:  # a module shared many times over is walked once per path to it
+        raise ConvertError("more than 2^20 modules to walk (modules shared many times over?)")
     st = module_state(v)
     skip = st.get("_non_persistent_buffers_set") or set()
     for group, d in (("parameter", st["_parameters"]), ("buffer", st["_buffers"])):
@@ -177,7 +181,7 @@ def module_state_dict(v, prefix="", out=None, depth=0):
             continue
         if module_state(m) is None:
             raise ConvertError(f"module {prefix}{k} is a {getattr(m, 'name', type(m).__name__)}, not a module")
-        module_state_dict(m, f"{prefix}{k}.", out, depth + 1)
+        module_state_dict(m, f"{prefix}{k}.", out, depth + 1, visits)
     return out
 
 

@@ -7,13 +7,14 @@
 #include "pt_internal.h"
 
 #define NAME_CAP 1024
-#define MAX_VISITS (1 << 20) /* modules visited: a shared child is walked once per path to it */
+#define MAX_STEPS (1LL << 26) /* dict items looked at: a shared child is walked once per path to it */
 
 typedef struct {
     const pt_vm *vm;
     yp_err *err;
     pt_named *t;
-    int n, cap, visits;
+    int n, cap;
+    int64_t steps;       /* the work done so far, capped at MAX_STEPS */
     char name[NAME_CAP]; /* the prefix of the module being walked */
     size_t len;
 } walk;
@@ -87,6 +88,16 @@ static int add(walk *w, int key, int t) {
     return 0;
 }
 
+/* Counts n steps of work; -1 with err set past MAX_STEPS (a hostile tree of shared modules would
+ * otherwise be walked once per path, exponentially often). */
+static int charge(walk *w, int64_t n) {
+    if ((w->steps += n) <= MAX_STEPS) return 0;
+    return yp_err_set(w->err,
+                      "%s: the module tree takes more than %lld steps to walk (modules shared many times "
+                      "over?); %s",
+                      w->vm->path, (long long)MAX_STEPS, FIX);
+}
+
 /* Whether str value key is in set value s (a module's _non_persistent_buffers_set). */
 static int in_set(const pt_vm *vm, int s, int key) {
     if (s < 0 || vm->v[s].kind != PT_SET) return 0;
@@ -101,6 +112,7 @@ static int in_set(const pt_vm *vm, int s, int key) {
 /* The tensors of dict d (a module's _parameters or _buffers, None ones skipped, those in skip too). */
 static int tensors_of(walk *w, int d, int skip, const char *what) {
     const pt_vm *vm = w->vm;
+    if (charge(w, (int64_t)vm->v[d].n * (1 + (skip >= 0 && vm->v[skip].kind == PT_SET ? vm->v[skip].n : 0)))) return -1;
     for (int k = 0; k + 1 < vm->v[d].n; k += 2) {
         int key = vm->v[d].items[k], v = vm->v[d].items[k + 1];
         if (vm->v[v].kind == PT_NONE || (skip >= 0 && vm->v[key].kind == PT_STR && in_set(vm, skip, key))) continue;
@@ -122,9 +134,8 @@ static int module(walk *w, int o, int depth) {
     if (depth > YP_PT_MAX_DEPTH)
         return yp_err_set(w->err, "%s: modules nested deeper than %d (%s...); %s", vm->path, YP_PT_MAX_DEPTH, w->name,
                           FIX);
-    if (++w->visits > MAX_VISITS)
-        return yp_err_set(w->err, "%s: more than %d modules to walk; %s", vm->path, MAX_VISITS, FIX);
     int s = object_state(vm, o);
+    if (charge(w, 1 + 4 * (int64_t)vm->v[s].n)) return -1; /* the four lookups below */
     int skip = pt_get(vm, s, "_non_persistent_buffers_set");
     if (tensors_of(w, pt_get(vm, s, "_parameters"), -1, "parameter") ||
         tensors_of(w, pt_get(vm, s, "_buffers"), skip, "buffer"))
@@ -134,7 +145,8 @@ static int module(walk *w, int o, int depth) {
         int key = vm->v[mods].items[k], child = vm->v[mods].items[k + 1];
         size_t len;
         if (vm->v[child].kind == PT_NONE) continue;
-        if (name_push(w, key, ".", &len)) return -1;
+        int cs = object_state(vm, child);
+        if (name_push(w, key, ".", &len) || charge(w, 1 + (cs < 0 ? 0 : 3 * (int64_t)vm->v[cs].n))) return -1;
         if (!is_module(vm, child)) {
             char desc[160];
             pt_describe(vm, child, desc, sizeof desc);

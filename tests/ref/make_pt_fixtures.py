@@ -34,7 +34,8 @@ and files the reader must refuse in one line:
   bad_deep.pt          a module nested 100 deep (nn.Sequential in nn.Sequential ...);
   bad_legacy.pt        the tiny state dict in torch's legacy pre-1.6 format (_use_new_zipfile_serialization=False);
   bad_not_yolo.pt      a dict with neither "model" nor "ema" nor tensors;
-  bad_dup_names.pt     a checkpoint whose "model" has a tensor "ema.w" and whose "ema" has "w": two "ema.w".
+  bad_dup_names.pt     a checkpoint whose "model" has a tensor "ema.w" and whose "ema" has "w": two "ema.w";
+  bad_shared.pt        40 modules, each holding the next twice (2^40 paths to the last, one pickle entry each).
 The hand-made ones are zips as torch.save lays them out (archive/data.pkl, archive/version, archive/data/<key>),
 written with fixed timestamps. tests/fuzz/corpus/pt/ gets the .pt files under 6 KB and the tiny models' data.pkl
 streams (the fuzz target reads an input that is not a zip as a bare pickle); ctest replays tests/data/pt/ as well.
@@ -178,6 +179,12 @@ def hostile():
     save_torch(deep, "bad_deep.pt")
     save_torch({"foo": 1, "bar": [1, 2]}, "bad_not_yolo.pt")
     save_torch({"model": {"ema.w": torch.zeros(2)}, "ema": {"w": torch.ones(2)}}, "bad_dup_names.pt")
+    shared = nn.SiLU()  # no tensors: the walk, not the tensor cap, is what stops
+    for _ in range(40):
+        parent = nn.Module()
+        parent.a, parent.b = shared, shared
+        shared = parent
+    save_torch(shared, "bad_shared.pt")
     with open(os.path.join(OUT, "tiny_last.pt"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "bad_truncated.pt"), "wb") as f:

@@ -11,7 +11,8 @@
  *     and the eval load takes "ema" (val.py's attempt_load);
  *   - hostile files are refused in one line naming the file, the problem and a fix (truncated zip,
  *     unknown opcode, huge storage, memo slot and string, os.system, non-contiguous, too deep,
- *     legacy format, not a checkpoint), and os.system is never run;
+ *     legacy format, not a checkpoint, a name twice, 2^40 paths through shared modules), and
+ *     os.system is never run;
  *   - the pickle machine on hand-written streams: values, memo cycles, stand-ins, every cap. */
 #include <unistd.h>
 
@@ -231,6 +232,7 @@ static void test_hostile(void) {
     refused("bad_legacy.pt", "legacy format");
     refused("bad_not_yolo.pt", "holds a dict (keys 'foo', 'bar')");
     refused("bad_dup_names.pt", "two tensors named ema.w");
+    refused("bad_shared.pt", "the module tree takes more than");
     refused("yolov5t.safetensors", "not a zip archive");
     CHECK(access("/tmp/yp_pt_os_system_ran", F_OK) != 0);
     /* the loader says the same */
