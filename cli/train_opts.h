@@ -13,7 +13,7 @@
 typedef struct {
     char data[TRAIN_PATH];    /* --data: the dataset's data.yaml (required) */
     char model[TRAIN_PATH];   /* --model / --cfg: bundled name, IR .json or model .yaml */
-    char weights[TRAIN_PATH]; /* --weights: initial weights (a checkpoint or a state dict) */
+    char weights[TRAIN_PATH]; /* --weights: initial weights (a checkpoint or a state dict, safetensors or .pt) */
     char hyp[TRAIN_PATH];     /* --hyp: hyperparameter yaml ("": hyp.scratch-low) */
     char project[TRAIN_PATH], name[256];
     char device[32];          /* --device: a backend kind's spec (cpu, cpu:T, cuda, cuda:N, train.py's N) */

@@ -16,6 +16,7 @@ packages=(
   ocl-icd-opencl-dev                 # oneDNN's CMake package (dnnl-config.cmake) requires OpenCL;
                                      # libdnnl-dev only Recommends it, and we skip Recommends
   libjpeg62-turbo-dev libpng-dev     # executor/: dataset images
+  libzip-dev                         # executor/io: PyTorch .pt files (zip archives)
   libjpeg-turbo-progs                # bench/decode_rate.sh: djpeg, tjbench
   time                               # bench/host_memory.sh: /usr/bin/time -v (peak RSS)
   clang libclang-rt-14-dev           # fuzz targets (libFuzzer)

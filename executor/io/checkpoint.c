@@ -9,6 +9,7 @@
 #include "yp_checkpoint.h"
 #include "yp_elem_math.h"
 #include "yp_plan_io.h"
+#include "yp_pt.h"
 
 #define NAME_MAX_LEN 160
 
@@ -377,9 +378,48 @@ static int packed_source(const char *name, char *buf, size_t size) {
     return -1;
 }
 
+/* The tensors --weights reads: a safetensors file's or a PyTorch .pt's (yp_pt.h), under the same
+ * names (a .pt checkpoint's "ema" with "ema." in front, as in a safetensors checkpoint). */
+typedef struct {
+    const char *path;
+    int n;
+    const yp_st_entry *e; /* n entries: name, dtype, shape; end - begin bytes */
+    yp_st_file st;
+    yp_pt_file pt;
+    int is_pt;
+} weights_file;
+
+/* Opens path as a .pt when it starts as one (a zip, or a legacy pickle yp_pt_open explains), else as
+ * safetensors; on a .pt, one line on log (may be NULL) saying what it holds. 0, or -1 with err set. */
+static int weights_open(weights_file *w, const char *path, FILE *log, yp_err *err) {
+    memset(w, 0, sizeof *w);
+    w->is_pt = yp_pt_sniff(path);
+    if (w->is_pt ? yp_pt_open(&w->pt, path, err) : yp_st_open(&w->st, path, err)) return -1;
+    w->path = w->is_pt ? w->pt.path : w->st.path;
+    w->n = w->is_pt ? w->pt.n : w->st.n;
+    w->e = w->is_pt ? w->pt.e : w->st.e;
+    if (w->is_pt && log) fprintf(log, "%s: %s\n", path, w->pt.what);
+    return 0;
+}
+
+static void weights_close(weights_file *w) {
+    if (w->is_pt)
+        yp_pt_close(&w->pt);
+    else
+        yp_st_close(&w->st);
+}
+
+static int weights_find(const weights_file *w, const char *name) {
+    return w->is_pt ? yp_pt_find(&w->pt, name) : yp_st_find(&w->st, name);
+}
+
+static int weights_read(const weights_file *w, int i, void *dst, yp_err *err) {
+    return w->is_pt ? yp_pt_read(&w->pt, i, dst, err) : yp_st_read(&w->st, i, dst, err);
+}
+
 /* Whether file entry e (chunk `part` of a packed one when part >= 0) can set model tensor item w;
  * when not, one line on log. */
-static int transferable(const yp_st_file *f, const yp_st_entry *e, int part, const item *w, FILE *log) {
+static int transferable(const weights_file *f, const yp_st_entry *e, int part, const item *w, FILE *log) {
     char want[128], got[128];
     yp_st_shape_str(w->ndim, w->shape, want, sizeof want);
     yp_st_shape_str(e->ndim, e->shape, got, sizeof got);
@@ -395,16 +435,17 @@ static int transferable(const yp_st_file *f, const yp_st_entry *e, int part, con
 }
 
 /* File entry `name` (its EMA's first when ema), or -1. */
-static int find_entry(const yp_st_file *f, const char *name, int ema) {
+static int find_entry(const weights_file *f, const char *name, int ema) {
     char ema_name[256];
     int e = -1;
-    if (ema && snprintf(ema_name, sizeof ema_name, "ema.%s", name) < (int)sizeof ema_name) e = yp_st_find(f, ema_name);
-    return e >= 0 ? e : yp_st_find(f, name);
+    if (ema && snprintf(ema_name, sizeof ema_name, "ema.%s", name) < (int)sizeof ema_name)
+        e = weights_find(f, ema_name);
+    return e >= 0 ? e : weights_find(f, name);
 }
 
 /* Transfers every model weight of it[0..n) that the file has, under its own name or packed
  * (packed_source), staging in host (8 bytes a value of the largest tensor, packed ones whole). */
-static int transfer(yp_exec *x, const yp_st_file *f, const item *it, int n, int ema, void *host, FILE *log,
+static int transfer(yp_exec *x, const weights_file *f, const item *it, int n, int ema, void *host, FILE *log,
                     yp_ckpt_transfer *r, yp_err *err) {
     unsigned char *used = calloc((size_t)f->n + 1, 1); /* the file's entries some model tensor read */
     if (!used) return yp_err_set(err, "%s: out of memory", f->path);
@@ -422,7 +463,7 @@ static int transfer(yp_exec *x, const yp_st_file *f, const item *it, int n, int 
             continue;
         }
         int64_t numel = x->train.s->tensors[it[i].t].shape.w;
-        if (yp_st_read(f, e, host, err)) return free(used), -1;
+        if (weights_read(f, e, host, err)) return free(used), -1;
         to_f32(f->e[e].dtype, host, host, numel * (part >= 0 ? 3 : 1));
         float *v = (float *)host + (part >= 0 ? part * numel : 0); /* the chunk: contiguous rows */
         yp_named_tensor nt = {it[i].name, v, numel};
@@ -436,9 +477,9 @@ static int transfer(yp_exec *x, const yp_st_file *f, const item *it, int n, int 
 }
 
 static int load_weights(yp_exec *x, const char *path, int ema, FILE *log, yp_ckpt_transfer *out, yp_err *err) {
-    yp_st_file f;
+    weights_file f;
     memset(out, 0, sizeof *out);
-    if (yp_st_open(&f, path, err)) return -1;
+    if (weights_open(&f, path, log, err)) return -1;
     int n = 0, k = 0, rc = -1;
     item *it = state_items(x, 0, &n);
     int64_t most = 1;
@@ -457,7 +498,7 @@ static int load_weights(yp_exec *x, const char *path, int ema, FILE *log, yp_ckp
                     "unused)\n", path, out->loaded, k, out->skipped, out->missing, out->unused);
     }
     free(host), free(it);
-    yp_st_close(&f);
+    weights_close(&f);
     return rc;
 }
 

@@ -362,6 +362,31 @@ static int by_name(const void *a, const void *b) {
     return strcmp((*(const yp_st_entry *const *)a)->name, (*(const yp_st_entry *const *)b)->name);
 }
 
+int yp_st_sort_names(const yp_st_entry *e, int n, int *order, int *dup) {
+    const yp_st_entry **ord = malloc((size_t)(n ? n : 1) * sizeof *ord);
+    if (!ord) return -1;
+    for (int i = 0; i < n; i++) ord[i] = &e[i];
+    qsort(ord, (size_t)n, sizeof *ord, by_name);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        order[i] = (int)(ord[i] - e);
+        if (i && !rc && !strcmp(ord[i - 1]->name, ord[i]->name)) *dup = order[i], rc = 1;
+    }
+    free(ord);
+    return rc;
+}
+
+int yp_st_find_in(const yp_st_entry *e, const int *order, int n, const char *name) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(e[order[mid]].name, name);
+        if (!c) return order[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
 /* The data offsets cover [0, data bytes) exactly, without overlap or gap; names are unique.
  * Builds f->by_name. */
 static int check_layout(yp_st_file *f, yp_err *err) {
@@ -371,13 +396,10 @@ static int check_layout(yp_st_file *f, yp_err *err) {
         free(ord);
         return yp_err_set(err, "%s: out of memory", f->path);
     }
+    int rc = 0, dup = 0, sorted = yp_st_sort_names(f->e, f->n, f->by_name, &dup);
+    if (sorted < 0) rc = yp_err_set(err, "%s: out of memory", f->path);
+    else if (sorted) rc = yp_err_set(err, "%s: header: tensor %s: the name is given twice", f->path, f->e[dup].name);
     for (int i = 0; i < f->n; i++) ord[i] = &f->e[i];
-    qsort(ord, (size_t)f->n, sizeof *ord, by_name);
-    for (int i = 0; i < f->n; i++) f->by_name[i] = (int)(ord[i] - f->e);
-    int rc = 0;
-    for (int k = 1; k < f->n && !rc; k++)
-        if (!strcmp(ord[k - 1]->name, ord[k]->name))
-            rc = yp_err_set(err, "%s: header: tensor %s: the name is given twice", f->path, ord[k]->name);
     qsort(ord, (size_t)f->n, sizeof *ord, by_offset);
     int64_t at = 0, data = f->file_bytes - f->data_start;
     const yp_st_entry *prev = NULL;
@@ -474,16 +496,7 @@ int yp_st_open(yp_st_file *f, const char *path, yp_err *err) {
     return rc;
 }
 
-int yp_st_find(const yp_st_file *f, const char *name) {
-    int lo = 0, hi = f->n - 1;
-    while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2, c = strcmp(f->e[f->by_name[mid]].name, name);
-        if (!c) return f->by_name[mid];
-        if (c < 0) lo = mid + 1;
-        else hi = mid - 1;
-    }
-    return -1;
-}
+int yp_st_find(const yp_st_file *f, const char *name) { return yp_st_find_in(f->e, f->by_name, f->n, name); }
 
 const char *yp_st_meta(const yp_st_file *f, const char *key) {
     for (int i = 0; i < f->n_meta; i++)

@@ -83,12 +83,16 @@ typedef struct {
  * with those names, e.g. by scripts/pt2safetensors.py) in F32, F16, BF16 or F64, as YOLOv5's
  * intersect_dicts does: a tensor whose shape differs (another nc changes Detect's) is skipped,
  * with one line on log (may be NULL) naming it and both shapes; a closing line gives the counts.
+ * The file is safetensors, or a PyTorch .pt when it starts as one (a zip: yp_pt.h), read in place:
+ * a YOLOv5 checkpoint's "model" (as train.py's --weights takes ckpt['model']; its "ema" is under
+ * "ema."), a state dict or a pickled module, with a first line on log saying which.
  * Optimizer state and counters are untouched. 0 with *out filled, or -1 with err set (a file that
  * cannot be read). */
 int yp_ckpt_load_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transfer *out, yp_err *err);
 
 /* For validating a file (yoloplan val): as yp_ckpt_load_weights, but each tensor from the file's
- * EMA copy ("ema.<name>") where it has one, as YOLOv5's attempt_load prefers ckpt['ema']. */
+ * EMA copy ("ema.<name>"; a .pt checkpoint's "ema" when not None) where it has one, as YOLOv5's
+ * attempt_load prefers ckpt['ema']. */
 int yp_ckpt_load_eval_weights(yp_exec *x, const char *path, FILE *log, yp_ckpt_transfer *out, yp_err *err);
 
 #endif

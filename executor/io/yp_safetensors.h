@@ -116,6 +116,13 @@ void yp_st_close(yp_st_file *f);
 /* The entry index of tensor `name`, or -1. */
 int yp_st_find(const yp_st_file *f, const char *name);
 
+/* For any table of entries (a .pt's too, yp_pt.h): fills order[0..n) with the indices of e sorted
+ * by name. 0; 1 with *dup the index of an entry whose name another has too; -1 out of memory. */
+int yp_st_sort_names(const yp_st_entry *e, int n, int *order, int *dup);
+
+/* The index of the entry named `name` among e[0..n) sorted as order, or -1. */
+int yp_st_find_in(const yp_st_entry *e, const int *order, int n, const char *name);
+
 /* The value of metadata key `key`, or NULL. */
 const char *yp_st_meta(const yp_st_file *f, const char *key);
 

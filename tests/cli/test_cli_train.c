@@ -178,6 +178,9 @@ static void test_bad_input(void) {
     write_file("notckpt.safetensors", "this is not a checkpoint\n");
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --name w --weights notckpt.safetensors", data, dir), 2);
     one_line_exit(2, "notckpt.safetensors");
+    /* a .pt is read in place; one whose 'model' would call os.system is refused, nothing run */
+    CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --name w --weights '%s/pt/bad_os_system.pt'", data, dir, YP_TEST_DATA), 2);
+    one_line_exit(2, "bad_os_system.pt: 'model' is a posix.system, neither a module nor a state dict");
     write_file("mixup.yaml", "lr0: 0.01\nmixup: 0.1\n");
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --hyp mixup.yaml", data, dir), 2);
     one_line_exit(2, "mixup.yaml:2");
