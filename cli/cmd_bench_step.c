@@ -34,9 +34,11 @@ typedef struct {
     int batch_auto; /* --batch auto: the planner's choice for the device (the search's fastest plan) */
 } bench_opts;
 
-#define USAGE "usage: yoloplan bench-step [--model M] [--batch B|auto] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] " \
-              "[--precision fp32|amp-fp16|amp-bf16] [--no-ema] | --load-plan FILE, then [--device cpu|cuda] [--steps N] [--warmup N] [--threads T] [--mem SIZE] " \
-              "[--profile] [--json]"
+#define USAGE                                                                                                          \
+    "usage: yoloplan bench-step [--model M] [--batch B|auto] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] "      \
+    "[--precision fp32|amp-fp16|amp-bf16] [--no-ema] | --load-plan FILE, then [--device cpu|cuda] [--steps N] "        \
+    "[--warmup N] [--threads T] [--mem SIZE] "                                                                         \
+    "[--profile] [--json]"
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     memset(o, 0, sizeof *o);
@@ -83,10 +85,12 @@ static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     else o->dev.threads = (int)o->threads;
     if (o->load_plan) {
         char list[96] = "";
-        const int given[] = {o->model_given, o->batch_given, o->img_given, o->policy_given, o->no_ema, o->precision_given};
+        const int given[] = {o->model_given,  o->batch_given, o->img_given,
+                             o->policy_given, o->no_ema,      o->precision_given};
         static const char *const names[] = {"--model", "--batch", "--img", "--policy", "--no-ema", "--precision"};
         for (int k = 0; k < 6; k++)
-            if (given[k]) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", names[k]);
+            if (given[k])
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", names[k]);
         if (list[0])
             return yp_err_set(err, "bench-step --load-plan runs the saved plan as it is (model, batch, img, policy, "
                               "EMA and the rest come from the file): drop %s", list);
@@ -254,7 +258,8 @@ static void print_result(const bench_opts *o, const yp_backend *be, const yp_pla
 
 static int run(bench_opts *o, yp_err *err) {
     int64_t avail = o->mem ? o->mem : cli_host_available_bytes();
-    if (avail <= 0) return yp_err_set(err, "bench-step: cannot read the host's available memory (/proc/meminfo); give --mem");
+    if (avail <= 0)
+        return yp_err_set(err, "bench-step: cannot read the host's available memory (/proc/meminfo); give --mem");
     yp_plan p;
     yp_graph *g = NULL;
     yp_exec x;

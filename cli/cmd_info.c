@@ -87,7 +87,8 @@ static void print_text(const yp_graph *g, const yp_node_info *info, const layer_
            "GFLOPs");
     for (int i = 0; i < g->n_layers; i++) {
         const yp_layer *l = &g->layers[i];
-        fmt_from(l, from, sizeof from), fmt_args(l, args, sizeof args), fmt_shape(&info[l->output], shape, sizeof shape);
+        fmt_from(l, from, sizeof from), fmt_args(l, args, sizeof args),
+            fmt_shape(&info[l->output], shape, sizeof shape);
         printf("%3d %14s %3d %10lld  %-12s %-28s %-30s %8.3f\n", i, from, l->repeats, (long long)ls[i].params,
                l->module, args, shape, ls[i].flops / 1e9);
         params += ls[i].params, flops += ls[i].flops;

@@ -166,9 +166,11 @@ static void print_table(const plan_args *a, const plan_table *t, int chosen) {
     }
     for (int i = 0; i < t->n; i++)
         if (t->largest[i])
-            printf("row %d: its configuration fits up to batch %lld (accumulate %d); the table keeps to --max-batch %lld, "
-                   "the recipe's nominal batch: add --max-batch %lld to plan it\n", i + 1, (long long)t->largest[i],
-                   yp_accumulate(t->largest[i]), (long long)a->search.max_batch, (long long)t->largest[i]);
+            printf(
+                "row %d: its configuration fits up to batch %lld (accumulate %d); the table keeps to --max-batch %lld, "
+                "the recipe's nominal batch: add --max-batch %lld to plan it\n",
+                i + 1, (long long)t->largest[i], yp_accumulate(t->largest[i]), (long long)a->search.max_batch,
+                (long long)t->largest[i]);
 }
 
 static int run_search(plan_args *a) {

@@ -25,7 +25,8 @@ static int parse_one(synth_args *s, const char *a, const char *v, yp_err *err) {
     if (!strcmp(a, "--seed")) return cli_parse_int("--seed", v, 0, LONG_MAX, &s->seed, err);
     if (!strcmp(a, "--img")) {
         if (cli_parse_img(v, &s->w, &s->h, err)) return -1;
-        if (s->w < YP_SYNTH_MIN_SIDE || s->w > YP_SYNTH_MAX_SIDE || s->h < YP_SYNTH_MIN_SIDE || s->h > YP_SYNTH_MAX_SIDE)
+        if (s->w < YP_SYNTH_MIN_SIDE || s->w > YP_SYNTH_MAX_SIDE || s->h < YP_SYNTH_MIN_SIDE ||
+            s->h > YP_SYNTH_MAX_SIDE)
             return yp_err_set(err, "--img %s: each side must be %d..%d", v, YP_SYNTH_MIN_SIDE, YP_SYNTH_MAX_SIDE);
         return 0;
     }

@@ -88,7 +88,8 @@ static int speed_and_host(const yp_graph *g, const plan_args *a, yp_torch_report
     s->train_images = o->train_images, s->val_images = o->val_images;
     if (yp_torch_speed_predict(g, s, err) || yp_torch_host_predict(o, &r->host, err)) return -1;
     r->has_speed = r->has_host = 1;
-    if (r->whatif && yp_torch_host_remedies(g, o, r->cache_asked, s, r->host_remedies, &r->n_host_remedies, err)) return -1;
+    if (r->whatif && yp_torch_host_remedies(g, o, r->cache_asked, s, r->host_remedies, &r->n_host_remedies, err))
+        return -1;
     return 0;
 }
 
@@ -124,7 +125,8 @@ int cmd_plan_torch(plan_args *a) {
         o.capacity = r->capacity;
         if (!rc) rc = yp_torch_train_replay(g, &o, &r->base, &err);
         if (!rc)
-            rc = yp_torch_remedies(g, &r->opts, r->capacity, r->margin, r->rec_batch, r->remedies, &r->n_remedies, &err);
+            rc =
+                yp_torch_remedies(g, &r->opts, r->capacity, r->margin, r->rec_batch, r->remedies, &r->n_remedies, &err);
     }
     int64_t sb = r->whatif ? r->opts.batch : r->rec_batch;
     if (!rc && sb > 0) rc = speed_and_host(g, a, r, sb, &err);

@@ -127,7 +127,8 @@ static int plan_new(train_run *r, yp_err *err) {
         } else {
             budget = avail - h.total;
             if (avail <= 0 || budget <= 0)
-                return yp_err_set(err, "train: cannot tell the host's available memory (/proc/meminfo); give --mem SIZE");
+                return yp_err_set(err,
+                                  "train: cannot tell the host's available memory (/proc/meminfo); give --mem SIZE");
         }
         if (budget <= 0) return yp_err_set(err, "--mem %s: give a positive size like 4GiB", r->o.mem);
     }
@@ -181,8 +182,8 @@ static void print_plan(const train_run *r, FILE *f) {
     const double gib = 1073741824.0;
     double arena = (double)r->p.arena_bytes / gib, pipe = (double)r->host.pipeline / gib;
     double process = (double)(r->host.baseline + r->host.runtime) / gib;
-    fprintf(f, "plan: %s, batch %lld, accumulate %d, img %lld, %s, checkpoints %s, arena %.2f GiB, device %s", r->g->name,
-            (long long)c->batch, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
+    fprintf(f, "plan: %s, batch %lld, accumulate %d, img %lld, %s, checkpoints %s, arena %.2f GiB, device %s",
+            r->g->name, (long long)c->batch, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
             yp_front_layers_str(c->ckpt_layers, ck, sizeof ck), arena, r->o.device);
     if (r->be->host_memory) fprintf(f, " (%d threads)", yp_backend_cpu_threads(r->be));
     else fprintf(f, " (fixed cost %.2f GiB)", (double)r->be->fixed_bytes / gib);
@@ -230,7 +231,8 @@ static int set_paths(train_run *r, yp_err *err) {
 /* ---------------------------------------------------------------- set-up */
 
 static int load_data(train_run *r, yp_err *err) {
-    if (!r->o.data[0]) return yp_err_set(err, "train: --data is required (a YOLOv5 data.yaml; yoloplan synth writes one)");
+    if (!r->o.data[0])
+        return yp_err_set(err, "train: --data is required (a YOLOv5 data.yaml; yoloplan synth writes one)");
     if (yp_labels_load(r->o.data, &r->train, err)) return -1;
     if (yp_labels_load_split(r->o.data, "val", &r->val, err)) return -1;
     r->have_val = 1;
@@ -361,7 +363,8 @@ static int start_resume(train_run *r, yp_err *err) {
     yp_ckpt_info_free(&info);
     if (rc) return yp_err_set(err, "--resume %s: %s", r->ckpt, err->msg);
     if (r->st.next_epoch >= r->o.epochs)
-        return yp_err_set(err, "--resume %s: all %ld epochs are done, nothing to resume; start a new run with --weights %s",
+        return yp_err_set(err,
+                          "--resume %s: all %ld epochs are done, nothing to resume; start a new run with --weights %s",
                           r->ckpt, r->o.epochs, r->ckpt);
     char path[RUN_DIR_PATH + 32];
     if (run_dir_of_checkpoint(r->ckpt, r->dir, sizeof r->dir, err) || set_paths(r, err) || load_data(r, err)) return -1;

@@ -31,7 +31,8 @@ typedef struct {
 static int parse_double(const char *opt, const char *v, double lo, double hi, double *out, yp_err *err) {
     char *end;
     double x = strtod(v, &end);
-    if (!*v || *end || !(x >= lo && x <= hi)) return yp_err_set(err, "%s %s: expected a number in [%g, %g]", opt, v, lo, hi);
+    if (!*v || *end || !(x >= lo && x <= hi))
+        return yp_err_set(err, "%s %s: expected a number in [%g, %g]", opt, v, lo, hi);
     *out = x;
     return 0;
 }
@@ -69,7 +70,8 @@ static int parse(int argc, char **argv, val_opts *o, yp_err *err) {
     if (!o->weights || !o->data) return yp_err_set(err, "val: --weights and --data are required; " VAL_USAGE);
     if (o->img % 32) {
         long s = (o->img + 31) / 32 * 32;
-        fprintf(stderr, "WARNING: --img %lld must be a multiple of max stride 32, updating to %ld\n", (long long)o->img, s);
+        fprintf(stderr, "WARNING: --img %lld must be a multiple of max stride 32, updating to %ld\n", (long long)o->img,
+                s);
         o->img = s;
     }
     if (!o->threads) o->threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;

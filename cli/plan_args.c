@@ -63,8 +63,9 @@ static int parse_sizes(yp_search_opts *o, const char *v, yp_err *err) {
     if (hi) {
         long n = hi / 32 - (lo + 31) / 32 + 1;
         if (n > YP_SEARCH_MAX_SIZES)
-            return yp_err_set(err, "--img %s: %ld sizes (multiples of 32); one search takes at most %d; narrow the range",
-                              v, n, YP_SEARCH_MAX_SIZES);
+            return yp_err_set(err,
+                              "--img %s: %ld sizes (multiples of 32); one search takes at most %d; narrow the range", v,
+                              n, YP_SEARCH_MAX_SIZES);
         if (n < 1) return yp_err_set(err, "--img %s: no multiple of 32 in the range; widen it", v);
         for (long s = (lo + 31) / 32 * 32; s <= hi && o->n_sizes < YP_SEARCH_MAX_SIZES; s += 32)
             o->size_w[o->n_sizes] = o->size_h[o->n_sizes] = s, o->n_sizes++;
@@ -271,9 +272,11 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (pa->load_plan) return r->gpu ? (pa->load_on_gpu = 1, parse_gpu(pa, r->gpu, err)) : 0;
     if (r->data && scan_data(pa, r->data, err)) return -1;
     if (!r->gpu)
-        return yp_err_set(err, "--gpu is required: the card (rtx3070, t4, a100-40gb, ...), its memory (8GB, 8192MiB) or auto");
+        return yp_err_set(
+            err, "--gpu is required: the card (rtx3070, t4, a100-40gb, ...), its memory (8GB, 8192MiB) or auto");
     if (parse_gpu(pa, r->gpu, err)) return -1;
-    if (parse_models(pa, r->model ? r->model : "yolov5s", err) || parse_sizes(o, r->img ? r->img : "640", err)) return -1;
+    if (parse_models(pa, r->model ? r->model : "yolov5s", err) || parse_sizes(o, r->img ? r->img : "640", err))
+        return -1;
     for (int m = 0; m < o->n_models; m++) {
         int s = yp_graph_max_stride(o->models[m]);
         for (int k = 0; k < o->n_sizes; k++)
@@ -316,7 +319,8 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
         return yp_err_set(err, "--row %d picks a row of the table; a what-if (--batch with one model and one size) has "
                           "one plan: drop --row", pa->row);
     if (pa->top_k && pa->row > pa->top_k)
-        return yp_err_set(err, "--row %d: the table has %d rows; raise --top or pick a smaller row", pa->row, pa->top_k);
+        return yp_err_set(err, "--row %d: the table has %d rows; raise --top or pick a smaller row", pa->row,
+                          pa->top_k);
     return 0;
 }
 
@@ -418,7 +422,8 @@ int plan_args_parse(int argc, char **argv, plan_args *pa, yp_err *err) {
     if (apply(pa, &r, err) || torch_target(pa, &r, err)) return -1;
     /* an image count (--images, --data) prices the RAM cache: the table's host line, the what-if's note */
     if (pa->n_images > 0) pa->search.base.pipe.cache = YP_CACHE_RAM;
-    if (!pa->torch && (!pa->load_plan || pa->load_on_gpu) && !pa->reserve_given) pa->reserve = pa->gpu.mem_bytes * YP_DEFAULT_MARGIN_PCT / 100;
+    if (!pa->torch && (!pa->load_plan || pa->load_on_gpu) && !pa->reserve_given)
+        pa->reserve = pa->gpu.mem_bytes * YP_DEFAULT_MARGIN_PCT / 100;
     return 0;
 }
 

@@ -9,7 +9,8 @@ static void also_str(const yp_row *r, char *buf, size_t n) {
     buf[0] = 0;
     for (int p = 0; p < YP_PREC_COUNT; p++)
         if (r->also_prec >> p & 1)
-            snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? ", " : "", yp_precision_name((yp_precision)p));
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? ", " : "",
+                     yp_precision_name((yp_precision)p));
     if (r->also_mosaic)
         snprintf(buf + strlen(buf), n - strlen(buf), "%smosaic %s", buf[0] ? ", " : "", r->cand.mosaic ? "off" : "on");
 }

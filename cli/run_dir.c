@@ -25,9 +25,11 @@ static int mkdirs(const char *path) {
     return 0;
 }
 
-int run_dir_make(const char *project, const char *name, int exist_ok, int weights_dir, char *out, size_t n, yp_err *err) {
+int run_dir_make(const char *project, const char *name, int exist_ok, int weights_dir, char *out, size_t n,
+                 yp_err *err) {
     struct stat st;
-    if (snprintf(out, n, "%s/%s", project, name) >= (int)n) return yp_err_set(err, "--project/--name: the path is too long");
+    if (snprintf(out, n, "%s/%s", project, name) >= (int)n)
+        return yp_err_set(err, "--project/--name: the path is too long");
     for (int k = 2; !exist_ok && stat(out, &st) == 0; k++) {
         if (k > 9999) return yp_err_set(err, "--project %s: exp2 .. exp9999 all exist; choose another --name", project);
         snprintf(out, n, "%s/%s%d", project, name, k);
@@ -117,7 +119,8 @@ int run_dir_remove_partials(const char *run, FILE *log) {
                 continue;
             }
             removed++;
-            if (log) fprintf(log, "removed %s (%lld bytes), a partial file a stopped run left\n", p, (long long)st.st_size);
+            if (log)
+                fprintf(log, "removed %s (%lld bytes), a partial file a stopped run left\n", p, (long long)st.st_size);
         }
         if (d) closedir(d);
     }

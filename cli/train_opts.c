@@ -164,7 +164,8 @@ int train_opts_from_json(const char *json, train_opts *o, yp_err *err) {
         cJSON *v = cJSON_GetObjectItemCaseSensitive(j, d->key);
         char *p = (char *)o + d->off;
         if (!v) continue;
-        if (d->type == T_STR && cJSON_IsString(v) && strlen(v->valuestring) < d->size) memcpy(p, v->valuestring, strlen(v->valuestring) + 1);
+        if (d->type == T_STR && cJSON_IsString(v) && strlen(v->valuestring) < d->size)
+            memcpy(p, v->valuestring, strlen(v->valuestring) + 1);
         else if (d->type == T_INT && cJSON_IsNumber(v)) *(long *)p = (long)v->valuedouble;
         else if ((d->type == T_FLAG || d->type == T_ONOFF) && cJSON_IsBool(v)) *(int *)p = cJSON_IsTrue(v);
         else rc = yp_err_set(err, "the options' \"%s\" has the wrong type", d->key);

@@ -30,7 +30,8 @@ static void random_batch(float *img, int64_t n_img, float *tg, int64_t n_tg, int
         *s = *s * 6364136223846793005ull + 1442695040888963407ull;
         double u = (double)(*s >> 11) / 9007199254740992.0;
         r[0] = (float)(k % batch), r[1] = (float)(k % nc);
-        r[2] = (float)(0.2 + 0.6 * u), r[3] = (float)(0.8 - 0.6 * u), r[4] = (float)(0.05 + 0.3 * u), r[5] = (float)(0.35 - 0.3 * u);
+        r[2] = (float)(0.2 + 0.6 * u), r[3] = (float)(0.8 - 0.6 * u), r[4] = (float)(0.05 + 0.3 * u),
+        r[5] = (float)(0.35 - 0.3 * u);
     }
 }
 
@@ -44,12 +45,14 @@ int yp_bench_run(yp_exec *x, const yp_bench_cfg *cfg, yp_bench_result *r, yp_err
     r->batch = s->opts.batch, r->h = s->opts.h, r->w = s->opts.w;
     int64_t n_img = r->batch * r->h * r->w * s->g->in_channels, capacity = tt->bytes / (6 * (int64_t)sizeof(float));
     r->boxes = r->batch * cfg->boxes_per_image < capacity ? r->batch * cfg->boxes_per_image : capacity;
-    size_t img_bytes = (size_t)n_img * sizeof(float) > (size_t)in->bytes ? (size_t)n_img * sizeof(float) : (size_t)in->bytes;
+    size_t img_bytes =
+        (size_t)n_img * sizeof(float) > (size_t)in->bytes ? (size_t)n_img * sizeof(float) : (size_t)in->bytes;
     float *img = malloc(img_bytes), *tg = malloc((size_t)(r->boxes > 0 ? r->boxes : 1) * 6 * sizeof *tg);
     double *step_ms = calloc((size_t)cfg->steps, sizeof *step_ms), t0 = 0;
     uint64_t seed = cfg->seed;
     int rc = 0;
-    if (x->train.be->thread_init) x->train.be->thread_init(x->train.be); /* the batch's OpenMP loop runs with the instance's threads */
+    if (x->train.be->thread_init)
+        x->train.be->thread_init(x->train.be); /* the batch's OpenMP loop runs with the instance's threads */
     for (long i = 0; img && tg && step_ms && !rc && i < cfg->warmup + cfg->steps; i++) {
         double ts = yp_now_s();
         if (i == cfg->warmup) {

@@ -55,7 +55,8 @@ static int layout(yp_binding *b, yp_err *err) {
 static void mark_nodes(yp_binding *b) {
     const yp_schedule *s = b->s;
     for (int i = 0; i < s->n_steps; i++)
-        if (s->steps[i].phase == YP_PHASE_FORWARD && s->steps[i].node >= 0) b->fwd_t[s->steps[i].node] = s->steps[i].a.y[0];
+        if (s->steps[i].phase == YP_PHASE_FORWARD && s->steps[i].node >= 0)
+            b->fwd_t[s->steps[i].node] = s->steps[i].a.y[0];
 }
 
 int yp_bind_loss(yp_binding *b) {
@@ -104,22 +105,26 @@ int yp_bind_train(yp_binding *b, const yp_plan *p, yp_backend *be, int64_t guard
  * tensors (kind, role, dtype, lives), none larger than the planned one. */
 static int same_structure(const yp_schedule *plan, const yp_schedule *s, yp_err *err) {
     if (s->n_tensors != plan->n_tensors || s->n_steps != plan->n_steps)
-        return yp_err_set(err, "the %lldx%lld schedule has %d tensors and %d steps, the plan's %d and %d", (long long)s->opts.w,
-                          (long long)s->opts.h, s->n_tensors, s->n_steps, plan->n_tensors, plan->n_steps);
+        return yp_err_set(err, "the %lldx%lld schedule has %d tensors and %d steps, the plan's %d and %d",
+                          (long long)s->opts.w, (long long)s->opts.h, s->n_tensors, s->n_steps, plan->n_tensors,
+                          plan->n_steps);
     for (int i = 0; i < s->n_steps; i++) {
         const yp_step *a = &plan->steps[i], *b = &s->steps[i];
         if (a->phase != b->phase || a->op != b->op || a->node != b->node || a->fused != b->fused)
-            return yp_err_set(err, "step %d of the %lldx%lld schedule (%s) is not the plan's (%s)", i, (long long)s->opts.w,
-                              (long long)s->opts.h, b->label, a->label);
+            return yp_err_set(err, "step %d of the %lldx%lld schedule (%s) is not the plan's (%s)", i,
+                              (long long)s->opts.w, (long long)s->opts.h, b->label, a->label);
     }
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *a = &plan->tensors[t], *b = &s->tensors[t];
-        if (a->kind != b->kind || a->role != b->role || a->dtype != b->dtype || a->first != b->first || a->last != b->last)
-            return yp_err_set(err, "tensor %s of the %lldx%lld schedule is not the plan's %s", b->name, (long long)s->opts.w,
-                              (long long)s->opts.h, a->name);
+        if (a->kind != b->kind || a->role != b->role || a->dtype != b->dtype || a->first != b->first ||
+            a->last != b->last)
+            return yp_err_set(err, "tensor %s of the %lldx%lld schedule is not the plan's %s", b->name,
+                              (long long)s->opts.w, (long long)s->opts.h, a->name);
         if (b->bytes > a->bytes)
-            return yp_err_set(err, "tensor %s needs %lld bytes at %lldx%lld, more than the plan's %lld: the plan was not "
-                              "made for this size", b->name, (long long)b->bytes, (long long)s->opts.w, (long long)s->opts.h,
+            return yp_err_set(err,
+                              "tensor %s needs %lld bytes at %lldx%lld, more than the plan's %lld: the plan was not "
+                              "made for this size",
+                              b->name, (long long)b->bytes, (long long)s->opts.w, (long long)s->opts.h,
                               (long long)a->bytes);
     }
     return 0;

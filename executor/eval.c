@@ -221,8 +221,8 @@ int yp_exec_eval(yp_exec *x, const yp_eval_batch *in, yp_eval_out *out, yp_err *
     if (!x->eval) return yp_err_set(err, "validation: this executor has no validation pass bound");
     const yp_binding *v = in->h || in->w ? yp_exec_eval_binding_for(x, in->h, in->w) : x->eval;
     if (!v)
-        return yp_err_set(err, "validation: no pass at %lldx%lld was prepared (yp_exec_add_eval_shape)", (long long)in->w,
-                          (long long)in->h);
+        return yp_err_set(err, "validation: no pass at %lldx%lld was prepared (yp_exec_add_eval_shape)",
+                          (long long)in->w, (long long)in->h);
     const char *missing = yp_exec_missing_entry(v->s, v->ops); /* BN's eval entry, the decode's, the loss's */
     if (missing)
         return yp_err_set(err, "backend %s has no %s op yet, which validation needs; use the cpu backend", v->be->name,

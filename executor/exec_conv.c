@@ -53,8 +53,9 @@ int yp_exec_conv_backward(const yp_exec_call *c) {
         return 0;
     }
     if (dx >= 0)
-        YP_EXEC_OK(o->conv2d_backward_data(c->b->be, &d, F(c, a->dy[0]), F(c, a->w[0]), F(c, dx), beta_of(c, dx), WS(c)),
-                   "conv backward data");
+        YP_EXEC_OK(
+            o->conv2d_backward_data(c->b->be, &d, F(c, a->dy[0]), F(c, a->w[0]), F(c, dx), beta_of(c, dx), WS(c)),
+            "conv backward data");
     if (tr)
         YP_EXEC_OK(o->conv2d_backward_weights(c->b->be, &d, F(c, a->x[0]), F(c, a->dy[0]), F(c, a->dw[0]),
                                               OPT(c, a->dbias[0]), 1.0f, WS(c)),

@@ -35,7 +35,8 @@ int yp_exec_load_params(yp_exec *x, const yp_named_tensor *params, int n, yp_err
                               (long long)params[i].numel, (long long)b->s->tensors[t].shape.w);
         size_t bytes = (size_t)params[i].numel * sizeof(float);
         if (b->be->mem_copy(b->be, yp_bind_tensor(b, t), params[i].data, bytes, YP_COPY_HOST_TO_DEVICE) ||
-            (ema[t] >= 0 && b->be->mem_copy(b->be, yp_bind_tensor(b, ema[t]), params[i].data, bytes, YP_COPY_HOST_TO_DEVICE)))
+            (ema[t] >= 0 &&
+             b->be->mem_copy(b->be, yp_bind_tensor(b, ema[t]), params[i].data, bytes, YP_COPY_HOST_TO_DEVICE)))
             return yp_err_set(err, "parameter %s: %s", params[i].name, b->be->last_error(b->be));
     }
     x->trainer.lowp_stale = 1;
@@ -74,7 +75,8 @@ static int init_weights(yp_exec *x, uint64_t seed, yp_err *err) {
         if (w->kind != YP_KIND_WEIGHT) continue;
         yp_exec_op_row_get(s->g->nodes[w->node].op)->init_param(b, t, &rng, host);
         if (be->mem_copy(be, yp_bind_tensor(b, t), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE) ||
-            (ema[t] >= 0 && be->mem_copy(be, yp_bind_tensor(b, ema[t]), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE)))
+            (ema[t] >= 0 &&
+             be->mem_copy(be, yp_bind_tensor(b, ema[t]), host, (size_t)w->bytes, YP_COPY_HOST_TO_DEVICE)))
             rc = yp_err_set(err, "initialising %s: %s", w->name, be->last_error(be));
     }
     free(host);
@@ -116,7 +118,11 @@ static const char *precisions_str(unsigned mask, char *buf, size_t n) {
     for (int p = 0; p < YP_PREC_COUNT; p++) {
         if (!((mask >> p) & 1)) continue;
         size_t len = strlen(buf);
-        snprintf(buf + len, n - len, "%s%s", k == 0 ? "" : k == total - 1 ? " and " : ", ", yp_precision_name((yp_precision)p));
+        snprintf(buf + len, n - len, "%s%s",
+                 k == 0           ? ""
+                 : k == total - 1 ? " and "
+                                  : ", ",
+                 yp_precision_name((yp_precision)p));
         k++;
     }
     return buf;
@@ -134,10 +140,12 @@ static int check_runs(const yp_plan *p, yp_backend *be, int64_t guard_bytes, yp_
                           be->name, missing);
     int fused = first_fused(s);
     if (fused >= 0 && !(yp_exec_fusions(be) & YP_FUSE_BN_SILU))
-        return yp_err_set(err, "the plan fuses BN and SiLU steps (step %d is %s; candidate fusions: bn_silu), but backend %s "
-                          "has no bn_silu_apply and bn_silu_backward ops to run them; plan for this backend "
-                          "(yp_exec_candidate_for) or without fusions", fused, yp_fused_name(s->steps[fused].fused),
-                          be->name);
+        return yp_err_set(
+            err,
+            "the plan fuses BN and SiLU steps (step %d is %s; candidate fusions: bn_silu), but backend %s "
+            "has no bn_silu_apply and bn_silu_backward ops to run them; plan for this backend "
+            "(yp_exec_candidate_for) or without fusions",
+            fused, yp_fused_name(s->steps[fused].fused), be->name);
     if (s->opts.eval) /* the planner sizes validation with it; running it comes with validation */
         return yp_err_set(err, "the executor runs training schedules; an evaluation schedule (the planner's sizing "
                           "of validation) is not something it steps through");

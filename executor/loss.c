@@ -77,7 +77,8 @@ static int check_buffers(const yp_loss_desc *d, int64_t n_targets, const yp_loss
                     (long long)n_targets, (long long)d->batch);
     if (b->assign_bytes < need_assign || (need_assign > 0 && (!b->assign || !b->stage)) ||
         (uintptr_t)b->assign % 4 != 0 || (uintptr_t)b->stage % 4 != 0)
-        return fail(err, err_len, "loss: assign buffer of %lld bytes at %p (staged at %p); needs %lld bytes aligned to 4",
+        return fail(err, err_len,
+                    "loss: assign buffer of %lld bytes at %p (staged at %p); needs %lld bytes aligned to 4",
                     (long long)b->assign_bytes, b->assign, b->stage, (long long)need_assign);
     if (b->objmap_bytes < need_obj || !b->objmap || (uintptr_t)b->objmap % 4 != 0)
         return fail(err, err_len, "loss: objmap buffer of %lld bytes at %p; needs %lld bytes aligned to 4",

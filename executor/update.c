@@ -78,7 +78,8 @@ int yp_exec_micro_step_at(yp_exec *x, int64_t side, const float *images, const f
     const yp_tensor *img = &s->tensors[b->images_t], *tg = &s->tensors[b->targets_t];
     int64_t capacity = tg->bytes / (6 * (int64_t)sizeof(float));
     if (n_targets < 0 || n_targets > capacity)
-        return yp_err_set(err, "this batch has %lld labels; the plan holds at most %lld: re-plan with a higher --labels",
+        return yp_err_set(err,
+                          "this batch has %lld labels; the plan holds at most %lld: re-plan with a higher --labels",
                           (long long)n_targets, (long long)capacity);
     double sum[4] = {0, 0, 0, 0};
     const yp_step_batch in = {targets, n_targets, x->trainer.scaler_on ? x->trainer.scaler.scale : 1.0f};
@@ -204,9 +205,13 @@ static int step_multi(const yp_binding *b, yp_trainer *tr, float scale, float d,
         if (tr->opt_m[t] < 0) return yp_err_set(err, "%s has no optimizer state in the plan", w->name);
         const yp_optim_hyp h = hyp_of(b, tr, t, scale, d);
         first = first < 0 ? t : first;
-        tr->multi[k++] = (yp_optim_tensor){yp_bind_tensor(b, t), yp_bind_tensor(b, w->grad), yp_bind_tensor(b, tr->opt_m[t]),
+        tr->multi[k++] = (yp_optim_tensor){yp_bind_tensor(b, t),
+                                           yp_bind_tensor(b, w->grad),
+                                           yp_bind_tensor(b, tr->opt_m[t]),
                                            tr->opt_v[t] >= 0 ? yp_bind_tensor(b, tr->opt_v[t]) : NULL,
-                                           tr->ema[t] >= 0 ? yp_bind_tensor(b, tr->ema[t]) : NULL, w->shape.w, h.lr,
+                                           tr->ema[t] >= 0 ? yp_bind_tensor(b, tr->ema[t]) : NULL,
+                                           w->shape.w,
+                                           h.lr,
                                            h.weight_decay};
     }
     if (k == 0) return 0;

@@ -154,10 +154,11 @@ static int load_header(yp_jctx *c, const cJSON *root, yp_graph *g) {
                           yp_jtype(in));
     if (yp_jstr(c, root, "", "name", g->name, sizeof g->name) || yp_jint(c, root, "", "nc", 1, 100000, &g->nc) ||
         yp_jnum(c, root, "", "depth_multiple", 0.0, 100.0, &g->depth_multiple) ||
-        yp_jnum(c, root, "", "width_multiple", 0.0, 100.0, &g->width_multiple) ||
-        yp_jkeys(c, in, "input", in_keys) || yp_jint(c, in, "input", "channels", 1, YP_GRAPH_MAX_IN_CHANNELS, &g->in_channels))
+        yp_jnum(c, root, "", "width_multiple", 0.0, 100.0, &g->width_multiple) || yp_jkeys(c, in, "input", in_keys) ||
+        yp_jint(c, in, "input", "channels", 1, YP_GRAPH_MAX_IN_CHANNELS, &g->in_channels))
         return -1;
-    if (cJSON_GetObjectItemCaseSensitive(root, "anchors_auto") && yp_jbool(c, root, "", "anchors_auto", &g->anchors_auto))
+    if (cJSON_GetObjectItemCaseSensitive(root, "anchors_auto") &&
+        yp_jbool(c, root, "", "anchors_auto", &g->anchors_auto))
         return -1;
     return load_anchors(c, root, g);
 }

@@ -75,7 +75,9 @@ int yp_s2d_infer(const yp_infer_ctx *c, const yp_node *n, yp_node_info *o) {
     return 0;
 }
 
-void yp_upsample_resample(const yp_node *n, int axis, int *down, int *up) { (void)axis, *down = 1, *up = n->a.up.scale; }
+void yp_upsample_resample(const yp_node *n, int axis, int *down, int *up) {
+    (void)axis, *down = 1, *up = n->a.up.scale;
+}
 void yp_maxpool_resample(const yp_node *n, int axis, int *down, int *up) { (void)axis, *down = n->a.pool.s, *up = 1; }
 void yp_s2d_resample(const yp_node *n, int axis, int *down, int *up) { (void)n, (void)axis, *down = 2, *up = 1; }
 
@@ -129,7 +131,9 @@ void yp_s2d_gain_write(const yp_node *n, yp_attrs_out *out) {
     cJSON_AddNumberToObject(out->obj, "gain", n->a.s2d.gain);
 }
 
-void yp_contract_resample(const yp_node *n, int axis, int *down, int *up) { (void)axis, *down = n->a.s2d.gain, *up = 1; }
+void yp_contract_resample(const yp_node *n, int axis, int *down, int *up) {
+    (void)axis, *down = n->a.s2d.gain, *up = 1;
+}
 void yp_expand_resample(const yp_node *n, int axis, int *down, int *up) { (void)axis, *down = 1, *up = n->a.s2d.gain; }
 
 /* ---------------------------------------------------------------- zero_pad */

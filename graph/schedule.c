@@ -26,10 +26,11 @@ const char *yp_kind_name(yp_kind k) {
 
 const char *yp_role_name(yp_role r) {
     static const char *const n[YP_ROLE_COUNT] = {
-        "conv_weight", "conv_bias", "bn_gamma", "bn_beta", "running_mean", "running_var", "grad", "momentum",
-        "adam_m", "adam_v", "ema", "lowp", "images", "targets", "value", "bn_stats", "pool_indices",
-        "recomputed", "value_grad", "scratch_image", "scratch_fixed", "loss_assign", "loss_objmap", "loss_value", "decoded",
-        "bn_sums", "attn_probs", "attn_scratch", "attn_scalars", "input_copy"};
+        "conv_weight", "conv_bias",     "bn_gamma",      "bn_beta",      "running_mean", "running_var",
+        "grad",        "momentum",      "adam_m",        "adam_v",       "ema",          "lowp",
+        "images",      "targets",       "value",         "bn_stats",     "pool_indices", "recomputed",
+        "value_grad",  "scratch_image", "scratch_fixed", "loss_assign",  "loss_objmap",  "loss_value",
+        "decoded",     "bn_sums",       "attn_probs",    "attn_scratch", "attn_scalars", "input_copy"};
     return (unsigned)r < YP_ROLE_COUNT ? n[r] : "?";
 }
 
@@ -113,7 +114,8 @@ static int alloc_builder(bld *b, int n) {
 
 static void free_builder(bld *b) {
     free(b->rg), free(b->trainable), free(b->stats_t), free(b->idx_t), free(b->param_t), free(b->n_param);
-    free(b->rec_t), free(b->rec_stamp), free(b->boundary), free(b->pending), free(b->grad_of), free(b->lowp_of), free(b->out_t), free(b->grad_t), free(b->info), free(b->tin), free(b->tout), free(b->probs_t);
+    free(b->rec_t), free(b->rec_stamp), free(b->boundary), free(b->pending), free(b->grad_of), free(b->lowp_of),
+        free(b->out_t), free(b->grad_t), free(b->info), free(b->tin), free(b->tout), free(b->probs_t);
     free(b->copy_t);
 }
 

@@ -40,7 +40,8 @@ void sb_attn_workspace(bld *b, int i, const char *what) {
     b->probs_t[i] = t;
     static const char *const fmt[2] = {"scale:%s%s", "heads:%s%s"};
     for (int l = 0; l < 2; l++) { /* created right after P: sb_attn_kept_in finds them there */
-        tspec sc = {YP_ROLE_ATTN_SCALARS, YP_KIND_ACT, YP_SCALE_CONST, l ? YP_DTYPE_I64 : YP_DTYPE_F64, sb_flat(1), i, l};
+        tspec sc = {
+            YP_ROLE_ATTN_SCALARS, YP_KIND_ACT, YP_SCALE_CONST, l ? YP_DTYPE_I64 : YP_DTYPE_F64, sb_flat(1), i, l};
         sb_out_as(b, &b->cur.attn_scalars[l], sb_new_tensor(b, sc, fmt[l], n->name, ""));
     }
 }

@@ -39,7 +39,8 @@ static int recompute(bld *b, int v) {
     if (yp_op_fwd_writes(n) & YP_FWD_STATS) sb_in_as(b, &b->cur.stats, b->stats_t[v]); /* applies the saved ones */
     char tag[16];
     snprintf(tag, sizeof tag, "#%d", b->n_recompute++);
-    tspec sp = {YP_ROLE_RECOMPUTED, YP_KIND_RECOMPUTE, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[0], v, 0};
+    tspec sp = {
+        YP_ROLE_RECOMPUTED, YP_KIND_RECOMPUTE, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[0], v, 0};
     int t = sb_new_tensor(b, sp, "re:%s%s", n->name, tag);
     sb_out_as(b, &b->cur.y[0], t);
     sb_conv_workspace(b, v, "re");
@@ -92,7 +93,12 @@ static int act_grad(bld *b, int v, int level) {
         sb_op_in(b, *slot); /* accumulate into the existing gradient */
         return *slot;
     }
-    tspec sp = {YP_ROLE_VALUE_GRAD, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[v].out[level], v,
+    tspec sp = {YP_ROLE_VALUE_GRAD,
+                YP_KIND_ACTGRAD,
+                YP_SCALE_BATCH_PIXELS,
+                b->s->opts.act_dtype,
+                b->info[v].out[level],
+                v,
                 level};
     *slot = sb_new_tensor(b, sp, "dact:%s%s", b->g->nodes[v].name, "");
     return *slot;

@@ -170,8 +170,13 @@ void sb_loss_step(bld *b) {
     for (int l = 0; l < g->nl && b->rg[det]; l++) {
         char nm[16];
         snprintf(nm, sizeof nm, ".l%d", l);
-        tspec sp = {YP_ROLE_VALUE_GRAD, YP_KIND_ACTGRAD, YP_SCALE_BATCH_PIXELS, b->s->opts.act_dtype, b->info[det].out[l],
-                    det, l};
+        tspec sp = {YP_ROLE_VALUE_GRAD,
+                    YP_KIND_ACTGRAD,
+                    YP_SCALE_BATCH_PIXELS,
+                    b->s->opts.act_dtype,
+                    b->info[det].out[l],
+                    det,
+                    l};
         int t = sb_new_tensor(b, sp, "dact:%s%s", g->nodes[det].name, nm);
         b->grad_t[det * YP_MAX_LEVELS + l] = t;
         sb_out_as(b, &b->cur.dx[l], t);

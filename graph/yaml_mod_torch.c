@@ -32,7 +32,8 @@ int ym_zero_pad(builder *b, const row *r) {
     int side[4];
     if (!n) return yb_arg_missing(b, r, 0);
     if (n->kind == YP_YN_SEQ) {
-        if (n->n != 4) return yb_fail(b, n->line, "args[0]: %d paddings; give one, or [left, right, top, bottom]", n->n);
+        if (n->n != 4)
+            return yb_fail(b, n->line, "args[0]: %d paddings; give one, or [left, right, top, bottom]", n->n);
         for (int j = 0; j < 4; j++)
             if (yb_get_int(b, n->kids[j], "args[0]", 0, 1024, &side[j])) return -1;
     } else {

@@ -61,7 +61,8 @@ int ym_bottleneck(builder *b, const row *r) {
 /* SPPF(c2, k=5): cv1 (c1/2), three chained maxpools, cat(x, y1, y2, y3), cv2. */
 int ym_sppf(builder *b, const row *r) {
     int c2, k, c_ = r->c1 / 2;
-    if (yb_arg_channels(b, r, 0, &c2) || yb_arg_int(b, r, 1, 5, 1, MAX_K, &k) || yb_check_odd_kernel(b, r, k)) return -1;
+    if (yb_arg_channels(b, r, 0, &c2) || yb_arg_int(b, r, 1, 5, 1, MAX_K, &k) || yb_check_odd_kernel(b, r, k))
+        return -1;
     if (c_ < 1) return yb_fail(b, r->line, "SPPF needs at least 2 input channels");
     char t[YP_NAME_LEN];
     int cat_in[4];

@@ -107,7 +107,9 @@ static inline void yp_elem_put(yp_elem t, void *p, int64_t i, float v) {
 
 /* v rounded to type t and back (what storing v in a t tensor keeps). */
 static inline float yp_elem_round(yp_elem t, float v) {
-    return t == YP_ELEM_F16 ? yp_f16_to_f32(yp_f32_to_f16(v)) : t == YP_ELEM_BF16 ? yp_bf16_to_f32(yp_f32_to_bf16(v)) : v;
+    return t == YP_ELEM_F16    ? yp_f16_to_f32(yp_f32_to_f16(v))
+           : t == YP_ELEM_BF16 ? yp_bf16_to_f32(yp_f32_to_bf16(v))
+                               : v;
 }
 
 /* ---- typed loads and stores, and the generic functions of the shared math headers ---- */

@@ -130,8 +130,10 @@ int yp_arena_check(const yp_schedule *s, const yp_arena *a, yp_err *err) {
         const yp_tensor *x = &s->tensors[i];
         int64_t xo = a->offsets[i], xe = xo + yp_align_up(x->bytes, a->align);
         if (xo < 0 || xo % a->align || xe > a->size)
-            return yp_err_set(err, "arena: tensor %s at offset %lld (%lld bytes) is misaligned or outside the %lld-byte "
-                              "arena", x->name, (long long)xo, (long long)x->bytes, (long long)a->size);
+            return yp_err_set(err,
+                              "arena: tensor %s at offset %lld (%lld bytes) is misaligned or outside the %lld-byte "
+                              "arena",
+                              x->name, (long long)xo, (long long)x->bytes, (long long)a->size);
         for (int j = i + 1; j < s->n_tensors; j++) {
             const yp_tensor *y = &s->tensors[j];
             if (y->first > x->last || x->first > y->last || y->bytes == 0 || x->bytes == 0) continue;

@@ -102,15 +102,18 @@ static int cost_steps(const yp_schedule *s, yp_family *f) {
         memset(fs, 0, sizeof *fs);
         fs->op = st->op, fs->phase = st->phase, fs->rate_op = yp_cost_rate_op(s->g, st->op, st->node);
         int square = 0; /* a step over L x L scores (attention): its FLOPs grow with them */
-        for (int k = 0; k < st->n_out; k++) square |= s->tensors[yp_step_outputs(s, st)[k]].scale == YP_SCALE_BATCH_PIXELS2;
-        for (int k = 0; k < st->n_in; k++) square |= s->tensors[yp_step_inputs(s, st)[k]].scale == YP_SCALE_BATCH_PIXELS2;
+        for (int k = 0; k < st->n_out; k++)
+            square |= s->tensors[yp_step_outputs(s, st)[k]].scale == YP_SCALE_BATCH_PIXELS2;
+        for (int k = 0; k < st->n_in; k++)
+            square |= s->tensors[yp_step_inputs(s, st)[k]].scale == YP_SCALE_BATCH_PIXELS2;
         if (st->phase != YP_PHASE_LOSS)
             fs->flops.fixed[st->phase == YP_PHASE_OPTIMIZER ? YP_SCALE_CONST
                             : square                      ? YP_SCALE_BATCH_PIXELS2
                                                           : YP_SCALE_BATCH_PIXELS] = (double)st->flops;
         for (int k = 0; k < st->n_out && st->phase == YP_PHASE_LOSS; k++) { /* 20 FLOPs per buffer float */
             const yp_tensor *t = &s->tensors[yp_step_outputs(s, st)[k]];
-            if (t->kind == YP_KIND_LOSS && t->scale != YP_SCALE_CONST) fs->flops.fixed[t->scale] += 5.0 * (double)t->bytes;
+            if (t->kind == YP_KIND_LOSS && t->scale != YP_SCALE_CONST)
+                fs->flops.fixed[t->scale] += 5.0 * (double)t->bytes;
         }
         for (int k = 0; k < st->n_in; k++) {
             const yp_tensor *t = &s->tensors[yp_step_inputs(s, st)[k]];

@@ -68,7 +68,8 @@ int yp_front_compute(const yp_graph *g, int64_t h, int64_t w, yp_front *out, yp_
             p = np;
         }
         for (int i = 0; i < n; i++)
-            p[n + i] = (yp_front_point){p[i].layers | 1ull << l, p[i].saved_bytes - dsaved, p[i].recompute_flops + dflops};
+            p[n + i] =
+                (yp_front_point){p[i].layers | 1ull << l, p[i].saved_bytes - dsaved, p[i].recompute_flops + dflops};
         n = prune(p, 2 * n);
     }
     out->n = n, out->p = p;
@@ -83,7 +84,8 @@ int yp_front_brute(const yp_graph *g, int64_t h, int64_t w, int max_layers, yp_f
     memset(out, 0, sizeof *out);
     for (int l = 0; l < g->n_layers && l < 64; l++)
         if (yp_layer_inner_convs(g, l) > 0) idx[k++] = l;
-    if (k > max_layers) return yp_err_set(err, "brute force over %d checkpointable layers refused (max %d)", k, max_layers);
+    if (k > max_layers)
+        return yp_err_set(err, "brute force over %d checkpointable layers refused (max %d)", k, max_layers);
     int n = 1 << k;
     yp_front_point *p = malloc((size_t)n * sizeof *p);
     if (!p) return yp_err_set(err, "out of memory");
@@ -130,8 +132,10 @@ int yp_front_parse_layers(const yp_graph *g, const char *s, uint64_t *out, yp_er
             return yp_err_set(err, "--ckpt %s: layer %ld does not exist in %s (layers 0..%d)", s, l, g->name,
                               g->n_layers - 1);
         if (l >= YP_CKPT_MAX_LAYERS)
-            return yp_err_set(err, "--ckpt %s: layer %ld is past the %d layers a checkpoint set can name; choose layers "
-                              "0..%d", s, l, YP_CKPT_MAX_LAYERS, YP_CKPT_MAX_LAYERS - 1);
+            return yp_err_set(err,
+                              "--ckpt %s: layer %ld is past the %d layers a checkpoint set can name; choose layers "
+                              "0..%d",
+                              s, l, YP_CKPT_MAX_LAYERS, YP_CKPT_MAX_LAYERS - 1);
         if (yp_layer_inner_convs(g, (int)l) == 0)
             return yp_err_set(err, "--ckpt %s: layer %ld (%s) has nothing to recompute; checkpointable layers are "
                               "those with inner convs (C3, SPPF)", s, l, g->layers[l].module);

@@ -225,9 +225,10 @@ static int load_fusions(ctx *c, const cJSON *j, unsigned *out) {
         }
         char known[128] = "";
         for (int i = 0; i < YP_FUSION_COUNT; i++)
-            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", yp_fusion_name((yp_fusion)i));
-        return yp_err_set(c->err, "%s: candidate.fusions: \"%s\" is not a fusion this planner knows (known: %s)", c->file,
-                          f->valuestring, known);
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                     yp_fusion_name((yp_fusion)i));
+        return yp_err_set(c->err, "%s: candidate.fusions: \"%s\" is not a fusion this planner knows (known: %s)",
+                          c->file, f->valuestring, known);
     }
     return 0;
 }
@@ -275,7 +276,8 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
         if (num_in(c, j, "candidate", f[i].key, f[i].lo, f[i].hi, f[i].whole, &v[i])) return -1;
     const char *prec = str(c, j, "candidate", "precision"), *opt = prec ? str(c, j, "candidate", "optimizer") : NULL;
     const char *pol = opt ? str(c, j, "candidate", "policy") : NULL;
-    const cJSON *img = pol ? need(c, j, "candidate", "img") : NULL, *ck = img ? need(c, j, "candidate", "checkpoint") : NULL;
+    const cJSON *img = pol ? need(c, j, "candidate", "img") : NULL,
+                *ck = img ? need(c, j, "candidate", "checkpoint") : NULL;
     if (!ck) return -1;
     int p = yp_precision_parse(prec), o = yp_optimizer_parse(opt), sp = yp_save_policy_parse(pol);
     if (p < 0 || o < 0 || sp < 0)
@@ -286,12 +288,14 @@ static int load_candidate(ctx *c, const cJSON *j, const yp_scratch_resolver *r, 
         const cJSON *s = cJSON_GetArrayItem(img, i);
         if (!cJSON_IsNumber(s) || !(s->valuedouble >= 32 && s->valuedouble <= 16384) ||
             s->valuedouble != floor(s->valuedouble))
-            return yp_err_set(c->err, "%s: candidate.img[%d]: expected a whole number of pixels in 32..16384", c->file, i);
+            return yp_err_set(c->err, "%s: candidate.img[%d]: expected a whole number of pixels in 32..16384", c->file,
+                              i);
     }
     *k = yp_candidate_default();
     k->batch = (int64_t)v[0], k->mosaic = (int)v[1], k->ema = (int)v[2], k->freeze = (int)v[3];
     k->labels_per_image = v[4], k->multi_scale = (int)v[5];
-    k->img_w = (int64_t)cJSON_GetArrayItem(img, 0)->valuedouble, k->img_h = (int64_t)cJSON_GetArrayItem(img, 1)->valuedouble;
+    k->img_w = (int64_t)cJSON_GetArrayItem(img, 0)->valuedouble,
+    k->img_h = (int64_t)cJSON_GetArrayItem(img, 1)->valuedouble;
     k->precision = (yp_precision)p, k->optimizer = (yp_optimizer)o;
     k->policy = (yp_save_policy)sp;
     k->ckpt_layers = 0;
@@ -361,7 +365,8 @@ static int load_gpu(ctx *c, const cJSON *j, yp_gpu *g) {
     for (int i = 0; i < 8; i++)
         if (num_in(c, j, "gpu", f[i].key, f[i].lo, f[i].hi, f[i].whole, &v[i])) return -1;
     if (v[0] <= v[1])
-        return yp_err_set(c->err, "%s: gpu: mem_bytes %.0f is no more than fixed_bytes %.0f; nothing is left for a plan",
+        return yp_err_set(c->err,
+                          "%s: gpu: mem_bytes %.0f is no more than fixed_bytes %.0f; nothing is left for a plan",
                           c->file, v[0], v[1]);
     memset(g, 0, sizeof *g);
     snprintf(g->name, sizeof g->name, "%s", name);
@@ -382,8 +387,8 @@ static int verify(ctx *c, const cJSON *j, const yp_plan *p) {
                           "from another yoloplan version: save the plan again", c->file, cJSON_GetArraySize(ts),
                           cJSON_GetArraySize(ss), p->sched->n_tensors, p->sched->n_steps);
     if (arena != (double)p->arena_bytes) /* compared as doubles: casting a file's huge value is undefined */
-        return yp_err_set(c->err, "%s: arena_bytes %.0f, but re-planning gives %lld; save the plan again", c->file, arena,
-                          (long long)p->arena_bytes);
+        return yp_err_set(c->err, "%s: arena_bytes %.0f, but re-planning gives %lld; save the plan again", c->file,
+                          arena, (long long)p->arena_bytes);
     int t = 0;
     for (const cJSON *x = ts->child; x; x = x->next, t++) {
         char path[32];
@@ -408,8 +413,8 @@ static int val_num_is(ctx *c, const cJSON *o, const char *path, const char *key,
     double v = 0;
     if (num(c, o, path, key, &v)) return -1;
     if (v != (double)want)
-        return yp_err_set(c->err, "%s: %s.%s: %.0f, but re-planning gives %lld; save the plan again", c->file, path, key,
-                          v, (long long)want);
+        return yp_err_set(c->err, "%s: %s.%s: %.0f, but re-planning gives %lld; save the plan again", c->file, path,
+                          key, v, (long long)want);
     return 0;
 }
 

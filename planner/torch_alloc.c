@@ -122,7 +122,8 @@ static int new_segment(yp_torch_alloc *a, int64_t r, int small, int *blk, yp_err
             return 1;
         }
     }
-    if (grow((void **)&a->s, &a->cap_s, a->ns + 1, sizeof *a->s)) return yp_err_set(err, "caching allocator: out of host memory");
+    if (grow((void **)&a->s, &a->cap_s, a->ns + 1, sizeof *a->s))
+        return yp_err_set(err, "caching allocator: out of host memory");
     int k = new_block(a, a->next_addr, size, a->ns, small);
     if (k < 0) return yp_err_set(err, "caching allocator: out of host memory");
     a->s[a->ns] = (ta_segment){a->next_addr, size, k, 1};
@@ -144,7 +145,8 @@ static int best_fit(const yp_torch_alloc *a, int small, int64_t r) {
     for (int i = 0; i < a->nb; i++) {
         const ta_block *k = &a->b[i];
         if (!k->live || k->used || k->small != small || k->size < r) continue;
-        if (best < 0 || k->size < a->b[best].size || (k->size == a->b[best].size && k->addr < a->b[best].addr)) best = i;
+        if (best < 0 || k->size < a->b[best].size || (k->size == a->b[best].size && k->addr < a->b[best].addr))
+            best = i;
     }
     return best;
 }

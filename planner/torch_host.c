@@ -54,7 +54,8 @@ int yp_torch_host_predict(const yp_torch_host_opts *o, yp_torch_host *out, yp_er
     double flight = (w > 0 ? w * YP_TORCH_PREFETCH_FACTOR + 1 : 1) * train_batch;
     if (o->val_images > 0) flight += (vw > 0 ? vw * YP_TORCH_PREFETCH_FACTOR + 1 : 1) * val_batch;
     if (w == 0) main += train_work;
-    double cache_t = (double)o->train_images * o->train_image_bytes, cache_v = (double)o->val_images * o->val_image_bytes;
+    double cache_t = (double)o->train_images * o->train_image_bytes,
+           cache_v = (double)o->val_images * o->val_image_bytes;
     double cache = (o->cache_train ? cache_t : 0) + (o->cache_val ? cache_v : 0);
     double total = main + workers + flight + cache;
     if (!(total < 9e18)) return yp_err_set(err, "train.py host memory: the estimate overflows");

@@ -34,17 +34,20 @@ static int64_t loss_positives(const loss_shape *q) { return 3 * q->na * q->label
 static int build_targets(ytr_pass *p, const loss_shape *q, int kept[YP_MAX_LEVELS][4]) {
     int64_t L = q->labels, na = q->na, m = na * L, n = loss_positives(q);
     int ai, tg, rc;
-    if ((rc = ytr_take_tmp(p, na * L * 4, &ai)) || (rc = ytr_blip(p, na * L * 6 * 4)) || (rc = ytr_take_tmp(p, na * L * 7 * 4, &tg)))
+    if ((rc = ytr_take_tmp(p, na * L * 4, &ai)) || (rc = ytr_blip(p, na * L * 6 * 4)) ||
+        (rc = ytr_take_tmp(p, na * L * 7 * 4, &tg)))
         return rc;
     int prev_t = -1, prev_off = -1;
     for (int l = 0; l < q->nl; l++) {
         int t, t2, t3, off;
-        if ((rc = ytr_take_tmp(p, na * L * 7 * 4, &t)) || (rc = ytr_drop_tmp(p, prev_t)) || (rc = ytr_drop_tmp(p, prev_off)))
+        if ((rc = ytr_take_tmp(p, na * L * 7 * 4, &t)) || (rc = ytr_drop_tmp(p, prev_t)) ||
+            (rc = ytr_drop_tmp(p, prev_off)))
             return rc;
         for (int k = 0; k < 3 && !rc; k++) rc = ytr_blip(p, na * L * 2 * 4); /* r, 1/r, max(r, 1/r) */
-        if (rc || (rc = ytr_take_tmp(p, m * 7 * 4, &t2)) || (rc = ytr_drop_tmp(p, t)) || (rc = ytr_blip(p, m * 2 * 4)) ||
-            (rc = ytr_blip(p, 5 * m)) || (rc = ytr_blip(p, 5 * m * 7 * 4)) || (rc = ytr_take_tmp(p, n * 7 * 4, &t3)) ||
-            (rc = ytr_drop_tmp(p, t2)) || (rc = ytr_blip(p, 5 * m * 2 * 4)) || (rc = ytr_take_tmp(p, n * 2 * 4, &off)))
+        if (rc || (rc = ytr_take_tmp(p, m * 7 * 4, &t2)) || (rc = ytr_drop_tmp(p, t)) ||
+            (rc = ytr_blip(p, m * 2 * 4)) || (rc = ytr_blip(p, 5 * m)) || (rc = ytr_blip(p, 5 * m * 7 * 4)) ||
+            (rc = ytr_take_tmp(p, n * 7 * 4, &t3)) || (rc = ytr_drop_tmp(p, t2)) || (rc = ytr_blip(p, 5 * m * 2 * 4)) ||
+            (rc = ytr_take_tmp(p, n * 2 * 4, &off)))
             return rc;
         /* kept: a (int64), (b, c) (int64 x 2), gij (int64 x 2), tbox (fp32 x 4), anchors (fp32 x 2) */
         if ((rc = ytr_take_tmp(p, n * 8 + n * 16, &kept[l][0])) || (rc = ytr_blip(p, n * 2 * 4)) ||
@@ -53,7 +56,8 @@ static int build_targets(ytr_pass *p, const loss_shape *q, int kept[YP_MAX_LEVEL
             return rc;
         prev_t = t3, prev_off = off;
     }
-    if ((rc = ytr_drop_tmp(p, prev_t)) || (rc = ytr_drop_tmp(p, prev_off)) || (rc = ytr_drop_tmp(p, ai)) || (rc = ytr_drop_tmp(p, tg)))
+    if ((rc = ytr_drop_tmp(p, prev_t)) || (rc = ytr_drop_tmp(p, prev_off)) || (rc = ytr_drop_tmp(p, ai)) ||
+        (rc = ytr_drop_tmp(p, tg)))
         return rc;
     return 0;
 }
@@ -92,7 +96,8 @@ int ytr_yolo_loss(ytr_pass *p, int64_t labels) {
             if (q.nc > 1) {
                 if ((rc = ytr_take_tmp(p, n * q.nc * e, &ntc)) || (rc = ytr_drop_tmp(p, tcls))) return rc;
                 tcls = ntc;
-                if ((rc = ytr_take_tmp(p, n * q.nc * 4, &lv[l].cls32)) || (rc = ytr_take_tmp(p, n * q.nc * 4, &lv[l].tcls32)))
+                if ((rc = ytr_take_tmp(p, n * q.nc * 4, &lv[l].cls32)) ||
+                    (rc = ytr_take_tmp(p, n * q.nc * 4, &lv[l].tcls32)))
                     return rc;
                 for (int k = 0; k < 3; k++)
                     if ((rc = ytr_blip(p, n * q.nc * 4))) return rc;
@@ -102,7 +107,8 @@ int ytr_yolo_loss(ytr_pass *p, int64_t labels) {
         for (int k = 0; k < 3; k++)
             if ((rc = ytr_blip(p, map * 4))) return rc;
     }
-    if ((rc = ytr_drop_tmp(p, targets)) || (rc = ytr_drop_tmp(p, tobj)) || (rc = ytr_drop_tmp(p, ps)) || (rc = ytr_drop_tmp(p, tcls)))
+    if ((rc = ytr_drop_tmp(p, targets)) || (rc = ytr_drop_tmp(p, tobj)) || (rc = ytr_drop_tmp(p, ps)) ||
+        (rc = ytr_drop_tmp(p, tcls)))
         return rc;
     /* backward, the last level first (its nodes were made last) */
     const yp_step *db = &s->steps[p->detect_bwd];
@@ -150,7 +156,8 @@ int yp_torch_replay_val_loss(const yp_schedule *s, yp_torch_alloc *a, int64_t la
         int64_t map = q.batch * q.na * q.hw[l];
         int tobj;
         if ((rc = ytr_take_tmp(&p, map * e, &tobj))) break;
-        if (n > 0 && ((rc = ytr_blip(&p, n * (q.nc + 5) * e)) || (q.nc > 1 && (rc = ytr_blip(&p, 2 * n * q.nc * e))))) break;
+        if (n > 0 && ((rc = ytr_blip(&p, n * (q.nc + 5) * e)) || (q.nc > 1 && (rc = ytr_blip(&p, 2 * n * q.nc * e)))))
+            break;
         for (int k = 0; k < 3 && !rc; k++) rc = ytr_blip(&p, map * e);
         if (!rc) rc = ytr_drop_tmp(&p, tobj);
     }

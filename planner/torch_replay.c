@@ -104,7 +104,8 @@ int yp_torch_replay_pass(const yp_schedule *s, yp_torch_alloc *a, const yp_torch
         if (!rc) rc = ytr_pass_before(&p, i);
         if (!rc && i == s->loss_step && o->loss == YP_TORCH_LOSS_YOLO) rc = ytr_yolo_loss(&p, o->labels);
         if (!rc && stp->phase == YP_PHASE_BACKWARD) rc = backward_extras(&p, i, o, extra, &n_extra);
-        if (!rc && ytr_is_conv(stp) && (st->find & (stp->phase == YP_PHASE_BACKWARD ? YP_TORCH_FIND_BWD : YP_TORCH_FIND_FWD)))
+        if (!rc && ytr_is_conv(stp) &&
+            (st->find & (stp->phase == YP_PHASE_BACKWARD ? YP_TORCH_FIND_BWD : YP_TORCH_FIND_FWD)))
             yp_torch_empty_cache(a);
         for (int k = 0; !rc && k < n_extra; k++) rc = ytr_drop_tmp(&p, extra[k]);
         if (!rc) rc = ytr_pass_after(&p, i);

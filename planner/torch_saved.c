@@ -22,7 +22,8 @@ static int torch_saves(const yp_schedule *s, int t, int *copy) {
 int yp_torch_saved_bytes(const yp_schedule *s, yp_torch_saved *out, yp_err *err) {
     const yp_retention *r = s->opts.retention ? s->opts.retention : &yp_retention_table[s->opts.policy];
     memset(out, 0, sizeof *out);
-    if (!r->keep_all) return yp_err_set(err, "saved bytes of PyTorch: the schedule follows the %s policy, not pytorch", r->name);
+    if (!r->keep_all)
+        return yp_err_set(err, "saved bytes of PyTorch: the schedule follows the %s policy, not pytorch", r->name);
     if (s->opts.eval) return yp_err_set(err, "saved bytes of PyTorch: an evaluation pass saves nothing for backward");
     for (int t = 0; t < s->n_tensors; t++) {
         const yp_tensor *tt = &s->tensors[t];

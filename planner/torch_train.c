@@ -182,7 +182,8 @@ static int validate(trainer *c) {
     if (c->o->amp && (rc = ytr_model_convert(c->s, c->a, 1, &c->ema, c->err))) return rc;
     for (int vb = 0; vb < c->n_vs && !rc; vb++) {
         const yp_schedule *vs = c->vs[vb];
-        int64_t b = vs->opts.batch, px = 3 * vs->opts.h * vs->opts.w * b, e = (int64_t)yp_dtype_size(vs->opts.act_dtype);
+        int64_t b = vs->opts.batch, px = 3 * vs->opts.h * vs->opts.w * b,
+                e = (int64_t)yp_dtype_size(vs->opts.act_dtype);
         int u8 = -1, h = -1, dec = -1;
         if ((rc = ytr_release(c->a, &im, c->err)) || (rc = yp_torch_malloc(c->a, px, &u8, c->err)) ||
             (rc = yp_torch_malloc(c->a, px * e, &h, c->err)) || (rc = ytr_release(c->a, &u8, c->err)))
@@ -297,7 +298,8 @@ int yp_torch_train_replay(const yp_graph *g, const yp_torch_train_opts *o, yp_to
     c.a = yp_torch_alloc_new(o->capacity, err);
     if (!c.a) return -1;
     c.s = ytr_schedule(g, o->batch, o->img, o->img, act, o->freeze, err);
-    if (c.s && o->multi_scale) c.big = ytr_schedule(g, o->batch, r->train_img_max, r->train_img_max, act, o->freeze, err);
+    if (c.s && o->multi_scale)
+        c.big = ytr_schedule(g, o->batch, r->train_img_max, r->train_img_max, act, o->freeze, err);
     if (!c.s || (o->multi_scale && !c.big)) rc = -1;
     for (int k = 0; !rc && o->val && k < VAL_SHAPES; k++) {
         int64_t h = (r->val_img * val_shape[k][0] / val_shape[k][1] + gs - 1) / gs * gs;

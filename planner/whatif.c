@@ -51,7 +51,8 @@ typedef struct {
 
 /* Plans remedy `what` (candidate k on graph g); `why` is the reason it is a note when it saves
  * under WHATIF_NOTE_FRACTION of the need (NULL: the generic one). */
-static int add(ctx *x, yp_remedy_kind kind, const char *what, const char *why, const yp_graph *g, const yp_candidate *k, yp_err *err) {
+static int add(ctx *x, yp_remedy_kind kind, const char *what, const char *why, const yp_graph *g, const yp_candidate *k,
+               yp_err *err) {
     yp_whatif *w = x->w;
     yp_remedy r;
     memset(&r, 0, sizeof r);
@@ -98,7 +99,8 @@ static int ckpt_remedies(ctx *x, const yp_graph *g, const yp_candidate *c, yp_er
         snprintf(what, sizeof what, "checkpoint %s", set);
         if (strlen(what) > 60)
             snprintf(what, sizeof what, "checkpoint all %d checkpointable layers", __builtin_popcountll(k.ckpt_layers));
-        rc = add(x, YP_REMEDY_CKPT, what, c->ckpt_layers ? "the plan already checkpoints layers of its own" : NULL, g, &k, err);
+        rc = add(x, YP_REMEDY_CKPT, what, c->ckpt_layers ? "the plan already checkpoints layers of its own" : NULL, g,
+                 &k, err);
     }
     yp_front_free(&f);
     return rc;
@@ -183,13 +185,16 @@ static int single_remedies(ctx *x, const yp_graph *smaller, const yp_candidate *
     }
     if (x->o->fewer_anchors) {
         snprintf(what, sizeof what, "%d anchors per level (of %d)", x->o->fewer_anchors->na, g->na);
-        if (add(x, YP_REMEDY_ANCHORS, what, "the Detect head and the loss's per-anchor buffers are a small part of the need",
-                x->o->fewer_anchors, c, err))
+        if (add(x, YP_REMEDY_ANCHORS, what,
+                "the Detect head and the loss's per-anchor buffers are a small part of the need", x->o->fewer_anchors,
+                c, err))
             return -1;
     }
     if (c->mosaic) {
         k.mosaic = 0;
-        if (add(x, YP_REMEDY_MOSAIC, "mosaic off", "the input keeps its size; only the label buffers shrink", g, &k, err)) return -1;
+        if (add(x, YP_REMEDY_MOSAIC, "mosaic off", "the input keeps its size; only the label buffers shrink", g, &k,
+                err))
+            return -1;
         k = *c;
     }
     k.optimizer = c->optimizer == YP_OPT_SGD ? YP_OPT_ADAM : YP_OPT_SGD;

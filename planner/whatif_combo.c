@@ -24,7 +24,8 @@ static int applies(const knobs *k, int i) {
     case KNOB_AMP: return k->amp != YP_PREC_FP32 && c->precision == YP_PREC_FP32;
     case KNOB_CKPT: return k->ckpt_all[0] && k->ckpt_all[0] != c->ckpt_layers;
     case KNOB_FREEZE: return c->freeze < 10 && k->o->g->n_layers > 10;
-    case KNOB_IMAGE: return c->img_w * 3 / 4 / stride * stride >= stride && c->img_h * 3 / 4 / stride * stride >= stride;
+    case KNOB_IMAGE:
+        return c->img_w * 3 / 4 / stride * stride >= stride && c->img_h * 3 / 4 / stride * stride >= stride;
     default: return k->o->smaller != NULL;
     }
 }

@@ -4,9 +4,9 @@
  * shape, bytes and life; every step with its operands), the liveness simulation, the arena with
  * every tensor's byte offset, the validation pass planned into the same arena (yp_val_plan.h:
  * its parameters alias training's EMA copies, its transient tensors lie above training's
- * whole-step region), the predicted timing and the device and host memory it takes. Reports draw it; the executor allocates arena_bytes once and runs
- * the steps verbatim. Ownership: yp_plan_build fills a plan whose members the caller releases
- * with yp_plan_free; the graph must outlive the plan. */
+ * whole-step region), the predicted timing and the device and host memory it takes. Reports draw it; the executor
+ * allocates arena_bytes once and runs the steps verbatim. Ownership: yp_plan_build fills a plan whose members the
+ * caller releases with yp_plan_free; the graph must outlive the plan. */
 #ifndef YP_PLAN_H
 #define YP_PLAN_H
 
@@ -42,7 +42,7 @@ typedef struct {
     yp_schedule *sched;       /* training step at its worst-case size and label count */
     yp_liveness live;
     yp_arena arena;
-    yp_val_plan val;          /* validation: the evaluation schedule, its layout and its mapping onto training's tensors */
+    yp_val_plan val; /* validation: the evaluation schedule, its layout and its mapping onto training's tensors */
     int64_t val_bytes;        /* arena bytes validation needs (val.bytes): whole-step region + its transient arena */
     int64_t arena_bytes;      /* what the executor allocates: max(training arena, val_bytes) */
     int64_t device_bytes;     /* arena_bytes + gpu.fixed_bytes + reserve_bytes */

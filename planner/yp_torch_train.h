@@ -24,22 +24,20 @@
  *     EMA; four batches of the rectangular loader, whose largest side is ceil(img / 32 + 0.5) *
  *     32 (its pad 0.5) and whose other side is 3/4, 4/5, 7/8 and 1 of it (an assumption: the
  *     loader sorts images by aspect ratio, so batches come in a spread of shapes, and the
- *     distinct shapes fragment the cache; a dataset of one aspect ratio fragments less); per batch the uint8 images, their fp16
- *     (fp32 without AMP) copy, the inference pass with Detect's decode (the previous batch's
- *     raw outputs still held), ComputeLoss without gradients, NMS (its candidates bounded by
- *     val.py's own cap: every prediction above conf 0.001 and 30000 (box, class) rows into
- *     torchvision's nms, whose mask is n * ceil(n / 64) int64: an upper bound); model.float().
- * reserved never shrinks unless PyTorch releases its cache to satisfy a request (near the
- * capacity): GPU_mem in epoch 0 is the highest reading after its iterations, from epoch 1 on it
- * also holds what validation added.
+ *     distinct shapes fragment the cache; a dataset of one aspect ratio fragments less); per batch the uint8 images,
+ * their fp16 (fp32 without AMP) copy, the inference pass with Detect's decode (the previous batch's raw outputs still
+ * held), ComputeLoss without gradients, NMS (its candidates bounded by val.py's own cap: every prediction above conf
+ * 0.001 and 30000 (box, class) rows into torchvision's nms, whose mask is n * ceil(n / 64) int64: an upper bound);
+ * model.float(). reserved never shrinks unless PyTorch releases its cache to satisfy a request (near the capacity):
+ * GPU_mem in epoch 0 is the highest reading after its iterations, from epoch 1 on it also holds what validation added.
  * cuDNN's weight-gradient workspace is an estimate: YP_TORCH_WGRAD_WS x the bytes of each such
  * conv's input and output gradient (one copy of both, as a conversion of the NCHW tensors to the
  * layout of the tensor-core kernels would take). AutoBatch's probes, which compute no weight
  * gradient, match the published ones without it; train.py's published GPU_mem is 14-18 % above
  * the replay without it, and within 10 % with it (tests/planner/test_torch_published.c). Its factor is
  * fitted to those rows, not derived from cuDNN.
- * Not modelled: the other cuDNN workspaces, cuBLAS's (yolov5 runs no cuBLAS op), the DataLoader (host memory), plots and loggers, and the
- * tensors of a few bytes (losses, scalars). What nvidia-smi shows on top of reserved is
+ * Not modelled: the other cuDNN workspaces, cuBLAS's (yolov5 runs no cuBLAS op), the DataLoader (host memory), plots
+ * and loggers, and the tensors of a few bytes (losses, scalars). What nvidia-smi shows on top of reserved is
  * yp_torch_context_bytes.
  */
 #ifndef YP_TORCH_TRAIN_H

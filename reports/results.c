@@ -109,8 +109,13 @@ static int check_header(const char *path, const char *text, line_span l, yp_err 
     char f[YP_RESULTS_COLS][FIELD_MAX];
     int k = split_fields(text, l, f, YP_RESULTS_COLS);
     if (k != YP_RESULTS_COLS)
-        return yp_err_set(err, "%s:1: the header has %s fields, expected train.py's %d (%s, %s, ..., %s); not a YOLOv5 "
-                          "results.csv", path, k < 0 ? "an overlong field among its" : k > YP_RESULTS_COLS ? "more" : "fewer",
+        return yp_err_set(err,
+                          "%s:1: the header has %s fields, expected train.py's %d (%s, %s, ..., %s); not a YOLOv5 "
+                          "results.csv",
+                          path,
+                          k < 0                 ? "an overlong field among its"
+                          : k > YP_RESULTS_COLS ? "more"
+                                                : "fewer",
                           YP_RESULTS_COLS, yp_results_columns[0], yp_results_columns[1],
                           yp_results_columns[YP_RESULTS_COLS - 1]);
     for (int i = 0; i < YP_RESULTS_COLS; i++)

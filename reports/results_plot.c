@@ -56,7 +56,8 @@ static int on_plexit(PLCHAR_VECTOR msg) {
 }
 
 static void on_plabort(PLCHAR_VECTOR msg) {
-    if (fatal_jump && !abort_first[0]) snprintf(abort_first, sizeof abort_first, "%s", msg && *msg ? msg : "(no message)");
+    if (fatal_jump && !abort_first[0])
+        snprintf(abort_first, sizeof abort_first, "%s", msg && *msg ? msg : "(no message)");
 }
 
 /* ---------------------------------------------------------------- data */
@@ -226,7 +227,8 @@ static int draw_file(const plot_data *d, const char *dev, const char *file, yp_e
     fatal_jump = NULL;
     plsstrm(old);
     if (abort_code || abort_first[0])
-        return yp_err_set(err, "%s: PLplot aborted an operation: %s", file, abort_first[0] ? abort_first : "(no message)");
+        return yp_err_set(err, "%s: PLplot aborted an operation: %s", file,
+                          abort_first[0] ? abort_first : "(no message)");
     return 0;
 }
 

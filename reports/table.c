@@ -34,9 +34,9 @@ void yp_report_table_also(FILE *f, const yp_plan *plans, const char (*also)[YP_R
     if (same) any = 0; /* every row has the same alternatives: one footnote instead of a column */
     int mw = 8; /* the model column: as wide as the longest name (yolov5s-transformer) */
     for (int i = 0; i < n; i++) mw = (int)strlen(plans[i].g->name) > mw ? (int)strlen(plans[i].g->name) : mw;
-    fprintf(f, "    %-*s %9s %5s %3s %-8s %-18s %-3s | %8s %5s | %7s %7s %7s %7s %7s | %8s %7s%s\n", mw, "model", "img", "batch",
-            "acc", "precision", "checkpoint", "mos", "peak GiB", "%GPU", "weights", "grads", "optim", "activ", "wspace",
-            "step ms", "img/s", any ? " | also (the same plan)" : "");
+    fprintf(f, "    %-*s %9s %5s %3s %-8s %-18s %-3s | %8s %5s | %7s %7s %7s %7s %7s | %8s %7s%s\n", mw, "model", "img",
+            "batch", "acc", "precision", "checkpoint", "mos", "peak GiB", "%GPU", "weights", "grads", "optim", "activ",
+            "wspace", "step ms", "img/s", any ? " | also (the same plan)" : "");
     for (int i = 0; i < n; i++) {
         const yp_plan *p = &plans[i];
         const yp_candidate *c = &p->cand;
@@ -47,7 +47,9 @@ void yp_report_table_also(FILE *f, const yp_plan *plans, const char (*also)[YP_R
         if (c->img_w == c->img_h) snprintf(img, sizeof img, "%" PRId64, c->img_w);
         else snprintf(img, sizeof img, "%" PRId64 "x%" PRId64, c->img_w, c->img_h);
         int64_t peak = p->arena_bytes + p->gpu.fixed_bytes; /* %GPU counts the same bytes: the margin is not used */
-        fprintf(f, "%c%-2d %-*s %9s %5" PRId64 " %3d %-8s %-18s %-3s | %8.2f %4.0f%% | %7.2f %7.2f %7.2f %7.2f %7.2f | %8.1f %7.1f",
+        fprintf(f,
+                "%c%-2d %-*s %9s %5" PRId64
+                " %3d %-8s %-18s %-3s | %8.2f %4.0f%% | %7.2f %7.2f %7.2f %7.2f %7.2f | %8.1f %7.1f",
                 i == chosen ? '*' : ' ', i + 1, mw, p->g->name, img, c->batch, p->time.accumulate,
                 yp_precision_name(c->precision), ck, c->mosaic ? "on" : "off", gib(peak),
                 100.0 * (double)peak / (double)p->gpu.mem_bytes, gib(g.weights + g.ema + g.lowp), gib(g.grads),
@@ -55,8 +57,9 @@ void yp_report_table_also(FILE *f, const yp_plan *plans, const char (*also)[YP_R
         if (any) fprintf(f, " | %s", also[i][0] ? also[i] : "-");
         fprintf(f, "\n");
     }
-    fprintf(f, "(peak = arena + fixed device cost, %%GPU = peak / the card; weights include the EMA copy and AMP copies; "
-               "memory columns in GiB at the peak step; img/s at nominal batch 64)\n");
+    fprintf(f,
+            "(peak = arena + fixed device cost, %%GPU = peak / the card; weights include the EMA copy and AMP copies; "
+            "memory columns in GiB at the peak step; img/s at nominal batch 64)\n");
     if (same) fprintf(f, "(every row is also the same plan, byte for byte and as fast, with %s)\n", also[0]);
     for (int i = 0; i < n; i++) { /* once per model whose yaml left its anchors to AutoAnchor */
         int first = plans[i].g->anchors_auto;
@@ -68,7 +71,9 @@ void yp_report_table_also(FILE *f, const yp_plan *plans, const char (*also)[YP_R
     }
 }
 
-void yp_report_table(FILE *f, const yp_plan *plans, int n, int chosen) { yp_report_table_also(f, plans, NULL, n, chosen); }
+void yp_report_table(FILE *f, const yp_plan *plans, int n, int chosen) {
+    yp_report_table_also(f, plans, NULL, n, chosen);
+}
 
 void yp_report_table_head(FILE *f, const yp_table_head *h) {
     char mem[32], fixed[32], margin[32], budget[32];
@@ -104,7 +109,8 @@ cJSON *yp_report_plan_json(const yp_plan *p) {
     cJSON_AddBoolToObject(j, "fits", p->fits);
     add_i64(j, "peak_bytes", p->arena_bytes + p->gpu.fixed_bytes + p->reserve_bytes);
     add_i64(j, "used_bytes", p->arena_bytes + p->gpu.fixed_bytes);
-    cJSON_AddNumberToObject(j, "used_fraction", (double)(p->arena_bytes + p->gpu.fixed_bytes) / (double)p->gpu.mem_bytes);
+    cJSON_AddNumberToObject(j, "used_fraction",
+                            (double)(p->arena_bytes + p->gpu.fixed_bytes) / (double)p->gpu.mem_bytes);
     add_i64(j, "arena_bytes", p->arena_bytes);
     add_i64(j, "train_arena_bytes", p->arena.size);
     add_i64(j, "val_arena_bytes", p->val_bytes);

@@ -63,11 +63,12 @@ int tl_arena_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *fo
     char cand[256], title[768], b1[32], b2[32], b3[32];
     const yp_arena *a = &p->arena;
     yp_report_candidate_str(p->g, &p->cand, cand, sizeof cand);
-    int n = snprintf(title, sizeof title,
-                     "Arena map, for yoloplan's executor: %s\narena %s, lower bound %s, ratio %.4f (order: %s); %d tensors", cand,
-                     yp_fmt_bytes(a->size, b1, sizeof b1), yp_fmt_bytes(a->lower_bound, b2, sizeof b2),
-                     a->lower_bound > 0 ? (double)a->size / (double)a->lower_bound : 0.0,
-                     a->order ? a->order : "-", p->sched->n_tensors);
+    int n =
+        snprintf(title, sizeof title,
+                 "Arena map, for yoloplan's executor: %s\narena %s, lower bound %s, ratio %.4f (order: %s); %d tensors",
+                 cand, yp_fmt_bytes(a->size, b1, sizeof b1), yp_fmt_bytes(a->lower_bound, b2, sizeof b2),
+                 a->lower_bound > 0 ? (double)a->size / (double)a->lower_bound : 0.0, a->order ? a->order : "-",
+                 p->sched->n_tensors);
     if (p->arena_bytes > a->size && n > 0 && (size_t)n < sizeof title)
         snprintf(title + n, sizeof title - (size_t)n, "; validation needs %s",
                  yp_fmt_bytes(p->arena_bytes, b3, sizeof b3));

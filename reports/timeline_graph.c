@@ -143,7 +143,8 @@ int tl_graph_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *fo
     if (yp_graph_infer(gr, o->batch, o->h, o->w, info, err)) goto fail;
     layer_costs(p, lc);
     yp_report_candidate_str(gr, &p->cand, cand, sizeof cand);
-    snprintf(title, sizeof title, "Layers, for yoloplan's executor: %s\nsaved for backward %s, recomputed in backward %s per step", cand,
+    snprintf(title, sizeof title,
+             "Layers, for yoloplan's executor: %s\nsaved for backward %s, recomputed in backward %s per step", cand,
              yp_fmt_bytes(p->saved_bytes, b, sizeof b), fmt_flops(p->sched->recompute_flops, fl, sizeof fl));
     g = agopen("graph", Agdirected, NULL);
     if (!g) {

@@ -279,7 +279,8 @@ static void draw_marks(tl_canvas *c, const tl_frame *f, const yp_plan *p, const 
     place_labels(f, l, nl);
     for (int i = 0; i < nl; i++) hline(c, f, &l[i]);
     /* the fixed cost under every step */
-    Agnode_t *fx = tl_box(c, "_fixed", f->x0, f->y0, f->x0 + f->w, tl_fy(f, (double)p->gpu.fixed_bytes), TL_FIXED_COLOR);
+    Agnode_t *fx =
+        tl_box(c, "_fixed", f->x0, f->y0, f->x0 + f->w, tl_fy(f, (double)p->gpu.fixed_bytes), TL_FIXED_COLOR);
     snprintf(text, sizeof text, "fixed device cost %s: CUDA context, libraries, the driver's reserve",
              yp_fmt_bytes(p->gpu.fixed_bytes, b1, sizeof b1));
     if (fx) agxset(fx, c->tooltip, text);
@@ -334,7 +335,8 @@ int tl_memory_write(GVC_t *gvc, const yp_plan *p, const char *dir, const char *f
     yp_report_candidate_str(p->g, &p->cand, cand, sizeof cand);
     /* the table's peak GiB and %GPU: arena + fixed (the reserve is kept free, not used) */
     int64_t used = p->arena_bytes + p->gpu.fixed_bytes;
-    if (p->reserve_bytes > 0) snprintf(res, sizeof res, "; %s kept free (--reserve)", yp_fmt_bytes(p->reserve_bytes, b4, sizeof b4));
+    if (p->reserve_bytes > 0)
+        snprintf(res, sizeof res, "; %s kept free (--reserve)", yp_fmt_bytes(p->reserve_bytes, b4, sizeof b4));
     snprintf(title, sizeof title,
              "Device memory per step, for yoloplan's executor: %s\n%s: needs %s (arena %s + fixed %s) = %.0f%% of "
              "the card's %s%s",

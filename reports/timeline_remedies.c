@@ -77,7 +77,8 @@ static void why_na(const yp_whatif *w, int k, char *buf, size_t n) {
         if (w->largest_batch == 0) why = "not even batch 1 fits without other remedies";
         else if (w->largest_batch >= c->batch) why = "the batch fits as it is";
         else {
-            snprintf(tmp, sizeof tmp, "the largest batch that fits is %lld, the step above", (long long)w->largest_batch);
+            snprintf(tmp, sizeof tmp, "the largest batch that fits is %lld, the step above",
+                     (long long)w->largest_batch);
             why = tmp;
         }
         break;
@@ -91,7 +92,9 @@ static void why_na(const yp_whatif *w, int k, char *buf, size_t n) {
         snprintf(tmp, sizeof tmp, "the plan is %s already", yp_precision_name(c->precision));
         why = c->precision != YP_PREC_FP32 ? tmp : "fp32 only for this scratch model";
         break;
-    case YP_REMEDY_FREEZE: why = c->freeze >= 10 ? "10 layers or more are frozen already" : "the model is too shallow"; break;
+    case YP_REMEDY_FREEZE:
+        why = c->freeze >= 10 ? "10 layers or more are frozen already" : "the model is too shallow";
+        break;
     case YP_REMEDY_ANCHORS: why = "one anchor per level already, or no copy with fewer"; break;
     case YP_REMEDY_GPUS: why = w->base.fits ? "not needed: the plan fits" : "batch 1 cannot be split"; break;
     default:
@@ -224,8 +227,8 @@ static int build(Agraph_t *g, const yp_whatif *w) {
     yp_fmt_bytes(p->gpu.mem_bytes - p->device_bytes, room, sizeof room);
     Agnode_t *start = agnode(g, "start", 1), *fit = agnode(g, "fit", 1), *lg = agnode(g, "legend", 1);
     if (!start || !fit || !lg) return -1;
-    snprintf(label, sizeof label, "%s\nneeds %s of %s\n%s: %s %s", desc, needs, have, p->fits ? "FITS" : "OUT OF MEMORY",
-             p->fits ? "room left" : "short by", room + (room[0] == '-'));
+    snprintf(label, sizeof label, "%s\nneeds %s of %s\n%s: %s %s", desc, needs, have,
+             p->fits ? "FITS" : "OUT OF MEMORY", p->fits ? "room left" : "short by", room + (room[0] == '-'));
     tl_set(start, "label", label);
     tl_set(start, "fillcolor", p->fits ? "#d9f2d9" : "#f8d0d0");
     set_i64(start, "need_bytes", p->device_bytes - p->reserve_bytes);

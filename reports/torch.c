@@ -31,8 +31,9 @@ static void head(FILE *f, const yp_torch_report *r, int64_t batch) {
 static void figures(FILE *f, const yp_torch_report *r, const yp_torch_train_result *t, const char *indent) {
     char e0[16], later[16], pk[16], al[16];
     fprintf(f, "%sGPU_mem train.py prints: %s in epoch 0, %s from epoch 1 (validation at batch %lld, %lldx%lld)\n",
-            indent, yp_fmt_gpu_mem(t->gpu_mem_epoch0, e0, sizeof e0), yp_fmt_gpu_mem(t->gpu_mem_later, later, sizeof later),
-            (long long)t->val_batch, (long long)t->val_img, (long long)t->val_img);
+            indent, yp_fmt_gpu_mem(t->gpu_mem_epoch0, e0, sizeof e0),
+            yp_fmt_gpu_mem(t->gpu_mem_later, later, sizeof later), (long long)t->val_batch, (long long)t->val_img,
+            (long long)t->val_img);
     fprintf(f, "%snvidia-smi: about %lldMiB (the peak of memory_reserved + %lldMiB of CUDA context and libraries)\n",
             indent, (long long)smi_mib(r, t), (long long)((r->context + (1 << 19)) >> 20));
     fprintf(f, "%speak: %s (memory_reserved %s, memory_allocated %s)\n", indent, yp_torch_at_name(t->peak_at),
@@ -74,7 +75,8 @@ static void host_line(FILE *f, const yp_torch_report *r) {
     char t[16], m[16], w[16], q[16], c[16], av[16];
     fprintf(f, "  host RAM: about %s (training process %s, %d + %d loader workers %s, batches in flight %s",
             yp_fmt_gpu_mem(h->total_bytes, t, sizeof t), yp_fmt_gpu_mem(h->main_bytes, m, sizeof m), h->workers,
-            h->val_workers, yp_fmt_gpu_mem(h->worker_bytes, w, sizeof w), yp_fmt_gpu_mem(h->in_flight_bytes, q, sizeof q));
+            h->val_workers, yp_fmt_gpu_mem(h->worker_bytes, w, sizeof w),
+            yp_fmt_gpu_mem(h->in_flight_bytes, q, sizeof q));
     if (h->cache_bytes > 0) fprintf(f, ", cached images %s", yp_fmt_gpu_mem(h->cache_bytes, c, sizeof c));
     const yp_torch_host_opts *ho = &r->host_opts;
     fprintf(f, "; %s%s)", cache_name(r->cache_asked),
@@ -122,9 +124,11 @@ static void host_remedies(FILE *f, const yp_torch_report *r) {
 void yp_report_torch(FILE *f, const yp_torch_report *r) {
     if (!r->whatif) {
         head(f, r, 0);
-        if (r->rec_batch == 0) fprintf(f, "  nothing fits: batch 1 runs out of memory with %.0f%% kept free\n", 100 * r->margin);
+        if (r->rec_batch == 0)
+            fprintf(f, "  nothing fits: batch 1 runs out of memory with %.0f%% kept free\n", 100 * r->margin);
         else {
-            fprintf(f, "  pass --batch-size %lld: the largest that trains and validates with %.0f%% of that kept free\n",
+            fprintf(f,
+                    "  pass --batch-size %lld: the largest that trains and validates with %.0f%% of that kept free\n",
                     (long long)r->rec_batch, 100 * r->margin);
             figures(f, r, &r->rec, "    ");
         }
@@ -136,14 +140,17 @@ void yp_report_torch(FILE *f, const yp_torch_report *r) {
     head(f, r, r->opts.batch);
     char need[16], cap[16];
     if (r->base.oom)
-        fprintf(f, "  DOES NOT FIT: out of memory in %s (it needs at least %s, the peak of memory_allocated; PyTorch "
-                "can use %s)\n", yp_torch_at_name(r->base.oom_at), yp_fmt_gpu_mem(r->need.peak_allocated, need, sizeof need),
+        fprintf(f,
+                "  DOES NOT FIT: out of memory in %s (it needs at least %s, the peak of memory_allocated; PyTorch "
+                "can use %s)\n",
+                yp_torch_at_name(r->base.oom_at), yp_fmt_gpu_mem(r->need.peak_allocated, need, sizeof need),
                 yp_fmt_gpu_mem(r->capacity, cap, sizeof cap));
     else {
         fprintf(f, "  FITS\n");
         figures(f, r, &r->base, "    ");
     }
-    fprintf(f, "\n  %-36s %9s %11s %10s %5s\n", "remedy (train.py flags, each alone)", "needs", "saves", "GPU_mem", "fits");
+    fprintf(f, "\n  %-36s %9s %11s %10s %5s\n", "remedy (train.py flags, each alone)", "needs", "saves", "GPU_mem",
+            "fits");
     for (int i = 0; i < r->n_remedies; i++) {
         const yp_torch_remedy *m = &r->remedies[i];
         char n[16], s[24], gm[16];

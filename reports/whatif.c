@@ -20,7 +20,8 @@ static void verdict(FILE *f, const yp_whatif *w) {
             p->fits ? "FITS" : "DOES NOT FIT", needs, 100.0 * (double)need(p) / (double)p->gpu.mem_bytes,
             p->fits ? "room left" : "short by", room + (room[0] == '-'), p->live.peak_step, p->sched->n_steps,
             yp_phase_name(p->sched->steps[p->live.peak_step].phase));
-    fprintf(f, "  predicted %.1f ms per step, %.1f img/s at nominal batch 64\n", p->time.micro_ms, p->time.images_per_s);
+    fprintf(f, "  predicted %.1f ms per step, %.1f img/s at nominal batch 64\n", p->time.micro_ms,
+            p->time.images_per_s);
     if (w->largest_batch > 0)
         fprintf(f, "  largest batch that fits this configuration: %lld (accumulate %d)\n", (long long)w->largest_batch,
                 yp_accumulate(w->largest_batch));
@@ -79,8 +80,8 @@ static void hardware(FILE *f, const yp_whatif *w) {
 
 void yp_report_whatif(FILE *f, const yp_whatif *w) {
     verdict(f, w);
-    fprintf(f, "\n  %-44s %10s %10s %5s %9s %8s\n", "remedy (cheapest in time first)", "needs", "saves", "fits", "img/s",
-            "time");
+    fprintf(f, "\n  %-44s %10s %10s %5s %9s %8s\n", "remedy (cheapest in time first)", "needs", "saves", "fits",
+            "img/s", "time");
     for (int i = 0; i < w->n; i++) remedy_row(f, &w->base, &w->r[i], NULL);
     int any = 0;
     for (int i = 0; i < w->n; i++) any |= w->r[i].plan.fits;

@@ -203,7 +203,8 @@ static int area_tab_make(int ssize, int dsize, int cn, double scale, area_tab *t
         sx1 = sx1 < sx2 ? sx1 : sx2;
         if (sx1 - fsx1 > 1e-3) tab[k++] = (area_tab){dx * cn, (sx1 - 1) * cn, (float)((sx1 - fsx1) / cell)};
         for (int sx = sx1; sx < sx2; sx++) tab[k++] = (area_tab){dx * cn, sx * cn, (float)(1.0 / cell)};
-        if (fsx2 - sx2 > 1e-3) tab[k++] = (area_tab){dx * cn, sx2 * cn, (float)(fmin(fmin(fsx2 - sx2, 1.), cell) / cell)};
+        if (fsx2 - sx2 > 1e-3)
+            tab[k++] = (area_tab){dx * cn, sx2 * cn, (float)(fmin(fmin(fsx2 - sx2, 1.), cell) / cell)};
     }
     return k;
 }
@@ -223,7 +224,8 @@ static void resize_area(const yp_image *src, yp_image *dst, uint8_t *ws) {
         const uint8_t *S = src->rgb + (size_t)ytab[j].si * (size_t)sw * 3;
         for (int x = 0; x < width; x++) buf[x] = 0.f;
         for (int k = 0; k < nx; k++)
-            for (int c = 0; c < 3; c++) buf[xtab[k].di + c] = buf[xtab[k].di + c] + (float)S[xtab[k].si + c] * xtab[k].alpha;
+            for (int c = 0; c < 3; c++)
+                buf[xtab[k].di + c] = buf[xtab[k].di + c] + (float)S[xtab[k].si + c] * xtab[k].alpha;
         uint8_t *D = dst->rgb + (size_t)prev * (size_t)width;
         if (ytab[j].di != prev) {
             for (int x = 0; x < width; x++) D[x] = sat_u8((int)lrintf(sum[x])), sum[x] = beta * buf[x];
@@ -308,7 +310,8 @@ int yp_letterbox(const yp_image *src, const yp_letterbox_geom *g, yp_image *dst,
     }
     yp_mosaic_fill(dst);
     for (int y = 0; y < g->unpad_h; y++)
-        memcpy(dst->rgb + ((size_t)(y + g->top) * (size_t)dst->w + (size_t)g->left) * 3, mid.rgb + (size_t)y * row, row);
+        memcpy(dst->rgb + ((size_t)(y + g->top) * (size_t)dst->w + (size_t)g->left) * 3, mid.rgb + (size_t)y * row,
+               row);
     return 0;
 }
 

@@ -92,7 +92,8 @@ static void sample(const yp_image *src, int64_t X, int64_t Y, uint8_t *out) {
     size_t stride = (size_t)src->w * 3;
     if (sx >= 0 && sy >= 0 && sx < src->w - 1 && sy < src->h - 1) {
         const uint8_t *p = src->rgb + (size_t)sy * stride + (size_t)sx * 3, *q = p + stride;
-        for (int c = 0; c < 3; c++) out[c] = (uint8_t)((w[0] * p[c] + w[1] * p[3 + c] + w[2] * q[c] + w[3] * q[3 + c] + 512) >> 10);
+        for (int c = 0; c < 3; c++)
+            out[c] = (uint8_t)((w[0] * p[c] + w[1] * p[3 + c] + w[2] * q[c] + w[3] * q[3 + c] + 512) >> 10);
         return;
     }
     int acc[3] = {512, 512, 512};
@@ -180,7 +181,8 @@ static void warp_affine(const yp_image *src, yp_image *dst, const double *m, int
     }
     for (int x = 0; x < dst->w; x++) adelta[x] = sat_int(M[0] * x * 1024), bdelta[x] = sat_int(M[3] * x * 1024);
     for (int y = 0; y < dst->h; y++) {
-        int64_t X0 = (int64_t)sat_int((M[1] * y + M[2]) * 1024) + 16, Y0 = (int64_t)sat_int((M[4] * y + M[5]) * 1024) + 16;
+        int64_t X0 = (int64_t)sat_int((M[1] * y + M[2]) * 1024) + 16,
+                Y0 = (int64_t)sat_int((M[4] * y + M[5]) * 1024) + 16;
         uint8_t *D = dst->rgb + (size_t)y * (size_t)dst->w * 3;
         for (int x = 0; x < dst->w; x++) {
             int64_t X = X0 + adelta[x], Y = Y0 + bdelta[x];
@@ -192,15 +194,19 @@ static void warp_affine(const yp_image *src, yp_image *dst, const double *m, int
 
 /* cv::invert's 3x3 rule (cofactors over det3); a singular matrix inverts to zeros. */
 static void inverse3(const double *m, double *t) {
-    double d = m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
+    double d =
+        m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
     if (d == 0) {
         memset(t, 0, 9 * sizeof *t);
         return;
     }
     d = 1. / d;
-    t[0] = (m[4] * m[8] - m[5] * m[7]) * d, t[1] = (m[2] * m[7] - m[1] * m[8]) * d, t[2] = (m[1] * m[5] - m[2] * m[4]) * d;
-    t[3] = (m[5] * m[6] - m[3] * m[8]) * d, t[4] = (m[0] * m[8] - m[2] * m[6]) * d, t[5] = (m[2] * m[3] - m[0] * m[5]) * d;
-    t[6] = (m[3] * m[7] - m[4] * m[6]) * d, t[7] = (m[1] * m[6] - m[0] * m[7]) * d, t[8] = (m[0] * m[4] - m[1] * m[3]) * d;
+    t[0] = (m[4] * m[8] - m[5] * m[7]) * d, t[1] = (m[2] * m[7] - m[1] * m[8]) * d,
+    t[2] = (m[1] * m[5] - m[2] * m[4]) * d;
+    t[3] = (m[5] * m[6] - m[3] * m[8]) * d, t[4] = (m[0] * m[8] - m[2] * m[6]) * d,
+    t[5] = (m[2] * m[3] - m[0] * m[5]) * d;
+    t[6] = (m[3] * m[7] - m[4] * m[6]) * d, t[7] = (m[1] * m[6] - m[0] * m[7]) * d,
+    t[8] = (m[0] * m[4] - m[1] * m[3]) * d;
 }
 
 static double clamp_int_range(double v) { return fmax((double)INT_MIN, fmin((double)INT_MAX, v)); }
@@ -216,7 +222,8 @@ static void warp_perspective(const yp_image *src, yp_image *dst, const double *m
             for (int x1 = 0; x1 < bw && xb + x1 < dst->w; x1++) {
                 double W = W0 + M[6] * x1;
                 W = W != 0 ? 32 / W : 0;
-                int X = sat_int(clamp_int_range((X0 + M[0] * x1) * W)), Y = sat_int(clamp_int_range((Y0 + M[3] * x1) * W));
+                int X = sat_int(clamp_int_range((X0 + M[0] * x1) * W)),
+                    Y = sat_int(clamp_int_range((Y0 + M[3] * x1) * W));
                 sample(src, X, Y, D + 3 * (size_t)(xb + x1));
             }
         }

@@ -113,13 +113,15 @@ int yp_anchor_kmeans(const float *wh, int64_t n, int n_k, int img_size, int gen,
         sd[d] = sqrt(var / (double)m);
     }
     if (m >= n_k && sd[0] > 0 && sd[1] > 0) { /* k-means on whitened sizes, the best of 30 runs */
-        for (int64_t i = 0; i < m; i++) x[2 * i] = (float)(x[2 * i] / sd[0]), x[2 * i + 1] = (float)(x[2 * i + 1] / sd[1]);
+        for (int64_t i = 0; i < m; i++)
+            x[2 * i] = (float)(x[2 * i] / sd[0]), x[2 * i + 1] = (float)(x[2 * i + 1] / sd[1]);
         double best = INFINITY;
         for (int run = 0; run < 30; run++) {
             double d = kmeans_run(x, m, n_k, rng, c, pick, count, sum);
             if (d < best) best = d, memcpy(k, c, (size_t)n_k * 2 * sizeof *k);
         }
-        for (int a = 0; a < n_k; a++) k[2 * a] = (float)(k[2 * a] * sd[0]), k[2 * a + 1] = (float)(k[2 * a + 1] * sd[1]);
+        for (int a = 0; a < n_k; a++)
+            k[2 * a] = (float)(k[2 * a] * sd[0]), k[2 * a + 1] = (float)(k[2 * a + 1] * sd[1]);
         fit->kmeans = 1;
     } else { /* np.sort(npr.rand(n * 2)).reshape(n, 2) * img_size */
         for (int a = 0; a < 2 * n_k; a++) k[a] = (float)(yp_rng_unit(rng) * img_size);
@@ -174,7 +176,8 @@ int yp_autoanchor_graph(yp_graph *g, const yp_labels *labels, int img_size, uint
         yp_err why;
         if (r == 0 || yp_image_probe(yp_labels_image(labels, i), &lim, &w, &h, &why)) continue;
         double side = w > h ? w : h, sw = img_size * w / side, sh = img_size * h / side;
-        for (int64_t j = 0; j < r; j++) wh[2 * m] = (float)(rows[5 * j + 3] * sw), wh[2 * m + 1] = (float)(rows[5 * j + 4] * sh), m++;
+        for (int64_t j = 0; j < r; j++)
+            wh[2 * m] = (float)(rows[5 * j + 3] * sw), wh[2 * m + 1] = (float)(rows[5 * j + 4] * sh), m++;
     }
     int n_k = g->nl * g->na;
     float k[YP_MAX_LEVELS * YP_MAX_ANCHORS * 2];

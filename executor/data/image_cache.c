@@ -90,7 +90,8 @@ int yp_image_cache_fill(yp_image_cache *c, const yp_labels *labels, int imgsz, i
     if (started == 0) fill_main(&j); /* no thread could start: fill on this one */
     for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
     c->bytes = atomic_load(&j.bytes), c->failed = atomic_load(&j.failed);
-    if (atomic_load(&j.oom)) rc = yp_err_set(err, "cache: out of memory after %.2f GB; drop --cache", (double)c->bytes / 1e9);
+    if (atomic_load(&j.oom))
+        rc = yp_err_set(err, "cache: out of memory after %.2f GB; drop --cache", (double)c->bytes / 1e9);
     return rc;
 }
 

@@ -202,7 +202,8 @@ done:
     yp_img_pixels_release(m, d->rgb);
     free(d->cmyk);
     free(d);
-    if (rc == 0 && (m->reuse ? yp_img_orient_in_place(out, orientation, err) : yp_image_orient(out, orientation, err))) {
+    if (rc == 0 &&
+        (m->reuse ? yp_img_orient_in_place(out, orientation, err) : yp_image_orient(out, orientation, err))) {
         yp_img_pixels_release(m, out->rgb);
         memset(out, 0, sizeof *out);
         return -1;

@@ -288,7 +288,8 @@ static read_result load_cache(const char *path, const yp_ds_paths *images, uint6
     yp_err why;
     FILE *f = yp_file_fopen(path, "a label cache", MAX_CACHE, &why);
     if (!f) return corrupt(note, size, path, "not a regular file, or larger than a cache can be");
-    if (fstat(fileno(f), &sb) != 0 || sb.st_size < HEADER || sb.st_size > MAX_CACHE || fread(h, 1, HEADER, f) != HEADER) {
+    if (fstat(fileno(f), &sb) != 0 || sb.st_size < HEADER || sb.st_size > MAX_CACHE ||
+        fread(h, 1, HEADER, f) != HEADER) {
         fclose(f);
         return corrupt(note, size, path, "shorter than its header");
     }
@@ -344,7 +345,8 @@ static int warnings(yp_labels *l, const table *t, const yp_ds_paths *images) {
             else rc = warn(l, &cap, "%s: ignoring corrupt image/label: %s", yp_ds_shown(img, l->stats.root),
                            problem[0] ? problem : "the label file no longer reads as it did");
         } else if (e->n_dup > 0) {
-            rc = warn(l, &cap, "%s: %lld duplicate labels removed", yp_ds_shown(img, l->stats.root), (long long)e->n_dup);
+            rc = warn(l, &cap, "%s: %lld duplicate labels removed", yp_ds_shown(img, l->stats.root),
+                      (long long)e->n_dup);
         }
     }
     yp_ds_scratch_free(&s);

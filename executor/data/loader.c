@@ -411,8 +411,16 @@ int yp_loader_next(yp_loader *l, yp_loader_batch *b, yp_err *err) {
         pthread_mutex_unlock(&l->mu);
         return -1;
     }
-    *b = (yp_loader_batch){.epoch = l->o.first_epoch + g / l->bpe, .index = g % l->bpe, .n = s->n, .imgsz = l->o.imgsz,
-                           .h = s->h, .w = s->w, .images = s->images, .labels = s->labels, .n_labels = s->n_labels, .meta = s->meta};
+    *b = (yp_loader_batch){.epoch = l->o.first_epoch + g / l->bpe,
+                           .index = g % l->bpe,
+                           .n = s->n,
+                           .imgsz = l->o.imgsz,
+                           .h = s->h,
+                           .w = s->w,
+                           .images = s->images,
+                           .labels = s->labels,
+                           .n_labels = s->n_labels,
+                           .meta = s->meta};
     l->next_deliver++, l->delivered++, l->holding = 1;
     pthread_mutex_unlock(&l->mu);
     return 1;

@@ -213,7 +213,8 @@ static int64_t grid_at(const background *b, int x, int y, int c) {
     int64_t fx = x % b->cell, fy = y % b->cell, n = b->cell;
     const int16_t *g = b->grid + ((size_t)gy * (size_t)b->gw + (size_t)gx) * 3u + (size_t)c;
     size_t right = 3, down = (size_t)b->gw * 3u;
-    int64_t v = g[0] * (n - fx) * (n - fy) + g[right] * fx * (n - fy) + g[down] * (n - fx) * fy + g[down + right] * fx * fy;
+    int64_t v =
+        g[0] * (n - fx) * (n - fy) + g[right] * fx * (n - fy) + g[down] * (n - fx) * fy + g[down + right] * fx * fy;
     return v / (n * n);
 }
 
@@ -256,7 +257,8 @@ static int place(rng *r, int w, int h, shape *s, yp_synth_box *v) {
         else if (edge == 2) cy = in;
         else cy = h - 1 - in;
     }
-    s->x0 = (int)(cx - bw / 2), s->x1 = (int)(cx - bw / 2 + bw), s->y0 = (int)(cy - bh / 2), s->y1 = (int)(cy - bh / 2 + bh);
+    s->x0 = (int)(cx - bw / 2), s->x1 = (int)(cx - bw / 2 + bw), s->y0 = (int)(cy - bh / 2),
+    s->y1 = (int)(cy - bh / 2 + bh);
     v->x0 = s->x0 > 0 ? s->x0 : 0, v->x1 = s->x1 < w ? s->x1 : w;
     v->y0 = s->y0 > 0 ? s->y0 : 0, v->y1 = s->y1 < h ? s->y1 : h;
     return v->x1 - v->x0 >= 2 && v->y1 - v->y0 >= 2;
@@ -298,7 +300,8 @@ static void add_noise(rng *r, yp_image *im) {
     for (size_t i = 0; i < n; i++) {
         uint64_t bits = next(r);
         for (int c = 0; c < 3; c++, bits >>= 16)
-            im->rgb[3 * i + (size_t)c] = clamp8(im->rgb[3 * i + (size_t)c] + (int64_t)((bits & 0xffff) % (uint64_t)span) - amp);
+            im->rgb[3 * i + (size_t)c] =
+                clamp8(im->rgb[3 * i + (size_t)c] + (int64_t)((bits & 0xffff) % (uint64_t)span) - amp);
     }
 }
 

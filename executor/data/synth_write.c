@@ -100,7 +100,8 @@ static int write_split(const char *root, const yp_synth_opts *o, int split, int6
         if (yp_synth_make(o, split, i, &s, err)) return -1;
         file_name(file, digits, i, s.png ? "png" : "jpg");
         int rc = path_join(path, images, file, err);
-        if (!rc) rc = s.png ? yp_image_write_png(path, &s.image, err) : yp_image_write_jpeg(path, &s.image, s.quality, err);
+        if (!rc)
+            rc = s.png ? yp_image_write_png(path, &s.image, err) : yp_image_write_jpeg(path, &s.image, s.quality, err);
         file_name(file, digits, i, "txt");
         if (!rc) rc = path_join(path, labels, file, err);
         if (!rc) rc = write_labels(path, &s, err);
@@ -153,7 +154,8 @@ int yp_synth_write(const char *dir, const yp_synth_opts *o, yp_synth_stats *st, 
     if (yp_synth_check(o, err) || check_fresh(dir, err) || make_dirs(dir, err)) return -1;
     char *root = realpath(dir, NULL);
     if (!root) return yp_err_set(err, "%s: %s", dir, strerror(errno));
-    int rc = strlen(root) + 32 >= PATH_CAP ? yp_err_set(err, "%s: path too long; choose a shorter output folder", root) : 0;
+    int rc =
+        strlen(root) + 32 >= PATH_CAP ? yp_err_set(err, "%s: path too long; choose a shorter output folder", root) : 0;
     if (!rc) rc = write_split(root, o, 0, o->n_train, st, err);
     if (!rc && o->n_val) rc = write_split(root, o, 1, o->n_val, st, err);
     if (!rc) rc = write_yaml(root, o, err);

@@ -169,7 +169,8 @@ static int meta_f64(const yp_st_file *f, const char *key, double *out, yp_err *e
     char *end;
     errno = 0;
     *out = strtod(s, &end);
-    if (!*s || *end || errno == ERANGE) return yp_err_set(err, "%s: __metadata__.%s: \"%s\" is not a number", f->path, key, s);
+    if (!*s || *end || errno == ERANGE)
+        return yp_err_set(err, "%s: __metadata__.%s: \"%s\" is not a number", f->path, key, s);
     return 0;
 }
 
@@ -188,7 +189,8 @@ static int read_meta(const yp_st_file *f, yp_ckpt_info *info, yp_err *err) {
         meta_i64(f, "micro", &info->micro, err) || meta_f64(f, "best_fitness", &info->best_fitness, err) ||
         meta_str(f, "optimizer", &opt, err) || meta_str(f, "plan", &plan, err) || meta_str(f, "options", &options, err))
         return -1;
-    if (yp_optimizer_parse(opt) < 0) return yp_err_set(err, "%s: __metadata__.optimizer: unknown optimizer \"%s\"", f->path, opt);
+    if (yp_optimizer_parse(opt) < 0)
+        return yp_err_set(err, "%s: __metadata__.optimizer: unknown optimizer \"%s\"", f->path, opt);
     if (info->updates < 0 || info->micro < 0)
         return yp_err_set(err, "%s: __metadata__.%s: negative", f->path, info->updates < 0 ? "updates" : "micro");
     snprintf(info->optimizer, sizeof info->optimizer, "%s", opt);
@@ -428,7 +430,9 @@ static int transferable(const weights_file *f, const yp_st_entry *e, int part, c
         return 0;
     }
     if (e->dtype != YP_ST_F32 && e->dtype != YP_ST_F16 && e->dtype != YP_ST_BF16 && e->dtype != YP_ST_F64) {
-        if (log) fprintf(log, "%s: %s: dtype %s is not a float type; skipped\n", f->path, w->name, yp_st_dtype_name(e->dtype));
+        if (log)
+            fprintf(log, "%s: %s: dtype %s is not a float type; skipped\n", f->path, w->name,
+                    yp_st_dtype_name(e->dtype));
         return 0;
     }
     return 1;

@@ -99,7 +99,8 @@ static int check_desc(const char *path, const yp_st_desc *d, int64_t *total, yp_
         const yp_st_tensor *t = &d->tensors[i];
         int64_t b;
         names[i] = t->name;
-        if (!t->name || !*t->name || !strcmp(t->name, "__metadata__") || !utf8_ok((const void *)t->name, strlen(t->name)))
+        if (!t->name || !*t->name || !strcmp(t->name, "__metadata__") ||
+            !utf8_ok((const void *)t->name, strlen(t->name)))
             rc = yp_err_set(err, "%s: tensor %d: a name must be non-empty UTF-8 other than __metadata__", path, i);
         else if (yp_st_nbytes(t->dtype, t->ndim, t->shape, &b) || __builtin_add_overflow(*total, b, total))
             rc = yp_err_set(err, "%s: tensor %s: bad dtype or shape (0..%d non-negative dimensions, no overflow)", path,
@@ -108,13 +109,15 @@ static int check_desc(const char *path, const yp_st_desc *d, int64_t *total, yp_
             rc = yp_err_set(err, "%s: tensor %s: no data and no source", path, t->name);
     }
     for (int i = 0; i < d->n_meta && !rc; i++)
-        if (!d->meta_keys[i] || !d->meta_values[i] || !utf8_ok((const void *)d->meta_keys[i], strlen(d->meta_keys[i])) ||
+        if (!d->meta_keys[i] || !d->meta_values[i] ||
+            !utf8_ok((const void *)d->meta_keys[i], strlen(d->meta_keys[i])) ||
             !utf8_ok((const void *)d->meta_values[i], strlen(d->meta_values[i])))
             rc = yp_err_set(err, "%s: __metadata__ entry %d: keys and values must be UTF-8 strings", path, i);
     if (!rc && d->n > 1) {
         qsort(names, (size_t)d->n, sizeof *names, name_cmp);
         for (int i = 1; i < d->n && !rc; i++)
-            if (!strcmp(names[i - 1], names[i])) rc = yp_err_set(err, "%s: tensor %s: the name is given twice", path, names[i]);
+            if (!strcmp(names[i - 1], names[i]))
+                rc = yp_err_set(err, "%s: tensor %s: the name is given twice", path, names[i]);
     }
     free(names);
     return rc;
@@ -126,7 +129,8 @@ static char *header_text(const yp_st_desc *d, size_t *len) {
     cJSON *root = cJSON_CreateObject(), *meta = NULL;
     int ok = root != NULL;
     if (ok && d->n_meta > 0) ok = (meta = cJSON_AddObjectToObject(root, "__metadata__")) != NULL;
-    for (int i = 0; ok && i < d->n_meta; i++) ok = cJSON_AddStringToObject(meta, d->meta_keys[i], d->meta_values[i]) != NULL;
+    for (int i = 0; ok && i < d->n_meta; i++)
+        ok = cJSON_AddStringToObject(meta, d->meta_keys[i], d->meta_values[i]) != NULL;
     int64_t at = 0;
     for (int i = 0; ok && i < d->n; i++) {
         const yp_st_tensor *t = &d->tensors[i];
@@ -320,8 +324,8 @@ static int parse_entry(const yp_st_file *f, const cJSON *v, yp_st_entry *e, yp_e
         const cJSON **slot = !strcmp(k->string, "dtype") ? &dt : !strcmp(k->string, "shape") ? &shape
                            : !strcmp(k->string, "data_offsets") ? &offs : NULL;
         if (!slot)
-            return yp_err_set(err, "%s: header: tensor %s: unknown key \"%s\" (dtype, shape, data_offsets only)", f->path,
-                              nm, k->string);
+            return yp_err_set(err, "%s: header: tensor %s: unknown key \"%s\" (dtype, shape, data_offsets only)",
+                              f->path, nm, k->string);
         if (*slot) return yp_err_set(err, "%s: header: tensor %s.%s: the key is given twice", f->path, nm, k->string);
         *slot = k;
     }
@@ -329,7 +333,9 @@ static int parse_entry(const yp_st_file *f, const cJSON *v, yp_st_entry *e, yp_e
         return yp_err_set(err, "%s: header: tensor %s: missing %s", f->path, nm,
                           !dt ? "dtype" : !shape ? "shape" : "data_offsets");
     int d = cJSON_IsString(dt) ? yp_st_dtype_parse(dt->valuestring) : -1;
-    if (d < 0) return yp_err_set(err, "%s: header: tensor %s.dtype: not a safetensors dtype (F32, F16, BF16, I64, ...)", f->path, nm);
+    if (d < 0)
+        return yp_err_set(err, "%s: header: tensor %s.dtype: not a safetensors dtype (F32, F16, BF16, I64, ...)",
+                          f->path, nm);
     e->dtype = (yp_st_dtype)d;
     if (json_index_array(shape, YP_ST_MAX_DIMS, e->shape, &e->ndim))
         return yp_err_set(err, "%s: header: tensor %s.shape: expected at most %d non-negative integers", f->path, nm,
@@ -337,17 +343,21 @@ static int parse_entry(const yp_st_file *f, const cJSON *v, yp_st_entry *e, yp_e
     int64_t o[2];
     int no = 0;
     if (json_index_array(offs, 2, o, &no) || no != 2 || o[1] < o[0])
-        return yp_err_set(err, "%s: header: tensor %s.data_offsets: expected [begin, end] with 0 <= begin <= end", f->path, nm);
+        return yp_err_set(err, "%s: header: tensor %s.data_offsets: expected [begin, end] with 0 <= begin <= end",
+                          f->path, nm);
     e->begin = o[0], e->end = o[1];
     int64_t need;
     char sh[128];
     yp_st_shape_str(e->ndim, e->shape, sh, sizeof sh);
     if (yp_st_nbytes(e->dtype, e->ndim, e->shape, &need))
-        return yp_err_set(err, "%s: header: tensor %s.shape: %s %s overflows 64 bits", f->path, nm, dt->valuestring, sh);
+        return yp_err_set(err, "%s: header: tensor %s.shape: %s %s overflows 64 bits", f->path, nm, dt->valuestring,
+                          sh);
     if (need != e->end - e->begin)
-        return yp_err_set(err, "%s: header: tensor %s: dtype %s and shape %s need %lld bytes, data_offsets [%lld, %lld] "
-                          "span %lld", f->path, nm, dt->valuestring, sh, (long long)need, (long long)e->begin,
-                          (long long)e->end, (long long)(e->end - e->begin));
+        return yp_err_set(err,
+                          "%s: header: tensor %s: dtype %s and shape %s need %lld bytes, data_offsets [%lld, %lld] "
+                          "span %lld",
+                          f->path, nm, dt->valuestring, sh, (long long)need, (long long)e->begin, (long long)e->end,
+                          (long long)(e->end - e->begin));
     e->name = strdup(nm);
     return e->name ? 0 : yp_err_set(err, "%s: out of memory", f->path);
 }
@@ -410,9 +420,10 @@ static int check_layout(yp_st_file *f, yp_err *err) {
                             f->path, e->name, (long long)e->begin, (long long)e->end, prev->name,
                             (long long)prev->begin, (long long)prev->end);
         else if (e->begin > at)
-            rc = yp_err_set(err, "%s: header: tensor %s.data_offsets: begins at %lld, but the data before it ends at %lld "
-                            "(a gap; the format needs the tensors to cover the data contiguously)", f->path, e->name,
-                            (long long)e->begin, (long long)at);
+            rc = yp_err_set(err,
+                            "%s: header: tensor %s.data_offsets: begins at %lld, but the data before it ends at %lld "
+                            "(a gap; the format needs the tensors to cover the data contiguously)",
+                            f->path, e->name, (long long)e->begin, (long long)at);
         at = e->end, prev = e;
     }
     if (!rc && at != data)
@@ -426,9 +437,11 @@ static int check_layout(yp_st_file *f, yp_err *err) {
 static int parse_header(yp_st_file *f, const char *text, size_t n, yp_err *err) {
     if (!n || text[0] != '{')
         return yp_err_set(err, "%s: header: does not start with '{'; not a safetensors file", f->path);
-    if (!utf8_ok((const unsigned char *)text, n)) return yp_err_set(err, "%s: header: not valid UTF-8 (or holds a NUL byte)", f->path);
+    if (!utf8_ok((const unsigned char *)text, n))
+        return yp_err_set(err, "%s: header: not valid UTF-8 (or holds a NUL byte)", f->path);
     if (json_depth(text, n) > YP_ST_MAX_DEPTH)
-        return yp_err_set(err, "%s: header: nested deeper than %d levels; not a safetensors header", f->path, YP_ST_MAX_DEPTH);
+        return yp_err_set(err, "%s: header: nested deeper than %d levels; not a safetensors header", f->path,
+                          YP_ST_MAX_DEPTH);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
     if (!root) {
@@ -448,7 +461,8 @@ static int parse_header(yp_st_file *f, const char *text, size_t n, yp_err *err) 
     int had_meta = 0;
     for (const cJSON *v = root->child; v && !rc; v = v->next) {
         if (!strcmp(v->string, "__metadata__")) {
-            rc = had_meta++ ? yp_err_set(err, "%s: header: __metadata__ is given twice", f->path) : parse_meta(f, v, err);
+            rc = had_meta++ ? yp_err_set(err, "%s: header: __metadata__ is given twice", f->path)
+                            : parse_meta(f, v, err);
         } else {
             rc = parse_entry(f, v, &f->e[f->n], err);
             if (!rc) f->n++;
@@ -507,7 +521,7 @@ const char *yp_st_meta(const yp_st_file *f, const char *key) {
 int yp_st_read(const yp_st_file *f, int i, void *dst, yp_err *err) {
     const yp_st_entry *e = &f->e[i];
     if (read_at(f->fd, dst, (size_t)(e->end - e->begin), f->data_start + e->begin))
-        return yp_err_set(err, "%s: tensor %s: reading its data: %s (did the file change since it was opened?)", f->path,
-                          e->name, strerror(errno));
+        return yp_err_set(err, "%s: tensor %s: reading its data: %s (did the file change since it was opened?)",
+                          f->path, e->name, strerror(errno));
     return 0;
 }

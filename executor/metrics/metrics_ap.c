@@ -96,10 +96,12 @@ int64_t yp_map_host_bytes(int nc, int64_t cap_det, int64_t cap_labels) {
         cap_labels > INT64_MAX / 4)
         return -1;
     int64_t d = cap_det, c = nc;
-    int64_t per_det = (d + 1) * (int64_t)(sizeof(uint16_t) + 2 * sizeof(float) + 2 * sizeof(uint64_t) + sizeof(uint32_t)) +
-                      ((d > c ? d : c) + 1) * (int64_t)sizeof(double) + 2 * (d + 2) * (int64_t)sizeof(double);
+    int64_t per_det =
+        (d + 1) * (int64_t)(sizeof(uint16_t) + 2 * sizeof(float) + 2 * sizeof(uint64_t) + sizeof(uint32_t)) +
+        ((d > c ? d : c) + 1) * (int64_t)sizeof(double) + 2 * (d + 2) * (int64_t)sizeof(double);
     int64_t per_class = c * (int64_t)sizeof(int64_t) + 8 * c * (int64_t)sizeof(double) +
-                        c * (YP_IOU_N + 2 * YP_MAP_CURVE) * (int64_t)sizeof(double) + (2 * c + 1) * (int64_t)sizeof(int64_t);
+                        c * (YP_IOU_N + 2 * YP_MAP_CURVE) * (int64_t)sizeof(double) +
+                        (2 * c + 1) * (int64_t)sizeof(int64_t);
     return per_det + per_class + (2 * YP_MAP_CURVE + F1_FILTER) * (int64_t)sizeof(double) +
            (cap_labels + 1) * (int64_t)sizeof(uint16_t);
 }

@@ -92,12 +92,13 @@ static void fmt_hms(double s, char *buf, size_t n) {
 
 static void con_header(const console *c) {
     if (!c->f) return;
-    fprintf(c->f, "\n%11s%11s%11s%11s%11s%11s%11s\n", "Epoch", "GPU_mem", "box_loss", "obj_loss", "cls_loss", "Instances",
-            "Size");
+    fprintf(c->f, "\n%11s%11s%11s%11s%11s%11s%11s\n", "Epoch", "GPU_mem", "box_loss", "obj_loss", "cls_loss",
+            "Instances", "Size");
 }
 
 /* train.py's progress line: the description, then tqdm's bar, count, elapsed<remaining, rate. */
-static void con_progress(const console *c, int64_t done, const double mloss[3], int64_t instances, int size, int final) {
+static void con_progress(const console *c, int64_t done, const double mloss[3], int64_t instances, int size,
+                         int final) {
     if (!c->f || (!c->tty && !final)) return;
     char ep[48], el[64], rem[64], bar[11];
     snprintf(ep, sizeof ep, "%lld/%lld", (long long)c->epoch, (long long)c->epochs - 1);
@@ -107,8 +108,8 @@ static void con_progress(const console *c, int64_t done, const double mloss[3], 
     int fill = c->nb > 0 ? (int)(10 * done / c->nb) : 10;
     for (int k = 0; k < 10; k++) bar[k] = k < fill ? '#' : ' ';
     bar[10] = 0;
-    fprintf(c->f, "%s%11s%11s%11.4g%11.4g%11.4g%11.4g%11.4g: %3d%%|%s| %lld/%lld [%s<%s, %5.2fit/s]%s", c->tty ? "\r" : "",
-            ep, c->mem, mloss[0], mloss[1], mloss[2], (double)instances, (double)size,
+    fprintf(c->f, "%s%11s%11s%11.4g%11.4g%11.4g%11.4g%11.4g: %3d%%|%s| %lld/%lld [%s<%s, %5.2fit/s]%s",
+            c->tty ? "\r" : "", ep, c->mem, mloss[0], mloss[1], mloss[2], (double)instances, (double)size,
             c->nb > 0 ? (int)(100 * done / c->nb) : 100, bar, (long long)done, (long long)c->nb, el, rem, rate,
             final ? "\n" : "");
     fflush(c->f);
@@ -150,8 +151,9 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
     for (int64_t i = 0; i < L->nb; i++) {
         yp_loader_batch b;
         int rc = yp_loader_next(L->loader, &b, err);
-        if (rc == 0) return yp_err_set(err, "training: the loader ended early at epoch %lld batch %lld", (long long)epoch,
-                                       (long long)i);
+        if (rc == 0)
+            return yp_err_set(err, "training: the loader ended early at epoch %lld batch %lld", (long long)epoch,
+                              (long long)i);
         if (rc < 0) { /* no image loads any more (deleted, a disk gone), or a worker failed */
             yp_err inner = *err;
             return yp_err_set(err, "training stopped at epoch %lld batch %lld: %s; %s", (long long)epoch, (long long)i,
@@ -183,10 +185,12 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
          * would turn every weight into NaN at the update, and the next checkpoint with them; stop
          * before it. With it (amp-fp16) the update skips the step, as GradScaler does. */
         if (!x->trainer.scaler_on && (!isfinite(loss[0]) || !isfinite(loss[1]) || !isfinite(loss[2])))
-            return yp_err_set(err, "training: the loss is not finite (box %g, obj %g, cls %g) at epoch %lld, batch %lld, "
-                              "lr %.3g; stopped before the update, so the run's weights/last.safetensors keeps the last "
-                              "epoch that finished: lower lr0 (--hyp) or check the labels", loss[0], loss[1], loss[2],
-                              (long long)epoch, (long long)i, k.lr[0]);
+            return yp_err_set(
+                err,
+                "training: the loss is not finite (box %g, obj %g, cls %g) at epoch %lld, batch %lld, "
+                "lr %.3g; stopped before the update, so the run's weights/last.safetensors keeps the last "
+                "epoch that finished: lower lr0 (--hyp) or check the labels",
+                loss[0], loss[1], loss[2], (long long)epoch, (long long)i, k.lr[0]);
         const int stepped = ni - L->st->last_opt_step >= k.accumulate;
         if (stepped) {
             if (yp_exec_update(x, err)) return -1;
@@ -219,9 +223,11 @@ static void con_skipped(loop *L, int64_t epoch) {
     yp_loader_get_stats(L->loader, &s);
     if (s.bad_images <= L->bad_reported) return;
     if (L->con.f)
-        fprintf(L->con.f, "train: %lld images could not be read by the end of epoch %lld (%lld of %lld in all), skipped: "
-                "other images took their places\n", (long long)(s.bad_images - L->bad_reported), (long long)epoch,
-                (long long)s.bad_images, (long long)L->o->train->n);
+        fprintf(L->con.f,
+                "train: %lld images could not be read by the end of epoch %lld (%lld of %lld in all), skipped: "
+                "other images took their places\n",
+                (long long)(s.bad_images - L->bad_reported), (long long)epoch, (long long)s.bad_images,
+                (long long)L->o->train->n);
     L->bad_reported = s.bad_images;
 }
 
@@ -240,8 +246,10 @@ static int stopped_at(const loop *L, int64_t e, yp_err *err) {
     yp_err inner = *err;
     if (!L->o->last_path) return -1;
     if (access(L->o->last_path, F_OK) == 0) /* a checkpoint of an earlier epoch is there */
-        return yp_err_set(err, "%s; training stopped at the end of epoch %lld: after the fix, yoloplan train --resume %s "
-                          "continues from the last epoch saved", inner.msg, (long long)e, L->o->last_path);
+        return yp_err_set(err,
+                          "%s; training stopped at the end of epoch %lld: after the fix, yoloplan train --resume %s "
+                          "continues from the last epoch saved",
+                          inner.msg, (long long)e, L->o->last_path);
     return yp_err_set(err, "%s; training stopped at the end of epoch %lld, before any checkpoint: start it again after "
                       "the fix", inner.msg, (long long)e);
 }
@@ -290,7 +298,8 @@ static void loop_free(loop *L) {
     free(L->images), free(L->scaled);
 }
 
-void yp_train_loader_opts(const yp_train_opts *o, int64_t batch, int64_t imgsz, int64_t first_epoch, yp_loader_opts *lo) {
+void yp_train_loader_opts(const yp_train_opts *o, int64_t batch, int64_t imgsz, int64_t first_epoch,
+                          yp_loader_opts *lo) {
     yp_loader_opts_default(lo);
     lo->workers = o->workers, lo->batch = (int)batch, lo->imgsz = (int)imgsz;
     lo->first_epoch = first_epoch, lo->epochs = o->epochs, lo->drop_last = 1, lo->seed = o->seed;
@@ -309,8 +318,10 @@ static int loop_open(loop *L, yp_err *err) {
     const yp_schedule *s = x->train.s;
     const yp_candidate *c = &x->train.plan->cand;
     if (c->img_h != c->img_w)
-        return yp_err_set(err, "training: the plan trains %lldx%lld images; the loader builds square ones: plan a square "
-                          "--img", (long long)c->img_w, (long long)c->img_h);
+        return yp_err_set(err,
+                          "training: the plan trains %lldx%lld images; the loader builds square ones: plan a square "
+                          "--img",
+                          (long long)c->img_w, (long long)c->img_h);
     L->imgsz = c->img_w, L->multi_scale = c->multi_scale, L->gs = yp_graph_max_stride(s->g);
     if (L->st->next_epoch >= o->epochs)
         return yp_err_set(err, "training: epoch %lld of %lld is done: nothing to resume", (long long)L->st->next_epoch,
@@ -328,7 +339,8 @@ static int loop_open(loop *L, yp_err *err) {
     if (L->multi_scale) { /* every size a batch can take, prepared now: nothing is built per batch */
         int64_t sides[256];
         int n = yp_candidate_multiscale_sides(c, L->gs, sides, 256);
-        if (n < 0) return yp_err_set(err, "training: --multi-scale at --img %lld has over 256 sizes", (long long)L->imgsz);
+        if (n < 0)
+            return yp_err_set(err, "training: --multi-scale at --img %lld has over 256 sizes", (long long)L->imgsz);
         for (int k = 0; k < n; k++)
             if (yp_exec_add_size(x, sides[k], err)) return -1;
     }
@@ -337,7 +349,8 @@ static int loop_open(loop *L, yp_err *err) {
         yp_train_val_opts(o, L->st->next_epoch, &vo);
         if (!(L->val = yp_validator_new(x, o->val, &vo, err))) return -1;
     }
-    yp_train_sched_init(&L->sched, &o->hyp, o->cos_lr, s->opts.optimizer == YP_OPT_SGD, o->epochs, s->opts.batch, L->nb);
+    yp_train_sched_init(&L->sched, &o->hyp, o->cos_lr, s->opts.optimizer == YP_OPT_SGD, o->epochs, s->opts.batch,
+                        L->nb);
     /* train.py scales the decay by the batch and accumulation it trains with */
     yp_hyp *h = &x->trainer.hyp;
     h->weight_decay = o->hyp.weight_decay * (double)s->opts.batch * L->sched.accumulate / YP_NBS;

@@ -55,7 +55,9 @@ static void loader_opts(const yp_eval_shape *e, const yp_val_opts *o, yp_loader_
 }
 
 /* Images in the largest batch: the planned batch, or the whole split when it is smaller. */
-static int64_t batch_images(const yp_eval_shape *e, const yp_labels *val) { return val->n < e->batch ? val->n : e->batch; }
+static int64_t batch_images(const yp_eval_shape *e, const yp_labels *val) {
+    return val->n < e->batch ? val->n : e->batch;
+}
 
 int yp_validator_host_bytes(const yp_eval_shape *e, int nc, const yp_labels *val, const yp_val_opts *o,
                             yp_val_host *h, yp_err *err) {
@@ -140,7 +142,8 @@ yp_validator *yp_validator_new(yp_exec *x, const yp_labels *val, const yp_val_op
  * v->labels, from row *cursor on (rows are grouped by image, in image order). */
 static int64_t image_labels(yp_validator *v, const yp_loader_batch *b, int i, int64_t *cursor) {
     int64_t k = 0, j = *cursor;
-    for (; j < b->n_labels && (int)b->labels[6 * j] == i; j++, k++) memcpy(v->labels + 5 * k, b->labels + 6 * j + 1, 5 * sizeof(float));
+    for (; j < b->n_labels && (int)b->labels[6 * j] == i; j++, k++)
+        memcpy(v->labels + 5 * k, b->labels + 6 * j + 1, 5 * sizeof(float));
     *cursor = j;
     yp_labels_native(&b->meta[i].rp, b->w, b->h, v->labels, k, v->labels);
     return k;
@@ -183,7 +186,8 @@ int yp_validator_run(yp_validator *v, yp_coco_json *json, yp_val_result *out, yp
     for (int64_t k = 0; k < v->bpe; k++) {
         yp_loader_batch b;
         int rc = yp_loader_next(v->loader, &b, err);
-        if (rc == 0) return yp_err_set(err, "validation: the loader has no more passes prepared (%lld)", (long long)v->o.runs);
+        if (rc == 0)
+            return yp_err_set(err, "validation: the loader has no more passes prepared (%lld)", (long long)v->o.runs);
         if (rc < 0 || run_batch(v, &b, json, out, &t_inf, &t_nms, err)) return -1;
     }
     yp_map_compute(&v->map);
@@ -192,15 +196,16 @@ int yp_validator_run(yp_validator *v, yp_coco_json *json, yp_val_result *out, yp
     out->fitness = v->map.fitness;
     for (int k = 0; k < 3; k++) out->loss[k] /= (double)v->bpe; /* val.py: the mean over the batches */
     out->seconds = yp_now_s() - t0;
-    if (out->images > 0) out->ms_inference = t_inf * 1e3 / (double)out->images, out->ms_nms = t_nms * 1e3 / (double)out->images;
+    if (out->images > 0)
+        out->ms_inference = t_inf * 1e3 / (double)out->images, out->ms_nms = t_nms * 1e3 / (double)out->images;
     return 0;
 }
 
 void yp_validator_print(const yp_validator *v, const yp_val_result *r, int per_class, char *const *names, FILE *f) {
     const yp_map *m = &v->map;
     fprintf(f, "%22s%11s%11s%11s%11s%11s%11s\n", "Class", "Images", "Instances", "P", "R", "mAP50", "mAP50-95");
-    fprintf(f, "%22s%11lld%11lld%11.3g%11.3g%11.3g%11.3g\n", "all", (long long)r->images, (long long)r->instances, r->mp,
-            r->mr, r->map50, r->map);
+    fprintf(f, "%22s%11lld%11lld%11.3g%11.3g%11.3g%11.3g\n", "all", (long long)r->images, (long long)r->instances,
+            r->mp, r->mr, r->map50, r->map);
     if (r->instances == 0)
         fprintf(f, "WARNING: no labels found in the validation set, can not compute metrics without labels\n");
     if (per_class && m->nc > 1 && m->best >= 0)
@@ -212,5 +217,6 @@ void yp_validator_print(const yp_validator *v, const yp_val_result *r, int per_c
                     (long long)r->images, (long long)m->nt[c], m->p[c], m->r[c], m->ap50[c], m->ap[c]);
         }
     fprintf(f, "Speed: %.1fms inference, %.1fms NMS per image at shape (%lld, 3, %lld, %lld)\n", r->ms_inference,
-            r->ms_nms, (long long)v->e.batch, (long long)v->e.img, (long long)v->e.img); /* val.py's: the nominal size */
+            r->ms_nms, (long long)v->e.batch, (long long)v->e.img,
+            (long long)v->e.img); /* val.py's: the nominal size */
 }

@@ -192,7 +192,8 @@ typedef struct {
  * square size from epoch first_epoch on (whole batches only), and the validator (o->workers
  * threads, the passes left to validate: every remaining epoch, or the last one with noval). A
  * second training loader opened with the same options delivers the batches the loop trains on. */
-void yp_train_loader_opts(const yp_train_opts *o, int64_t batch, int64_t imgsz, int64_t first_epoch, yp_loader_opts *lo);
+void yp_train_loader_opts(const yp_train_opts *o, int64_t batch, int64_t imgsz, int64_t first_epoch,
+                          yp_loader_opts *lo);
 void yp_train_val_opts(const yp_train_opts *o, int64_t first_epoch, yp_val_opts *vo);
 
 /* Runs epochs st->next_epoch .. opts->epochs - 1 of training on x (initialised, weights set or

@@ -113,8 +113,8 @@ static dnnl_status_t fwd_pd(const conv_bld *b, const conv_mds *m, int bias, dnnl
     int wino = alg == dnnl_convolution_winograd;
     dnnl_convolution_desc_t cd;
     dnnl_status_t st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, alg, wino ? &m->src_any : &m->src,
-                                                          &m->w_any, bias ? &m->bias : NULL, wino ? &m->dst_any : &m->dst,
-                                                          m->strides, m->pad_l, m->pad_r);
+                                                          &m->w_any, bias ? &m->bias : NULL,
+                                                          wino ? &m->dst_any : &m->dst, m->strides, m->pad_l, m->pad_r);
     return st == dnnl_success ? pd_make(b, pd, &cd, NULL) : st;
 }
 
@@ -279,7 +279,8 @@ static int build_bwd_weights(const conv_bld *b, const char *op, conv_entry *e) {
  * 0 when built, 1 when oneDNN has no such matmul here (the caller falls back), -1 on error. */
 static int build_bwd_data_add(const conv_bld *b, const char *op, conv_entry *e) {
     const yp_conv_desc *d = &e->d;
-    if (yp_conv_taps(d) != 1 || d->sh != 1 || d->sw != 1 || d->ph || d->pw || d->groups != 1) return 1; /* a grouped one is g matmuls */
+    if (yp_conv_taps(d) != 1 || d->sh != 1 || d->sw != 1 || d->ph || d->pw || d->groups != 1)
+        return 1; /* a grouped one is g matmuls */
     const int64_t rows = d->in.n * d->in.h * d->in.w;
     dnnl_dims_t s = {rows, d->out.c}, w = {d->out.c, d->in.c}, t = {rows, d->in.c};
     dnnl_memory_desc_t src, wei, dst;

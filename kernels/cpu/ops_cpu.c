@@ -1,6 +1,6 @@
 /* ops_cpu.c - the CPU backend's op table (yp_ops.h), the cast entry, and the small argument
- * checks its op files share. The kernels themselves live in silu.c, act.c, conv.c, bn.c, eltwise.c, pool.c, attention.c,
- * optim.c, loss.c (with ciou.c) and decode.c. */
+ * checks its op files share. The kernels themselves live in silu.c, act.c, conv.c, bn.c, eltwise.c, pool.c,
+ * attention.c, optim.c, loss.c (with ciou.c) and decode.c. */
 #include <string.h>
 
 #include "yp_cpu.h"

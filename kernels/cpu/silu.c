@@ -22,7 +22,8 @@ static int check_args(const char *op, int64_t n, const void *a, const void *b, c
 }
 
 /* y = x / (1 + exp(-x)). For x below -87 the clamped exp gives y = x * 1.6e-38, i.e. 0 to fp32
- * precision, which is the limit; no NaN for finite x. In place (x == y) is fine: each element is read before written. */
+ * precision, which is the limit; no NaN for finite x. In place (x == y) is fine: each element is read before written.
+ */
 int yp_cpu_silu_forward(yp_backend *be, yp_elem dt, const float *x, float *y, int64_t n) {
     (void)be;
     if (yp_cpu_check_elem("silu_forward", dt)) return -1;

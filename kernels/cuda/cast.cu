@@ -21,7 +21,8 @@ static __global__ void cast_kernel(const S *__restrict__ x, T *__restrict__ y, i
 // The launch for source type S: the destination's type by `to`.
 template <typename S>
 static void launch_to(yp_cuda_backend *cb, const S *x, yp_elem to, float *y, int64_t n) {
-    YP_CUDA_BY_ELEM(to, T, cast_kernel<S, T><<<grid_for(n), kBlockSize, 0, cb->stream>>>(x, reinterpret_cast<T *>(y), n));
+    YP_CUDA_BY_ELEM(to, T,
+                    cast_kernel<S, T><<<grid_for(n), kBlockSize, 0, cb->stream>>>(x, reinterpret_cast<T *>(y), n));
 }
 
 extern "C" int yp_cuda_cast(yp_backend *be, yp_elem from, const float *x, yp_elem to, float *y, int64_t n) {

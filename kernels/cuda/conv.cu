@@ -404,7 +404,8 @@ extern "C" int yp_cuda_conv2d_scratch(yp_backend *be, const yp_conv_desc *d, int
     (void)has_bias;  // the bias is a kernel of its own: no scratch
     if (check_desc(op, d)) return -1;
     if (!per_image || !fixed) return yp_cuda_fail("%s: NULL result pointer", op);
-    if (stage != YP_CONV_FORWARD && stage != YP_CONV_BACKWARD) return yp_cuda_fail("%s: invalid stage %d", op, (int)stage);
+    if (stage != YP_CONV_FORWARD && stage != YP_CONV_BACKWARD)
+        return yp_cuda_fail("%s: invalid stage %d", op, (int)stage);
     if (yp_cuda_use(op, cb) || handle_of(op, cb)) return -1;
     conv_entry *e = cache_find(cb, d), tmp;
     int own = 0;
@@ -434,7 +435,8 @@ extern "C" int yp_cuda_conv2d_prepare(yp_backend *be, const yp_conv_desc *d, int
     yp_cuda_backend *cb = yp_cuda_of(be);
     (void)has_bias;
     if (check_desc(op, d)) return -1;
-    if (stage != YP_CONV_FORWARD && stage != YP_CONV_BACKWARD) return yp_cuda_fail("%s: invalid stage %d", op, (int)stage);
+    if (stage != YP_CONV_FORWARD && stage != YP_CONV_BACKWARD)
+        return yp_cuda_fail("%s: invalid stage %d", op, (int)stage);
     if (yp_cuda_use(op, cb)) return -1;
     return cache_get(op, cb, d, stage) ? 0 : -1;
 }

@@ -129,8 +129,8 @@ int yp_cuda_bn_backward(yp_backend *be, const yp_bn_desc *d, const float *x, con
                         const float *gamma, const float *dy, const double *sums, float *dx, float *dgamma,
                         float *dbeta, yp_betas beta);
 
-/* optim.cu: sgd_step, adam_step, ema_update, sgd_ema_step, optim_multi, sum_squares, sum_squares_multi (fp32, the masters; F16/BF16 refused).
- * yp_cuda_register_optim sets them. */
+/* optim.cu: sgd_step, adam_step, ema_update, sgd_ema_step, optim_multi, sum_squares, sum_squares_multi (fp32, the
+ * masters; F16/BF16 refused). yp_cuda_register_optim sets them. */
 void yp_cuda_register_optim(yp_ops *o);
 int yp_cuda_sgd_step(yp_backend *be, yp_elem dt, float *w, const float *grad, float *m, int64_t n,
                      const yp_optim_hyp *h);
