@@ -208,6 +208,15 @@ int yp_image_probe(const char *path, const yp_image_limits *lim, int *w, int *h,
     return 0;
 }
 
+int yp_image_verify(const char *path, const yp_image_limits *lim, yp_image_buffers *b, int *w, int *h, yp_err *err) {
+    yp_image im;
+    *w = *h = 0;
+    const yp_img_mode m = {0, b};
+    if (read_file(path, lim, &m, &im, err)) return -1;
+    *w = im.w, *h = im.h;
+    return 0;
+}
+
 /* ---- writing ---- */
 
 /* Writes size bytes to path (created or truncated). Returns 0, or -1 with err set. */

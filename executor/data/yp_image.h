@@ -22,7 +22,7 @@
  * otherwise take minutes). Every failure is one line in err: "FILE: reason".
  *
  * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_read_into, yp_image_buffers,
- * yp_image_buffers_free, yp_image_probe, yp_image_decode, yp_image_alloc, yp_image_free, yp_image_encode_jpeg,
+ * yp_image_buffers_free, yp_image_probe, yp_image_verify, yp_image_decode, yp_image_alloc, yp_image_free, yp_image_encode_jpeg,
  * yp_image_encode_png, yp_image_write_jpeg, yp_image_write_png, yp_image_orient. */
 #ifndef YP_IMAGE_H
 #define YP_IMAGE_H
@@ -79,6 +79,13 @@ void yp_image_buffers_free(yp_image_buffers *b);
  * the header alone: the same guards and checks up to the first pixel, no pixel decoded (the file is
  * still read whole). Returns 0, or -1 with *w = *h = 0 and err as yp_image_read's. */
 int yp_image_probe(const char *path, const yp_image_limits *lim, int *w, int *h, yp_err *err);
+
+/* Whether path decodes, as the dataset scan checks every image before a plan is made (YOLOv5's
+ * verify_image_label): the same guards, checks and errors as yp_image_read_into, through b's
+ * buffers, the entropy-coded data read to its end, with *w and *h the size yp_image_read would
+ * give; no pixel is kept for the caller (a codec may decode at a reduced scale where that still
+ * reads every byte of the coded data). Returns 0, or -1 with *w = *h = 0 and err set. */
+int yp_image_verify(const char *path, const yp_image_limits *lim, yp_image_buffers *b, int *w, int *h, yp_err *err);
 
 /* Allocates an uninitialised w x h image (w, h >= 1, w * h <= YP_IMAGE_MAX_PIXELS). Returns 0, or
  * -1 with err set. */
