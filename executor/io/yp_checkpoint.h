@@ -31,8 +31,8 @@
  * when the file has one (else the weights), BN running statistics included, in F16, and no ema.*,
  * optimizer.* or grad.* tensor; its metadata is format, version, stripped "1", epoch "-1" (train.py
  * sets epoch -1), options, and plan reduced to its format, version, model and candidate (no
- * schedule, no memory layout: a plan to read, not to train with), nothing else. --weights and val read it (F16 -> F32 on load);
- * --resume refuses it: the run it came from is finished. */
+ * schedule, no memory layout: a plan to read, not to train with), nothing else. --weights and val
+ * read it (F16 -> F32 on load); --resume refuses it: the run it came from is finished. */
 #ifndef YP_CHECKPOINT_H
 #define YP_CHECKPOINT_H
 
