@@ -10,7 +10,7 @@
  *     stripped last gives the same table within fp16's rounding, a further --resume is refused in
  *     train.py's words (exit 2, one line), --weights fine-tunes from the stripped best;
  *   - SIGINT while epoch 1's checkpoints are written: they finish, the run stops before epoch 2's
- *     first batch, exit 130, one line naming the epoch and the --resume command, last whole at
+ *     first batch (the loaders' worker threads block the signal, the main thread takes it), exit 130, one line naming the epoch and the --resume command, last whole at
  *     epoch 1, no partial file; --resume (stopped the same way at its end) gives the reference's
  *     whole unstripped state bit for bit (weights, BN statistics, EMA, momentum, counters) and its
  *     results.csv byte for byte, then the same stripped files;
@@ -19,6 +19,7 @@
  *   - a second signal while the first is being handled (SIGINT and SIGTERM both pending at the
  *     stop): the process is killed by it at once; last is whole and --resume ends as the
  *     reference. */
+#include <dirent.h>
 #include <math.h>
 
 #include "yp_test.h"
@@ -39,8 +40,33 @@ static int wait_stopped(pid_t pid, int *rc) {
     return 0;
 }
 
+static int g_blocking, g_main_blocks; /* at the last stop: threads blocking SIGINT and SIGTERM; the main one too */
+
+/* Counts the threads of pid whose mask blocks SIGINT and SIGTERM (/proc/PID/task/TID/status,
+ * SigBlk) into g_blocking, and whether the main thread (TID = PID) is one into g_main_blocks. */
+static void count_blocking(pid_t pid) {
+    char p[64], line[256];
+    g_blocking = g_main_blocks = 0;
+    snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(p);
+    for (struct dirent *t; d && (t = readdir(d));) {
+        if (t->d_name[0] == '.') continue;
+        char sp[400];
+        snprintf(sp, sizeof sp, "%s/%s/status", p, t->d_name);
+        FILE *f = fopen(sp, "r");
+        while (f && fgets(line, sizeof line, f)) {
+            unsigned long long m = 0;
+            if (sscanf(line, "SigBlk: %llx", &m) != 1) continue;
+            const unsigned long long both = 1ull << (SIGINT - 1) | 1ull << (SIGTERM - 1);
+            if ((m & both) == both) g_blocking++, g_main_blocks |= atoi(t->d_name) == (int)pid;
+        }
+        if (f) fclose(f);
+    }
+    if (d) closedir(d);
+}
+
 /* Runs `yoloplan ARGS` stopped before its checkpoint file `file`, sends it sigs[0..n) there and
- * lets it go on. Its exit code (tf_wait's: -signal when one killed it); LOG.out, LOG.err into
+ * lets it go on (count_blocking looks at its threads at the stop). Its exit code (tf_wait's: -signal when one killed it); LOG.out, LOG.err into
  * out, err. */
 static int run_signalled(const char *args, int file, const int *sigs, int n, const char *log) {
     char shim[32], path[64];
@@ -48,6 +74,7 @@ static int run_signalled(const char *args, int file, const int *sigs, int n, con
     pid_t pid = tf_spawn(args, shim, log);
     int rc = -1000;
     if (pid > 0 && wait_stopped(pid, &rc)) {
+        count_blocking(pid);
         for (int i = 0; i < n; i++) kill(pid, sigs[i]);
         kill(pid, SIGCONT);
         rc = tf_wait(pid);
@@ -192,6 +219,10 @@ static void test_sigint_at_checkpoint(void) {
     const int sig = SIGINT;
     /* stopped before file 3: epoch 1's best; both of epoch 1's files are written after the signal */
     CHECK_EQ_I64(run_signalled(RUN_ARGS "int", 3, &sig, 1, "int"), 130);
+    /* the loaders' live workers block both signals (a fault in the block leaves none), the main thread not */
+    printf("  %d threads blocked SIGINT and SIGTERM at the stop\n", g_blocking);
+    CHECK(g_blocking >= 1);
+    CHECK(!g_main_blocks);
     CHECK_STR_HAS(err, "yoloplan: interrupted at epoch 2/4 (batch 0 of 8); resume with: yoloplan train --resume "
                        "runs/int/weights/last.safetensors (it continues from the end of epoch 1, the last saved)");
     CHECK_EQ_I64(lines(err), 1);
