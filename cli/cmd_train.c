@@ -2,7 +2,8 @@
  * given --batch), checks a GPU's free memory holds it (preflight.h), prints the plan with the run's
  * host memory (executor/train/yp_train_host.h) and saves it in the run folder, then trains inside it as
  * train.py (executor/train/yp_train.h): validation every epoch, results.csv and curves, last and best
- * checkpoints, --resume. */
+ * checkpoints, --resume; SIGINT/SIGTERM stop it between batches (exit 130/143, the line says how to
+ * resume), and a finished run's checkpoints are stripped as train.py's strip_optimizer does. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,6 +50,8 @@ typedef struct {
     yp_train_host host;     /* the run's host memory, term by term (after yp_exec_init) */
     int cache_ram;          /* --cache ram, and the budget holds it */
     yp_image_cache train_cache, val_cache;
+    int finish_only;        /* --resume of a run whose epochs are all trained: strip its checkpoints only */
+    int signal;             /* the SIGINT or SIGTERM that ended the run (exit 128 + it) */
 } train_run;
 
 static void run_free(train_run *r) {
@@ -360,14 +363,22 @@ static int start_resume(train_run *r, yp_err *err) {
     yp_ckpt_info info;
     if (yp_ckpt_read_info(r->ckpt, &info, err)) return -1;
     int rc = train_opts_from_json(info.options, &r->o, err) || yp_train_state_parse(info.options, &r->st, err);
+    const int stripped = info.stripped;
     yp_ckpt_info_free(&info);
     if (rc) return yp_err_set(err, "--resume %s: %s", r->ckpt, err->msg);
-    if (r->st.next_epoch >= r->o.epochs)
-        return yp_err_set(err,
-                          "--resume %s: all %ld epochs are done, nothing to resume; start a new run with --weights %s",
-                          r->ckpt, r->o.epochs, r->ckpt);
+    if (stripped) /* train.py's smart_resume on a checkpoint strip_optimizer wrote (epoch -1) */
+        return yp_err_set(err, "%s training to %ld epochs is finished, nothing to resume. Start a new training "
+                          "without --resume, i.e. 'yoloplan train --weights %s'", r->ckpt, r->o.epochs, r->ckpt);
     char path[RUN_DIR_PATH + 32];
-    if (run_dir_of_checkpoint(r->ckpt, r->dir, sizeof r->dir, err) || set_paths(r, err) || load_data(r, err)) return -1;
+    if (run_dir_of_checkpoint(r->ckpt, r->dir, sizeof r->dir, err) || set_paths(r, err)) return -1;
+    if (r->st.next_epoch >= r->o.epochs) { /* trained to the end, stopped before its checkpoints were stripped */
+        run_dir_remove_partials(r->dir, stdout);
+        printf("Resuming training from %s: all %ld epochs are trained; stripping its checkpoints\n", r->ckpt,
+               r->o.epochs);
+        r->finish_only = 1;
+        return 0;
+    }
+    if (load_data(r, err)) return -1;
     run_dir_remove_partials(r->dir, stdout); /* a kill inside a write left them; the files they replace are whole */
     if (path_join(path, sizeof path, r->dir, "hyp.yaml", err) || yp_hyp_file_read(path, &r->hyp, err)) return -1;
     /* the instance first: the plan's conv scratch model may be its card's, asked of it */
@@ -394,23 +405,82 @@ static int start_resume(train_run *r, yp_err *err) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- the end of the run */
+
+/* A signal stopped training (to): the line saying where and how the run goes on (the last
+ * checkpoint is the last epoch that finished: the epoch in progress is trained again). */
+static void report_interrupt(train_run *r, const yp_train_opts *to) {
+    const long long e = to->interrupted_epoch, last = r->o.epochs - 1, saved = r->st.next_epoch - 1;
+    fflush(stdout);
+    if (saved < 0)
+        fprintf(stderr, "yoloplan: interrupted at epoch %lld/%lld (batch %lld of %lld), before any epoch finished: "
+                "no checkpoint was written; start the run again\n", e, last, (long long)to->interrupted_batch,
+                (long long)to->batches);
+    else
+        fprintf(stderr, "yoloplan: interrupted at epoch %lld/%lld (batch %lld of %lld); resume with: yoloplan train "
+                "--resume %s (it continues from the end of epoch %lld, the last saved)\n", e, last,
+                (long long)to->interrupted_batch, (long long)to->batches, r->last, saved);
+    r->signal = to->interrupted;
+}
+
+/* A signal came after the last epoch, before its checkpoints were all stripped. */
+static void report_interrupt_at_end(train_run *r, int sig) {
+    fflush(stdout);
+    fprintf(stderr, "yoloplan: interrupted after the final epoch %ld/%ld, before its checkpoints were stripped; "
+            "finish with: yoloplan train --resume %s (it trains nothing more: it strips them)\n", r->o.epochs - 1,
+            r->o.epochs - 1, r->last);
+    r->signal = sig;
+}
+
+/* train.py's strip_optimizer on last and best: each rewritten with its weights alone (the EMA's),
+ * fp16, epoch -1. best first, so that a stripped last says the run is complete (a run stopped
+ * between the two resumes to strip again); the lines in train.py's order, last then best. */
+static int strip_checkpoints(train_run *r, yp_err *err) {
+    const char *files[2] = {r->best, r->last};
+    yp_ckpt_strip_result s[2];
+    int have[2];
+    for (int k = 0; k < 2; k++) {
+        have[k] = access(files[k], F_OK) == 0;
+        if (*yp_train_signal_flag()) return report_interrupt_at_end(r, *yp_train_signal_flag()), 0;
+        if (have[k] && yp_ckpt_strip(files[k], &s[k], err)) return -1;
+    }
+    for (int k = 1; k >= 0; k--)
+        if (have[k]) printf("Optimizer stripped from %s, %.1fMB\n", files[k], (double)s[k].bytes_after / 1e6);
+    return 0;
+}
+
+/* The epochs left, then the end of the run: the strip and the closing lines. */
+static int train_and_finish(train_run *r, yp_err *err) {
+    int64_t first = r->st.next_epoch;
+    double t0 = yp_now_s();
+    if (!r->finish_only) {
+        char *opts = train_opts_json(&r->o);
+        if (!opts) return yp_err_set(err, "train: out of memory");
+        yp_train_opts to = loop_opts(r);
+        to.cos_lr = r->o.cos_lr, to.patience = r->o.patience, to.per_class = 1, to.names = r->names;
+        to.last_path = r->last, to.best_path = r->best;
+        to.options_json = opts, to.console = stdout, to.tty = isatty(STDOUT_FILENO), to.on_epoch = on_epoch;
+        to.ctx = r, to.interrupt = yp_train_signal_flag();
+        int rc = yp_train_run(&r->x, &to, &r->st, err);
+        free(opts);
+        if (rc) return -1;
+        if (to.interrupted) return report_interrupt(r, &to), 0;
+        printf("\n%lld epochs completed in %.3f hours.\n", (long long)(r->st.next_epoch - first),
+               (yp_now_s() - t0) / 3600.0);
+    }
+    if (strip_checkpoints(r, err)) return -1;
+    if (!r->signal) printf("Results saved to %s\n", r->dir);
+    return 0;
+}
+
 static int run(train_run *r, yp_err *err) {
     int rc = r->o.resume_given ? start_resume(r, err) : start_new(r, err);
     if (rc) return rc;
-    char *opts = train_opts_json(&r->o);
-    if (!opts) return yp_err_set(err, "train: out of memory");
-    yp_train_opts to = loop_opts(r);
-    to.cos_lr = r->o.cos_lr, to.patience = r->o.patience, to.per_class = 1, to.names = r->names;
-    to.last_path = r->last, to.best_path = r->best;
-    to.options_json = opts, to.console = stdout, to.tty = isatty(STDOUT_FILENO), to.on_epoch = on_epoch, to.ctx = r;
-    int64_t first = r->st.next_epoch;
-    double t0 = yp_now_s();
-    rc = yp_train_run(&r->x, &to, &r->st, err);
-    free(opts);
-    if (rc) return -1;
-    printf("\n%lld epochs completed in %.3f hours.\nResults saved to %s\n", (long long)(r->st.next_epoch - first),
-           (yp_now_s() - t0) / 3600.0, r->dir);
-    return 0;
+    /* from the first step on, SIGINT and SIGTERM stop the run between batches (yp_train.h) */
+    if (yp_train_signals_catch()) return yp_err_set(err, "train: cannot install the SIGINT/SIGTERM handler");
+    rc = train_and_finish(r, err);
+    yp_train_signals_release();
+    return rc;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -420,8 +490,10 @@ int cmd_train(int argc, char **argv) {
     train_opts_default(&r->o);
     int rc = train_opts_parse(argc, argv, &r->o, &err);
     if (!rc) rc = run(r, &err);
+    const int sig = r->signal;
     run_free(r);
     free(r);
+    if (!rc && sig) return 128 + sig; /* the shell's status of a command a signal ended: 130, 143 */
     if (rc == EXIT_NOFIT_RC) {
         fprintf(stderr, "yoloplan: %s\n", err.msg);
         return YP_EXIT_NOFIT;

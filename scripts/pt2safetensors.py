@@ -12,7 +12,9 @@ little-endian data), so the `safetensors` package is not needed.
 The layout (executor/io/yp_checkpoint.h): a model's state dict under its own names
 ("model.0.conv.weight", ...), the EMA's with "ema." in front, yoloplan's optimizer state under
 "optimizer.momentum_buffer.", "optimizer.exp_avg.", "optimizer.exp_avg_sq." and pending gradients
-under "grad.", and "__metadata__" (string -> string).
+under "grad.", and "__metadata__" (string -> string). A stripped checkpoint (the end of a
+finished run: F16 weights only, epoch -1, as train.py's strip_optimizer leaves last.pt) converts
+both ways with its dtypes and metadata unchanged.
 
 What a .pt may hold, read by an unpickler that builds tensors, containers and plain values and
 stands in for everything else (so it runs no code from the file and needs no YOLOv5 checkout):

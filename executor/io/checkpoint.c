@@ -1,10 +1,14 @@
 /* checkpoint.c - checkpoints of a training run (yp_checkpoint.h): the executor's state tensors
  * under their state-dict names and PyTorch shapes, the metadata, saving through the atomic
  * safetensors writer, resuming (everything checked first, then copied) and fine-tuning from a
- * file's weights (mismatched shapes skipped, one line each). */
+ * file's weights (mismatched shapes skipped, one line each); stripping a finished run's file to
+ * its weights in fp16. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
 
 #include "yp_checkpoint.h"
 #include "yp_elem_math.h"
@@ -185,15 +189,24 @@ static int read_meta(const yp_st_file *f, yp_ckpt_info *info, yp_err *err) {
     if (atoi(ver) != YP_CKPT_VERSION || strspn(ver, "0123456789") != strlen(ver))
         return yp_err_set(err, "%s: __metadata__.version: \"%s\"; this yoloplan reads version %d", f->path, ver,
                           YP_CKPT_VERSION);
-    if (meta_i64(f, "epoch", &info->epoch, err) || meta_i64(f, "updates", &info->updates, err) ||
-        meta_i64(f, "micro", &info->micro, err) || meta_f64(f, "best_fitness", &info->best_fitness, err) ||
-        meta_str(f, "optimizer", &opt, err) || meta_str(f, "plan", &plan, err) || meta_str(f, "options", &options, err))
+    const char *stripped = yp_st_meta(f, "stripped");
+    info->stripped = stripped && !strcmp(stripped, "1");
+    if (meta_i64(f, "epoch", &info->epoch, err) || meta_str(f, "plan", &plan, err) ||
+        meta_str(f, "options", &options, err))
         return -1;
-    if (yp_optimizer_parse(opt) < 0)
-        return yp_err_set(err, "%s: __metadata__.optimizer: unknown optimizer \"%s\"", f->path, opt);
-    if (info->updates < 0 || info->micro < 0)
-        return yp_err_set(err, "%s: __metadata__.%s: negative", f->path, info->updates < 0 ? "updates" : "micro");
-    snprintf(info->optimizer, sizeof info->optimizer, "%s", opt);
+    if (info->stripped && info->epoch != -1) /* train.py's strip_optimizer sets epoch -1 */
+        return yp_err_set(err, "%s: __metadata__.epoch: %lld in a stripped checkpoint, which has -1", f->path,
+                          (long long)info->epoch);
+    if (!info->stripped) { /* the training state's counters: a stripped file has none */
+        if (meta_i64(f, "updates", &info->updates, err) || meta_i64(f, "micro", &info->micro, err) ||
+            meta_f64(f, "best_fitness", &info->best_fitness, err) || meta_str(f, "optimizer", &opt, err))
+            return -1;
+        if (yp_optimizer_parse(opt) < 0)
+            return yp_err_set(err, "%s: __metadata__.optimizer: unknown optimizer \"%s\"", f->path, opt);
+        if (info->updates < 0 || info->micro < 0)
+            return yp_err_set(err, "%s: __metadata__.%s: negative", f->path, info->updates < 0 ? "updates" : "micro");
+        snprintf(info->optimizer, sizeof info->optimizer, "%s", opt);
+    }
     info->plan = strdup(plan), info->options = strdup(options);
     if (!info->plan || !info->options) {
         yp_ckpt_info_free(info);
@@ -212,6 +225,126 @@ int yp_ckpt_read_info(const char *path, yp_ckpt_info *info, yp_err *err) {
     memset(info, 0, sizeof *info);
     if (yp_st_open(&f, path, err)) return -1;
     int rc = read_meta(&f, info, err);
+    yp_st_close(&f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- stripping */
+
+/* Whether file tensor `name` is training state a stripped file drops: the EMA copies (which its
+ * weights come from), the optimizer's state, pending gradients. */
+static int is_train_state(const char *name) {
+    return !strncmp(name, "ema.", 4) || !strncmp(name, "optimizer.", 10) || !strncmp(name, "grad.", 5);
+}
+
+typedef struct {
+    const yp_st_file *f;
+    const int *src; /* the file entry each written tensor comes from */
+    float *stage;   /* room for the largest F32 source */
+} strip_ctx;
+
+/* yp_st_source: written tensor i in F16, from its source entry (F32 rounded to nearest even, as
+ * torch's half(); F16 as it is). */
+static int strip_source(void *ctx, int i, void *dst, size_t bytes, yp_err *err) {
+    const strip_ctx *c = ctx;
+    const yp_st_entry *e = &c->f->e[c->src[i]];
+    if (e->dtype == YP_ST_F16) return yp_st_read(c->f, c->src[i], dst, err);
+    if (yp_st_read(c->f, c->src[i], c->stage, err)) return -1;
+    for (size_t k = 0; k < bytes / 2; k++) {
+        uint16_t h = yp_f32_to_f16(c->stage[k]);
+        memcpy((char *)dst + 2 * k, &h, 2);
+    }
+    return 0;
+}
+
+/* The tensors of the stripped file of f into ts[] and their sources into src[] (both f->n long);
+ * their count, or -1 with err naming a tensor that cannot be stripped. *most: the largest
+ * source's bytes. */
+static int strip_plan(const yp_st_file *f, yp_st_tensor *ts, int *src, int64_t *most, yp_err *err) {
+    int k = 0;
+    *most = 1;
+    for (int e = 0; e < f->n; e++) {
+        const yp_st_entry *m = &f->e[e];
+        if (is_train_state(m->name)) continue;
+        char ema[NAME_MAX_LEN + 8];
+        int s = snprintf(ema, sizeof ema, "ema.%s", m->name) < (int)sizeof ema ? yp_st_find(f, ema) : -1;
+        const yp_st_entry *x = &f->e[s >= 0 ? s : e];
+        char a[128], b[128];
+        yp_st_shape_str(m->ndim, m->shape, a, sizeof a);
+        yp_st_shape_str(x->ndim, x->shape, b, sizeof b);
+        if (x->dtype != YP_ST_F32 && x->dtype != YP_ST_F16)
+            return yp_err_set(err, "%s: tensor %s is %s; a checkpoint yoloplan wrote has F32 weights", f->path,
+                              x->name, yp_st_dtype_name(x->dtype));
+        if (strcmp(a, b))
+            return yp_err_set(err, "%s: tensor %s is %s, its EMA copy %s; not a checkpoint yoloplan wrote", f->path,
+                              m->name, a, b);
+        ts[k] = (yp_st_tensor){.name = m->name, .dtype = YP_ST_F16, .ndim = m->ndim, .data = NULL};
+        memcpy(ts[k].shape, m->shape, sizeof m->shape);
+        src[k++] = s >= 0 ? s : e;
+        if (x->end - x->begin > *most) *most = x->end - x->begin;
+    }
+    return k;
+}
+
+/* The plan's text reduced to what a stripped file keeps of it: its format, version, model (the IR
+ * `yoloplan val` builds the model from) and candidate (batch, size, precision trained with); the
+ * schedule and memory layout are training's. malloc'd; NULL when the text is no JSON object or
+ * out of memory. */
+static char *plan_model_only(const char *plan) {
+    static const char *const keep[4] = {"format", "version", "model", "candidate"};
+    cJSON *in = cJSON_Parse(plan), *out = cJSON_CreateObject();
+    char *text = NULL;
+    int ok = cJSON_IsObject(in) && out;
+    for (int k = 0; ok && k < 4; k++) {
+        cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(in, keep[k]);
+        if (v) ok = cJSON_AddItemToObject(out, keep[k], v);
+    }
+    if (ok) text = cJSON_PrintUnformatted(out);
+    cJSON_Delete(in), cJSON_Delete(out);
+    return text;
+}
+
+int yp_ckpt_strip(const char *path, yp_ckpt_strip_result *out, yp_err *err) {
+    yp_st_file f;
+    yp_ckpt_info info;
+    memset(out, 0, sizeof *out);
+    memset(&info, 0, sizeof info);
+    if (yp_st_open(&f, path, err)) return -1;
+    out->bytes_before = out->bytes_after = f.file_bytes;
+    yp_st_tensor *ts = malloc((size_t)f.n * sizeof *ts + 1);
+    int *src = malloc((size_t)f.n * sizeof *src + 1), rc = -1;
+    float *stage = NULL;
+    char *plan = NULL;
+    int64_t most = 1;
+    if (read_meta(&f, &info, err)) goto done;
+    if (info.stripped) {
+        out->already = 1, rc = 0;
+        goto done;
+    }
+    if (!ts || !src) {
+        yp_err_set(err, "%s: out of memory stripping the checkpoint", path);
+        goto done;
+    }
+    int n = strip_plan(&f, ts, src, &most, err);
+    if (n < 0) goto done;
+    if (!(stage = malloc((size_t)most)) || !(plan = plan_model_only(info.plan))) {
+        yp_err_set(err, "%s: out of memory stripping the checkpoint", path);
+        goto done;
+    }
+    char version[8];
+    snprintf(version, sizeof version, "%d", YP_CKPT_VERSION);
+    const char *keys[6] = {"format", "version", "stripped", "epoch", "plan", "options"};
+    const char *vals[6] = {YP_CKPT_FORMAT, version, "1", "-1", plan, info.options};
+    strip_ctx c = {&f, src, stage};
+    yp_st_desc d = {ts, n, keys, vals, 6, strip_source, &c};
+    if (yp_st_save(path, &d, NULL, err)) goto done;
+    struct stat st;
+    out->tensors = n;
+    out->bytes_after = stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+    rc = 0;
+done:
+    free(plan), free(stage), free(src), free(ts);
+    yp_ckpt_info_free(&info);
     yp_st_close(&f);
     return rc;
 }
@@ -281,7 +414,11 @@ static int zero_grads(const yp_exec *x, yp_err *err) {
 static int resume_open(yp_exec *x, const yp_st_file *f, yp_ckpt_info *info, yp_err *err) {
     yp_hyp h = x->trainer.hyp;
     double last_norm = 0;
-    if (read_meta(f, info, err) || read_hyp(f, &h, &last_norm, err)) return -1;
+    if (read_meta(f, info, err)) return -1;
+    if (info->stripped)
+        return yp_err_set(err, "%s: a stripped checkpoint (the weights of a finished run, fp16, no optimizer): "
+                          "nothing to resume; train from it with --weights", f->path);
+    if (read_hyp(f, &h, &last_norm, err)) return -1;
     if (strcmp(info->optimizer, optimizer_of(x)))
         return yp_err_set(err, "%s: __metadata__.optimizer: the run was trained with %s, this plan uses %s", f->path,
                           info->optimizer, optimizer_of(x));

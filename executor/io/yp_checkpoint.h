@@ -24,7 +24,15 @@
  * state) is the caller's, in `options` or its own files.
  *
  * The arena is read and written only through the backend's mem_copy, staged on the host one
- * tensor at a time. */
+ * tensor at a time.
+ *
+ * A stripped checkpoint (yp_ckpt_strip: the end of a finished run, as train.py's strip_optimizer
+ * leaves last.pt and best.pt) holds the weights alone: each "model.*" tensor from the EMA copy
+ * when the file has one (else the weights), BN running statistics included, in F16, and no ema.*,
+ * optimizer.* or grad.* tensor; its metadata is format, version, stripped "1", epoch "-1" (train.py
+ * sets epoch -1), options, and plan reduced to its format, version, model and candidate (no
+ * schedule, no memory layout: a plan to read, not to train with), nothing else. --weights and val
+ * read it (F16 -> F32 on load); --resume refuses it: the run it came from is finished. */
 #ifndef YP_CHECKPOINT_H
 #define YP_CHECKPOINT_H
 
@@ -49,9 +57,10 @@ int yp_ckpt_save(const yp_exec *x, const char *path, const yp_ckpt_meta *m, cons
 
 /* A checkpoint's metadata. plan and options are malloc'd; free with yp_ckpt_info_free. */
 typedef struct {
-    int64_t epoch, updates, micro;
-    double best_fitness;
-    char optimizer[8];
+    int64_t epoch, updates, micro; /* a stripped file: -1, 0, 0 */
+    double best_fitness;           /* a stripped file: 0 */
+    char optimizer[8];             /* a stripped file: "" */
+    int stripped;                  /* 1: yp_ckpt_strip's file (weights only, F16) */
     char *plan, *options;
 } yp_ckpt_info;
 
@@ -60,6 +69,18 @@ typedef struct {
 int yp_ckpt_read_info(const char *path, yp_ckpt_info *info, yp_err *err);
 void yp_ckpt_info_free(yp_ckpt_info *info);
 
+/* What yp_ckpt_strip did. */
+typedef struct {
+    int already;                   /* 1: the file was stripped before; left as it was */
+    int tensors;                   /* model tensors written */
+    int64_t bytes_before, bytes_after; /* the file's size before and after */
+} yp_ckpt_strip_result;
+
+/* Rewrites the checkpoint at path as a stripped one (above), atomically (yp_st_save: a failure
+ * leaves the file as it was). A file stripped already is left alone (out->already). 0, or -1 with
+ * err naming the file (not a checkpoint, a tensor that is not F32 or F16, a failed write). */
+int yp_ckpt_strip(const char *path, yp_ckpt_strip_result *out, yp_err *err);
+
 /* Restores everything yp_ckpt_save wrote into x (--resume): every tensor, the trainer's update
  * and micro-batch counts, hyperparameters and last gradient norm, so that the steps that follow
  * are bit for bit those of the run that was saved. x's plan must have exactly the file's state
@@ -67,7 +88,8 @@ void yp_ckpt_info_free(yp_ckpt_info *info);
  * shape in F32; the plan's memory layout may differ (the file says nothing about offsets). All of
  * that is checked before anything is copied, so a refused file leaves x untouched; a read or copy
  * that fails after the checks (the file shrank, the device failed) leaves x partly restored, to
- * be freed. info (may be NULL) receives the metadata. 0, or -1 with err set. */
+ * be freed. A stripped file is refused first. info (may be NULL) receives the metadata. 0, or -1
+ * with err set. */
 int yp_ckpt_resume(yp_exec *x, const char *path, yp_ckpt_info *info, yp_err *err);
 
 /* What yp_ckpt_load_weights transferred. */

@@ -1,6 +1,7 @@
 /* train.c - the epoch loop of train.py on the executor (yp_train.h): per batch the warm-up knobs,
  * a micro-step and, when the accumulation is due, the optimizer step and EMA; per epoch
- * validation, fitness, early stopping, checkpoints and the caller's callback; train.py's console. */
+ * validation, fitness, early stopping, checkpoints and the caller's callback; train.py's console;
+ * the stop between batches that a signal asks for (train_signal.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,19 @@ static void apply_knobs(loop *L, const yp_train_knobs *k) {
     if (L->sched.sgd) h->momentum = k->momentum;
 }
 
-/* One epoch's batches. Returns 0, 1 when max_steps stopped the run, -1 with err set. */
+/* Whether the interrupt flag is up before batch i of epoch: then where into the options (and
+ * the progress line, left open on a terminal, ended). */
+static int interrupted(loop *L, int64_t epoch, int64_t i) {
+    yp_train_opts *o = L->o;
+    int sig = o->interrupt ? (int)*o->interrupt : 0;
+    if (!sig) return 0;
+    o->interrupted = sig, o->interrupted_epoch = epoch, o->interrupted_batch = i;
+    if (L->con.f && L->con.tty && i > 0) fputc('\n', L->con.f);
+    return 1;
+}
+
+/* One epoch's batches. Returns 0, 1 when max_steps stopped the run, 2 when the interrupt flag
+ * did, -1 with err set. */
 static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp_err *err) {
     yp_exec *x = L->x;
     yp_train_opts *o = L->o;
@@ -149,6 +162,7 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
     int size = 0;
     mloss[0] = mloss[1] = mloss[2] = 0;
     for (int64_t i = 0; i < L->nb; i++) {
+        if (interrupted(L, epoch, i)) return 2;
         yp_loader_batch b;
         int rc = yp_loader_next(L->loader, &b, err);
         if (rc == 0)
@@ -366,9 +380,14 @@ int yp_train_run(yp_exec *x, yp_train_opts *o, yp_train_state *st, yp_err *err) 
     loop L;
     memset(&L, 0, sizeof L);
     L.x = x, L.o = o, L.st = st;
-    o->n_step_losses = 0;
+    o->n_step_losses = 0, o->interrupted = 0, o->interrupted_epoch = o->interrupted_batch = 0;
+    sigset_t mask; /* the loaders' worker threads start with the signals blocked: the loop takes them */
+    yp_train_signals_block(&mask);
     int rc = loop_open(&L, err), possible_stop = 0;
+    yp_train_signals_unblock(&mask);
+    o->batches = L.nb;
     for (int64_t e = st->next_epoch; !rc && e < o->epochs; e++) {
+        if (interrupted(&L, e, 0)) break;
         yp_epoch_result r;
         memset(&r, 0, sizeof r);
         r.epoch = e, r.epochs = o->epochs;
@@ -376,7 +395,8 @@ int yp_train_run(yp_exec *x, yp_train_opts *o, yp_train_state *st, yp_err *err) 
         con_header(&L.con);
         rc = train_epoch(&L, e, r.train_loss, r.lr, err);
         if (rc >= 0) con_skipped(&L, e);
-        if (rc) break; /* 1: max_steps reached, the epoch unfinished: no validation, no checkpoint */
+        /* 1: max_steps reached, 2: interrupted; the epoch unfinished: no validation, no checkpoint */
+        if (rc) break;
         int stop = end_epoch(&L, &r, &possible_stop, err);
         if (stop < 0) rc = -1;
         if (stop) break;

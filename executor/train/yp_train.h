@@ -10,10 +10,12 @@
  * Defines: yp_train_sched (+ yp_train_sched_init, yp_train_lf, yp_train_knobs_at), yp_validator
  * (+ new, run, print, free), yp_val_host (+ yp_validator_host_bytes), yp_train_opts (+
  * yp_train_loader_opts, yp_train_val_opts), yp_train_step_info, yp_train_state, yp_epoch_result,
- * yp_train_run, yp_train_state_json, yp_train_state_parse */
+ * yp_train_run, yp_train_state_json, yp_train_state_parse, and the run's signals
+ * (yp_train_signals_catch, _release, _block, _unblock, yp_train_signal_flag) */
 #ifndef YP_TRAIN_H
 #define YP_TRAIN_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "yp_executor.h"
@@ -186,6 +188,15 @@ typedef struct {
     double (*step_losses)[3];
     yp_train_step_info *step_info;
     int64_t step_losses_cap, n_step_losses;
+    /* optional: a flag (yp_train_signal_flag) that, once nonzero (a signal's number), stops the
+     * run before its next batch; the epoch in progress is dropped (the loader starts a run only
+     * at an epoch's first batch), so the last checkpoint, of the last epoch that finished, is
+     * where --resume continues exactly */
+    const volatile sig_atomic_t *interrupt;
+    int interrupted;                 /* out: the flag's signal when it stopped the run; 0: it did not */
+    int64_t interrupted_epoch;       /* out: the epoch it stopped in */
+    int64_t interrupted_batch;       /* out: that epoch's batches trained (and dropped) */
+    int64_t batches;                 /* out: batches per epoch */
 } yp_train_opts;
 
 /* The options yp_train_run opens its loaders with: the training loader at the plan's batch and
@@ -202,8 +213,24 @@ void yp_train_val_opts(const yp_train_opts *o, int64_t first_epoch, yp_val_opts 
  * best then last checkpoint (atomic; a failed write leaves the previous file and is an error
  * whose line says --resume continues; best first, so a crash between the two resumes before the
  * epoch and writes its best again). Images the loader could not read give one console line per
- * epoch. The training loader uses whole batches of the plan's batch (drop_last). Updates *st. 0,
- * or -1 with err set. */
+ * epoch. The training loader uses whole batches of the plan's batch (drop_last). Its worker
+ * threads are started with SIGINT and SIGTERM blocked. opts->interrupt stops it between batches
+ * (opts->interrupted says where); a checkpoint write in progress finishes first. Updates *st.
+ * 0 (also when interrupted), or -1 with err set. */
 int yp_train_run(yp_exec *x, yp_train_opts *opts, yp_train_state *st, yp_err *err);
+
+/* ---------------------------------------------------------------- signals (train_signal.c) */
+
+/* Installs the run's SIGINT and SIGTERM handler (SA_RESTART): the first signal sets the flag
+ * yp_train_signal_flag() points to (to its number) and nothing else; a second one restores the
+ * default action and raises itself (the process ends at once, killed by it). 0, or -1 (errno). */
+int yp_train_signals_catch(void);
+/* The handlers from before yp_train_signals_catch. */
+void yp_train_signals_release(void);
+const volatile sig_atomic_t *yp_train_signal_flag(void);
+/* Blocks SIGINT and SIGTERM in the calling thread (threads it starts inherit the mask), the old
+ * mask into *old / sets the old mask back. */
+void yp_train_signals_block(sigset_t *old);
+void yp_train_signals_unblock(const sigset_t *old);
 
 #endif

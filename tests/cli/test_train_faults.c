@@ -96,7 +96,7 @@ static void test_disk_full(void) {
     CHECK(remount("full", 0, "size=64m") == 0);
     CHECK_EQ_I64(tf_run("train --resume full/run/weights/last.safetensors", NULL, "full2"), 0);
     CHECK(tf_ckpt_whole("full/run/weights/last.safetensors", &e));
-    CHECK_EQ_I64(e, 3);
+    CHECK_EQ_I64(e, -1); /* finished: stripped (epoch -1, as train.py's strip_optimizer) */
     CHECK(tf_read("full/run/results.csv", out, sizeof out) == 0);
     CHECK_EQ_I64(yp_test_count_lines(out), 5); /* the header and epochs 0..3, each once */
     unmount("full");
@@ -125,7 +125,7 @@ static void test_read_only_mid_run(void) {
     CHECK(remount("ro", 0, NULL) == 0); /* writable again: --resume goes to the end */
     CHECK_EQ_I64(tf_run("train --resume ro/run/weights/last.safetensors", NULL, "ro2"), 0);
     CHECK(tf_ckpt_whole("ro/run/weights/last.safetensors", &e));
-    CHECK_EQ_I64(e, 3);
+    CHECK_EQ_I64(e, -1); /* finished: stripped */
     unmount("ro");
 }
 

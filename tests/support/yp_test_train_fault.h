@@ -1,10 +1,10 @@
 /* yp_test_train_fault.h - what the fault tests of `yoloplan train` (test_train_kill,
  * test_train_faults) share: a scratch folder with a synthetic dataset and a tiny YOLOv5 (yolov5n's
  * rows at depth 0.1, width 0.0625: 2 MB checkpoints, a fraction of a second per epoch), starting
- * the binary there with the test-only checkpoint shim preloaded (tests/cli/ckpt_shim.c), and loading
- * every tensor of a checkpoint to prove it whole.
- * Defines: tf_dir, tf_setup, tf_spawn, tf_wait, tf_run, tf_read, tf_ckpt_whole, tf_tmp_files,
- * TF_ARGS. */
+ * the binary there with the test-only checkpoint shim preloaded (tests/cli/ckpt_shim.c), loading
+ * every tensor of a checkpoint to prove it whole, and comparing two checkpoints bit for bit.
+ * Defines: tf_dir, tf_setup, tf_spawn, tf_wait, tf_run, tf_read, tf_ckpt_whole, tf_same_state,
+ * tf_tmp_files, TF_ARGS. */
 #ifndef YP_TEST_TRAIN_FAULT_H
 #define YP_TEST_TRAIN_FAULT_H
 
@@ -125,6 +125,38 @@ static int tf_ckpt_whole(const char *rel, int64_t *epoch) {
         free(b);
     }
     yp_st_close(&f);
+    return ok;
+}
+
+/* Whether checkpoints a and b (relative to tf_dir) hold the same tensors bit for bit and the same
+ * counters and hyperparameters (a stripped file has none: both or neither; the marker too); the
+ * first difference on stderr. */
+static inline int tf_same_state(const char *a, const char *b) {
+    char pa[400], pb[400];
+    snprintf(pa, sizeof pa, "%s/%s", tf_dir, a), snprintf(pb, sizeof pb, "%s/%s", tf_dir, b);
+    yp_st_file fa, fb;
+    yp_err err = {0};
+    memset(&fa, 0, sizeof fa), memset(&fb, 0, sizeof fb);
+    int ok = yp_st_open(&fa, pa, &err) == 0 && yp_st_open(&fb, pb, &err) == 0;
+    if (!ok) fprintf(stderr, "  %s\n", err.msg);
+    if (ok && fa.n != fb.n) ok = 0, fprintf(stderr, "  %s: %d tensors, %s: %d\n", a, fa.n, b, fb.n);
+    static const char *const keys[] = {"epoch", "best_fitness", "updates", "micro", "hyp.lr", "hyp.lr_bias",
+                                       "hyp.momentum", "hyp.weight_decay", "last_grad_norm", "ema", "stripped"};
+    for (size_t k = 0; ok && k < sizeof keys / sizeof keys[0]; k++) {
+        const char *va = yp_st_meta(&fa, keys[k]), *vb = yp_st_meta(&fb, keys[k]);
+        ok = (!va && !vb) || (va && vb && !strcmp(va, vb)); /* a stripped file has none of the counters */
+        if (!ok) fprintf(stderr, "  %s: %s %s, %s %s\n", keys[k], a, va ? va : "-", b, vb ? vb : "-");
+    }
+    for (int i = 0; ok && i < fa.n; i++) {
+        int j = yp_st_find(&fb, fa.e[i].name);
+        int64_t n = fa.e[i].end - fa.e[i].begin;
+        ok = j >= 0 && fb.e[j].end - fb.e[j].begin == n;
+        char *x = ok ? malloc((size_t)n + 1) : NULL, *y = ok ? malloc((size_t)n + 1) : NULL;
+        ok = ok && x && y && !yp_st_read(&fa, i, x, &err) && !yp_st_read(&fb, j, y, &err) && !memcmp(x, y, (size_t)n);
+        if (!ok) fprintf(stderr, "  tensor %s differs between %s and %s\n", fa.e[i].name, a, b);
+        free(x), free(y);
+    }
+    yp_st_close(&fa), yp_st_close(&fb);
     return ok;
 }
 

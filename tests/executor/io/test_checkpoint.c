@@ -11,12 +11,15 @@
  *     and resuming from it gives the state it was saved with;
  *   - --weights into a model with another nc skips exactly Detect's six tensors (one line each)
  *     and loads every other weight and BN statistic, EMA copies included; F16, BF16 and F64
- *     tensors are converted and a non-float one is skipped. */
+ *     tensors are converted and a non-float one is skipped;
+ *   - stripping (train.py's strip_optimizer) keeps the EMA's (or the weights') values in F16 and
+ *     nothing else, epoch -1; --weights and val's loader read it, --resume refuses it. */
 #include <dirent.h>
 #include <unistd.h>
 
 #include "step_fixture.h"
 #include "yp_checkpoint.h"
+#include "yp_elem_math.h"
 #include "yp_executor.h"
 #include "yp_plan_io.h"
 #include "yp_test.h"
@@ -384,6 +387,99 @@ static void test_weights_dtypes(void) {
     yp_plan_free(&p);
 }
 
+/* yp_ckpt_strip on a checkpoint of a run with EMA (or without): every weight and BN statistic from
+ * its EMA copy (or the weights), each the F16 of its fp32 value rounded to nearest even, nothing
+ * else (the data is 2 bytes a value, the size of the file about params x 2), epoch -1 and the
+ * marker, the plan kept as its model; read_info, --weights and val's loader take it, --resume
+ * refuses it and leaves the executor untouched; a second strip leaves it as it is. */
+static void strip_case(int ema) {
+    yp_plan p;
+    REQUIRE(make_plan(&p, graph, YP_OPT_SGD, ema, 0) == 0);
+    char path[128];
+    path_in(path, sizeof path, ema ? "strip_ema.safetensors" : "strip.safetensors");
+    yp_exec a, b, c;
+    double loss[2][4];
+    yp_err err;
+    REQUIRE(make_exec(&a, &p, 1) == 0);
+    CHECK(run(&a, 0, 2, 1, loss) == 0); /* two updates: the EMA differs from the weights */
+    yp_ckpt_meta m = {4, 0.5, "{\"k\": 1}"};
+    CHECK(yp_ckpt_save(&a, path, &m, NULL, &err) == 0);
+    yp_ckpt_strip_result r;
+    int rc = yp_ckpt_strip(path, &r, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CHECK(rc == 0 && !r.already);
+    yp_st_file f;
+    REQUIRE(yp_st_open(&f, path, &err) == 0);
+    int weights = 0, bad = 0, from_ema = 0;
+    int64_t numel = 0;
+    for (int t = 0; t < a.train.s->n_tensors; t++) {
+        const yp_tensor *d = &a.train.s->tensors[t];
+        if (d->kind != YP_KIND_WEIGHT) continue;
+        weights++;
+        int e = yp_st_find(&f, d->name), src = ema ? a.trainer.ema[t] : t;
+        from_ema += src != t && memcmp(yp_exec_tensor(&a, src), yp_exec_tensor(&a, t), (size_t)d->bytes) != 0;
+        if (e < 0 || f.e[e].dtype != YP_ST_F16 || f.e[e].end - f.e[e].begin != 2 * d->shape.w) {
+            if (bad++ < 3) fprintf(stderr, "  %s: missing or not F16 of %lld values\n", d->name, (long long)d->shape.w);
+            continue;
+        }
+        uint16_t *h = malloc((size_t)d->bytes);
+        const float *v = yp_exec_tensor(&a, src);
+        CHECK(h && yp_st_read(&f, e, h, &err) == 0);
+        for (int64_t i = 0; h && i < d->shape.w; i++) bad += h[i] != yp_f32_to_f16(v[i]);
+        free(h);
+        numel += d->shape.w;
+    }
+    CHECK_EQ_I64(bad, 0);
+    CHECK_EQ_I64(r.tensors, weights);
+    CHECK_EQ_I64(f.n, weights); /* no ema.*, optimizer.*, grad.* */
+    if (ema) CHECK(from_ema > weights / 2); /* the comparison above tells the EMA from the weights */
+    CHECK_EQ_I64(f.file_bytes - f.data_start, 2 * numel);
+    CHECK_EQ_I64(r.bytes_after, f.file_bytes);
+    CHECK(r.bytes_before > (ema ? 4 : 2) * r.bytes_after);
+    printf("  %s: %lld values, %lld bytes before, %lld after (%lld of header)\n", ema ? "EMA" : "no EMA",
+           (long long)numel, (long long)r.bytes_before, (long long)r.bytes_after, (long long)f.data_start);
+    CHECK_EQ_I64(f.n_meta, 6);
+    const char *st = yp_st_meta(&f, "stripped"), *ep = yp_st_meta(&f, "epoch"), *op = yp_st_meta(&f, "options");
+    const char *pl = yp_st_meta(&f, "plan");
+    CHECK(st && !strcmp(st, "1") && ep && !strcmp(ep, "-1") && op && !strcmp(op, m.options));
+    CHECK(pl && strstr(pl, "\"model\":") && !strstr(pl, "\"tensors\":"));
+    yp_st_close(&f);
+    yp_ckpt_info info;
+    CHECK(yp_ckpt_read_info(path, &info, &err) == 0);
+    CHECK(info.stripped == 1 && info.epoch == -1 && !info.optimizer[0]);
+    yp_ckpt_info_free(&info);
+    resume_refused(&p, path, "a stripped checkpoint");
+    /* --weights and val's loader: each value the F16 one, back in F32 */
+    REQUIRE(make_exec(&b, &p, 7) == 0);
+    REQUIRE(make_exec(&c, &p, 7) == 0);
+    yp_ckpt_transfer tw, te;
+    CHECK(yp_ckpt_load_weights(&b, path, NULL, &tw, &err) == 0);
+    CHECK(yp_ckpt_load_eval_weights(&c, path, NULL, &te, &err) == 0);
+    CHECK_EQ_I64(tw.loaded, weights);
+    CHECK_EQ_I64(te.loaded, weights);
+    CHECK_EQ_I64(tw.skipped + tw.missing + tw.unused, 0);
+    bad = 0;
+    for (int t = 0; t < a.train.s->n_tensors; t++) {
+        const yp_tensor *d = &a.train.s->tensors[t];
+        if (d->kind != YP_KIND_WEIGHT) continue;
+        const float *v = yp_exec_tensor(&a, ema ? a.trainer.ema[t] : t), *w = yp_exec_tensor(&b, t);
+        const float *x = yp_exec_tensor(&c, t);
+        for (int64_t i = 0; i < d->shape.w; i++) {
+            float want = yp_f16_to_f32(yp_f32_to_f16(v[i]));
+            bad += memcmp(&w[i], &want, 4) != 0 || memcmp(&x[i], &want, 4) != 0;
+        }
+    }
+    CHECK_EQ_I64(bad, 0);
+    /* stripping a stripped file leaves it */
+    CHECK(yp_ckpt_strip(path, &r, &err) == 0);
+    CHECK(r.already && r.bytes_before == r.bytes_after);
+    yp_exec_free(&a), yp_exec_free(&b), yp_exec_free(&c);
+    yp_plan_free(&p);
+}
+
+static void test_strip_ema(void) { strip_case(1); }
+static void test_strip_no_ema(void) { strip_case(0); }
+
 int main(void) {
     yp_err err;
     if (!mkdtemp(dir) || fx_load(YP_TEST_DATA "/step/step.bin", &fx)) {
@@ -410,6 +506,8 @@ int main(void) {
     YP_RUN(test_failed_save_keeps_old);
     YP_RUN(test_weights_other_nc);
     YP_RUN(test_weights_dtypes);
+    YP_RUN(test_strip_ema);
+    YP_RUN(test_strip_no_ema);
     yp_test_remove_tree(dir);
     free(images);
     yp_backend_free(cpu);

@@ -10,7 +10,9 @@
  *     nn.Conv2d gives its weight and bias, and tests/data/pt/yolov5t.pt (a YOLOv5 checkpoint whose
  *     pickle names models.yolo.DetectionModel, models.common.Conv, ...) gives the tensors of
  *     tests/data/pt/yolov5t.safetensors, with its epoch in the metadata;
- *   - a .pt whose "model" is a REDUCE of os.system is refused (exit code 2) and nothing runs. */
+ *   - a .pt whose "model" is a REDUCE of os.system is refused (exit code 2) and nothing runs;
+ *   - a stripped checkpoint (yp_ckpt_strip: F16) -> .pt -> safetensors gives it back, and
+ *     --weights loads the .pt as it loads the stripped file. */
 #include <dirent.h>
 #include <unistd.h>
 
@@ -100,6 +102,8 @@ static int run_python(void) {
              "torch.save({'model': V()}, d + 'V.pt')\n"
              "assert p.main([d + 'V.pt', d + 'V.safetensors']) == 2\n"
              "assert p.main(['%s/pt/yolov5t.pt', d + 'Y.safetensors']) == 0\n"
+             "assert p.main([d + 'S.safetensors', d + 'S.pt']) == 0\n"
+             "assert p.main([d + 'S.pt', d + 'S2.safetensors']) == 0\n"
              "EOF",
              err_log, YP_SCRIPTS, dir, YP_TEST_DATA);
     return system(cmd);
@@ -109,6 +113,33 @@ static void test_round_trip(void) {
     char a[128], b[128];
     path_in(a, sizeof a, "A.safetensors"), path_in(b, sizeof b, "B.safetensors");
     same_file(a, b, 1);
+}
+
+/* A stripped checkpoint (F16 weights, its metadata) -> .pt -> safetensors gives it back, and
+ * --weights reads the .pt: every weight, the F16 values exactly. */
+static void test_stripped_round_trip(void) {
+    char s[128], s2[128], pt[128];
+    path_in(s, sizeof s, "S.safetensors"), path_in(s2, sizeof s2, "S2.safetensors"), path_in(pt, sizeof pt, "S.pt");
+    same_file(s, s2, 1);
+    yp_exec x, y;
+    yp_err err;
+    yp_ckpt_transfer r, q;
+    REQUIRE(yp_exec_init(&x, &plan, cpu, 0, 9, &err) == 0);
+    REQUIRE(yp_exec_init(&y, &plan, cpu, 0, 9, &err) == 0);
+    CHECK(yp_ckpt_load_weights(&x, pt, NULL, &r, &err) == 0);
+    CHECK(yp_ckpt_load_weights(&y, s, NULL, &q, &err) == 0);
+    int weights = 0, bad = 0;
+    for (int t = 0; t < x.train.s->n_tensors; t++) {
+        const yp_tensor *d = &x.train.s->tensors[t];
+        if (d->kind != YP_KIND_WEIGHT) continue;
+        weights++;
+        bad += memcmp(yp_exec_tensor(&x, t), yp_exec_tensor(&y, t), (size_t)d->bytes) != 0;
+    }
+    CHECK_EQ_I64(r.loaded, weights);
+    CHECK_EQ_I64(r.skipped + r.missing + r.unused, 0);
+    CHECK_EQ_I64(q.loaded, weights);
+    CHECK_EQ_I64(bad, 0);
+    yp_exec_free(&x), yp_exec_free(&y);
 }
 
 /* Counts the lines of the Python log holding s. */
@@ -234,6 +265,9 @@ int main(void) {
         yp_ckpt_meta m = {2, 0.25, "{\"note\": \"\\u00fcber\"}"};
         rc = !img || yp_exec_micro_step(&src, img, tg, 1, loss, &err) || yp_exec_update(&src, &err) ||
              yp_ckpt_save(&src, a, &m, NULL, &err);
+        yp_ckpt_strip_result sr; /* S: the same checkpoint stripped (F16 weights, epoch -1) */
+        path_in(a, sizeof a, "S.safetensors");
+        rc = rc || yp_ckpt_save(&src, a, &m, NULL, &err) || yp_ckpt_strip(a, &sr, &err);
     }
     if (rc) {
         fprintf(stderr, "test_pt2safetensors: %s\n", err.msg);
@@ -246,6 +280,7 @@ int main(void) {
         YP_RUN(test_yolov5_like_pt);
         YP_RUN(test_plain_state_dict);
         YP_RUN(test_modules_stand_in);
+        YP_RUN(test_stripped_round_trip);
         yp_test_remove_tree(dir);
     }
     free(img);
