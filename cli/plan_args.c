@@ -277,6 +277,15 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (parse_gpu(pa, r->gpu, err)) return -1;
     if (parse_models(pa, r->model ? r->model : "yolov5s", err) || parse_sizes(o, r->img ? r->img : "640", err))
         return -1;
+    if (r->img && strcmp(r->img, "all") && !strchr(r->img, '-')) { /* one size: train.py's check_img_size */
+        int64_t gs = 32;
+        for (int m = 0; m < o->n_models; m++) {
+            int64_t g = yp_stride_gs(yp_graph_max_stride(o->models[m]));
+            if (g > gs) gs = g;
+        }
+        o->size_w[0] = cli_check_img_size(o->size_w[0], gs, 2 * gs, stderr);
+        o->size_h[0] = strchr(r->img, 'x') ? cli_check_img_size(o->size_h[0], gs, 2 * gs, stderr) : o->size_w[0];
+    }
     for (int m = 0; m < o->n_models; m++) {
         int s = yp_graph_max_stride(o->models[m]);
         for (int k = 0; k < o->n_sizes; k++)
