@@ -376,10 +376,7 @@ static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (o->n_sizes != 1 || o->size_w[0] != o->size_h[0])
         return yp_err_set(err, "--img: train.py trains one square size (--img 640); give one number, not a list, a "
                           "range or WxH");
-    if (o->size_w[0] < 2 * yp_graph_max_stride(o->models[0]))
-        return yp_err_set(err, "--img %lld: train.py's smallest size is %d (two strides); use --img %d or more",
-                          (long long)o->size_w[0], 2 * yp_graph_max_stride(o->models[0]),
-                          2 * yp_graph_max_stride(o->models[0]));
+    /* one size is two strides or more: apply() rounded it up as check_img_size does */
     pa->torch_max_batch = r->max_batch ? r->max_batch : 1024; /* AutoBatch's own bound */
     pa->torch_epochs = r->epochs ? (int)r->epochs : 300;
     pa->torch_cpus = r->cpus ? (int)r->cpus : 8; /* the README's machine: an AWS p3.2xlarge, 8 vCPUs */

@@ -148,7 +148,7 @@ static int set_value(train_opts *o, const opt_desc *d, const char *v, yp_err *er
     long x;
     if (cli_parse_int(name, v, d->lo, d->hi, &x, err)) return -1;
     if (d->off == offsetof(train_opts, batch) && x == 0)
-        return yp_err_set(err, "%s 0: expected a batch in 1..%ld, or -1 for the plan's largest that fits (train.py's "
+        return yp_err_set(err, "%s 0: expected a batch in 1..%ld, or -1 for the plan's fastest that fits (train.py's "
                           "AutoBatch); omit it for the plan's choice within train.py's iterations per epoch",
                           name, d->hi);
     if (d->type == T_FLAG) *(int *)p = (int)x;
@@ -210,8 +210,8 @@ int train_opts_parse(int argc, char **argv, train_opts *o, yp_err *err) {
         if (!v) return yp_err_set(err, "train: option %s needs a value", a);
         if (set_value(o, d, argv[++i], err)) return -1;
         if (d->off == offsetof(train_opts, freeze) && i + 1 < argc && is_number(argv[i + 1]))
-            return yp_err_set(err, "--freeze %s %s is train.py's list of layers; yoloplan does not support it (it "
-                              "freezes the first N layers: --freeze N, e.g. --freeze 10 for the backbone)", argv[i],
+            return yp_err_set(err, "--freeze %s %s ...: a list of layers is train.py's; yoloplan does not support it "
+                              "(it freezes the first N layers: --freeze N, e.g. --freeze 10 for the backbone)", argv[i],
                               argv[i + 1]);
     }
     return 0;

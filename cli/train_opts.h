@@ -25,7 +25,7 @@ typedef struct {
     char label_smoothing[32]; /* --label-smoothing EPS: the hyp's label_smoothing ("": the hyp's own) */
     long img;                 /* --img / --imgsz / --img-size */
     long batch;               /* --batch / --batch-size: 0 not given, -1 train.py's AutoBatch (the plan's
-                               * largest that fits); the plan's batch once planned */
+                               * fastest that fits, up to 64); the plan's batch once planned */
     long epochs, workers, threads, seed, freeze, patience;
     int exist_ok, mosaic, multi_scale, no_augment, noval, cos_lr, noplots, noautoanchor;
     /* --resume [LAST]: resume_given set, resume the checkpoint ("": the newest last.safetensors) */
