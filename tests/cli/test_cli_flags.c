@@ -192,8 +192,9 @@ static void test_train_defaults_and_spellings(void) {
     if (f) fclose(f);
     yaml[n] = 0;
     CHECK_STR_HAS(yaml, "label_smoothing: 0.1");
-    /* a pinned --batch-size is the batch, with nothing to explain */
-    CHECK_EQ_I64(run(TRAIN "--cfg yolov5n --img 64 --batch-size 8 --name pinned", data, dir), 0);
+    /* a pinned --batch-size is the batch, with nothing to explain; --weights '' is from scratch (the
+     * README's train.py recipe line) */
+    CHECK_EQ_I64(run(TRAIN "--weights '' --cfg yolov5n --img 64 --batch-size 8 --name pinned", data, dir), 0);
     CHECK_STR_HAS(out, "plan: yolov5n, batch 8, accumulate 8, img 64");
     /* --device cuda:0 is one device: without a GPU one line saying why, nothing trained */
     int rc = run(TRAIN "--cfg yolov5n --img 64 --batch 8 --device cuda:0 --name cuda0", data, dir);
