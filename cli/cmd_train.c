@@ -135,9 +135,10 @@ static void batch_why(const train_run *r, int64_t batch, char *buf, size_t n) {
 /* The fastest plan for the device that fits (yp_device_plan.h), in a precision the backend runs
  * (the CPU: fp32; CUDA: fp32 or AMP, fp16 or, on a card with it, bf16), under the host-memory
  * budget for a backend whose memory is the host's, for --gpu or else the instance's own card (its
- * free memory the budget) for a GPU, the given --batch or the largest that fits up to the nominal
- * 64 (and the training images), over every checkpoint set. Leaves in r->so the search with the
- * batch unpinned, for the preflight's suggestion. */
+ * free memory the budget) for a GPU, the given --batch or the fastest that fits up to
+ * plan_max_batch (train.py's iterations per epoch; the nominal 64 with --batch -1), over every
+ * checkpoint set. Leaves in r->so the search with the batch unpinned, for the preflight's
+ * suggestion. */
 static int plan_new(train_run *r, yp_err *err) {
     const int64_t max_batch = plan_max_batch(r->train.n, r->o.batch < 0);
     r->max_batch = max_batch;

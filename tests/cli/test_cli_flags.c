@@ -5,7 +5,8 @@
  * --iou-thres, --max-det, --task, --verbose), each train.py / val.py flag yoloplan lacks refused in
  * one line (exit 2, no run folder), one option under two spellings refused, --img 333 rounded up
  * the same way by the planner and by train (train.py's check_img_size), the default batch on a
- * 48-image synthetic set (16, keeping train.py's 3 iterations an epoch), and GPU_mem 0G on the CPU. */
+ * 48-image synthetic set (16, keeping train.py's 3 iterations an epoch), GPU_mem 0G on the CPU,
+ * --noplots, --label-smoothing and --noautoanchor (refused for a yaml's `anchors: N`). */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <stdarg.h>
 #include <stdio.h>
@@ -120,6 +121,12 @@ static void test_refused_flags(void) {
     CHECK_EQ_I64(run(TRAIN "--cfg nowhere/yolov9.yaml", data, dir), 2); /* after the data's counts on stdout */
     CHECK_STR_HAS(errtxt, "--model nowhere/yolov9.yaml: no such file and no bundled model of that name");
     CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
+    /* a yaml's `anchors: N` has no anchors to keep: only AutoAnchor fills them */
+    CHECK_EQ_I64(run(TRAIN "--noautoanchor --img 64 --model '%s/yaml/good/repeats_identity.yaml'", data, dir,
+                     YP_TEST_DATA), 2);
+    CHECK_STR_HAS(errtxt, "--noautoanchor: ");
+    CHECK_STR_HAS(errtxt, "gives `anchors: 2`, which only AutoAnchor fills");
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     static const char *const val_py[] = {"--save-txt", "--save-hybrid", "--save-conf", "--single-cls", "--augment",
                                          "--half", "--dnn"};
     for (size_t i = 0; i < sizeof val_py / sizeof *val_py; i++) {
@@ -194,7 +201,8 @@ static void test_train_defaults_and_spellings(void) {
     CHECK_STR_HAS(yaml, "label_smoothing: 0.1");
     /* a pinned --batch-size is the batch, with nothing to explain; --weights '' is from scratch (the
      * README's train.py recipe line) */
-    CHECK_EQ_I64(run(TRAIN "--weights '' --cfg yolov5n --img 64 --batch-size 8 --name pinned", data, dir), 0);
+    CHECK_EQ_I64(run(TRAIN "--weights '' --cfg yolov5n --img 64 --batch-size 8 --noautoanchor --name pinned", data,
+                     dir), 0);
     CHECK_STR_HAS(out, "plan: yolov5n, batch 8, accumulate 8, img 64");
     /* --device cuda:0 is one device: without a GPU one line saying why, nothing trained */
     int rc = run(TRAIN "--cfg yolov5n --img 64 --batch 8 --device cuda:0 --name cuda0", data, dir);
