@@ -83,7 +83,7 @@ static int parse_one(val_opts *o, const char *given, const char *v, yp_err *err)
         if (strcmp(v, "train") && strcmp(v, "val") && strcmp(v, "test"))
             return yp_err_set(err, "--task %s: expected train, val or test (the data.yaml split)", v);
         o->task = v;
-    } else if (!strcmp(a, "--img")) rc = cli_parse_int(given, v, 32, 8192, &n, err), o->img = n;
+    } else if (!strcmp(a, "--img")) rc = cli_parse_int(given, v, 1, 8192, &n, err), o->img = n;
     else if (!strcmp(a, "--batch")) rc = cli_parse_int(given, v, 2, 2048, &n, err), o->batch = n;
     else if (!strcmp(a, "--max-det")) rc = cli_parse_int(given, v, 1, 30000, &n, err), o->max_det = n;
     else if (!strcmp(a, "--workers")) rc = cli_parse_int(given, v, 1, 64, &o->workers, err);

@@ -141,8 +141,9 @@ static void test_refused_flags(void) {
             "--device cuda:0: val runs on the CPU executor only for now");
 }
 
-/* The planner rounds --img up as train.py's check_img_size does, with its one warning line, and
- * then plans exactly what --img 352 plans; a size below two strides becomes 64. */
+/* The planner and train round --img up as train.py's check_img_size does, with its one warning
+ * line: the planner then plans exactly what --img 352 plans, train plans at 352; a size below two
+ * strides becomes 64. */
 static void test_planner_img(void) {
     static char want[sizeof out];
     CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 352 --top 2"), 0);
@@ -159,6 +160,13 @@ static void test_planner_img(void) {
     CHECK_STR_HAS(out, " 352x128 ");
     CHECK_EQ_I64(run("--gpu 8GB --model yolov5n --img 32 --top 1"), 0);
     CHECK_STR_HAS(errtxt, "--img-size 32 must be multiple of max stride 32, updating to 64");
+    /* train: the same line, then it plans at 352 (a budget nothing fits ends it there, exit 1) */
+    CHECK_EQ_I64(run(TRAIN "--model yolov5n --img 333 --mem 1MiB", data, dir), 1);
+    CHECK_STR_HAS(errtxt, "WARNING: --img-size 333 must be multiple of max stride 32, updating to 352\n");
+    CHECK_STR_HAS(errtxt, "no plan of yolov5n at --img 352");
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 2);
+    CHECK_EQ_I64(run(TRAIN "--model yolov5n --img 16 --mem 1MiB", data, dir), 1);
+    CHECK_STR_HAS(errtxt, "WARNING: --img-size 16 must be multiple of max stride 32, updating to 64\n");
     CHECK_EQ_I64(run("--gpu 8GB --target pytorch --model yolov5n --img 333"), 0);
     CHECK_STR_HAS(errtxt, "updating to 352");
     CHECK_STR_HAS(out, "yolov5n at 352");
