@@ -4,6 +4,7 @@
 #define YP_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "yp_graph.h"
 
@@ -11,8 +12,10 @@
 #define YP_EXIT_NOFIT 1
 #define YP_EXIT_USAGE 2
 
-/* Loads a model given as a bundled name ("yolov5s"), an IR file (.json) or a model yaml.
- * nc > 0 overrides the class count. NULL with err set; the caller frees the graph. */
+/* Loads a model given as a bundled name ("yolov5s"), an IR file (.json) or a model yaml. A yaml
+ * path that does not exist names the bundled model of its file name, as train.py's --cfg finds
+ * yolov5n.yaml (or models/yolov5n.yaml) among its own models. nc > 0 overrides the class count.
+ * NULL with err set; the caller frees the graph. */
 yp_graph *cli_load_model(const char *spec, int nc, yp_err *err);
 
 /* The commands that read images (train, val) feed a model RGB: 0, or -1 with err naming the model
@@ -26,6 +29,12 @@ yp_graph *cli_fewer_anchors(const yp_graph *g);
 
 /* Parses "640" or "640x480" (width x height). 0, or -1 with err set. */
 int cli_parse_img(const char *s, int64_t *w, int64_t *h, yp_err *err);
+
+/* train.py's check_img_size, for every command that takes --img: size rounded up to a multiple
+ * of gs (yp_stride_gs of the model's largest stride), at least floor; when that changes it, one
+ * line "WARNING: --img-size S must be multiple of max stride GS, updating to N" on warn (may be
+ * NULL). Returns the size to use. */
+int64_t cli_check_img_size(int64_t size, int64_t gs, int64_t floor, FILE *warn);
 
 /* Parses a positive integer option value in [lo, hi]. 0, or -1 with err set. */
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out, yp_err *err);

@@ -34,11 +34,7 @@ typedef struct {
     int batch_auto; /* --batch auto: the planner's choice for the device (the search's fastest plan) */
 } bench_opts;
 
-#define USAGE                                                                                                          \
-    "usage: yoloplan bench-step [--model M] [--batch B|auto] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] "      \
-    "[--precision fp32|amp-fp16|amp-bf16] [--no-ema] | --load-plan FILE, then [--device cpu|cuda] [--steps N] "        \
-    "[--warmup N] [--threads T] [--mem SIZE] "                                                                         \
-    "[--profile] [--json]"
+#define USAGE "see yoloplan bench-step --help" /* the usage itself: usage.c */
 
 static int parse(int argc, char **argv, bench_opts *o, yp_err *err) {
     memset(o, 0, sizeof *o);

@@ -18,13 +18,12 @@ int cmd_import(int argc, char **argv) {
             i++;
         } else if (a[0] != '-' && !in) in = a;
         else {
-            yp_err_set(&err, "import: unexpected argument \"%s\"; usage: yoloplan import MODEL.yaml -o MODEL.json "
-                       "[--nc N]", a);
+            yp_err_set(&err, "import: unexpected argument \"%s\"; see yoloplan import --help", a);
             return cli_fail(&err);
         }
     }
     if (!in || !out) {
-        yp_err_set(&err, "import: usage: yoloplan import MODEL.yaml -o MODEL.json [--nc N]");
+        yp_err_set(&err, "import: MODEL.yaml and -o MODEL.json are required; see yoloplan import --help");
         return cli_fail(&err);
     }
     yp_graph *g = yp_yaml_import(in, (int)nc, &err);

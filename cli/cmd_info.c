@@ -28,8 +28,7 @@ static int parse(int argc, char **argv, info_opts *o, yp_err *err) {
             if (cli_parse_int("--nc", v, 1, 100000, &o->nc, err)) return -1;
             i++;
         } else
-            return yp_err_set(err, "info: unknown or incomplete option \"%s\"; usage: yoloplan info --model M "
-                              "[--img S|WxH] [--nc N] [--json]", a);
+            return yp_err_set(err, "info: unknown or incomplete option \"%s\"; see yoloplan info --help", a);
     }
     return 0;
 }

@@ -29,8 +29,7 @@ int cmd_schedule(int argc, char **argv) {
             fusions |= 1u << yp_fusion_parse(v);
             i++;
         } else {
-            yp_err_set(&err, "schedule: unknown or incomplete option \"%s\"; usage: yoloplan schedule --model M "
-                       "[--batch B] [--img S] [--policy yoloplan|yoloplan+cat|pytorch] [--fuse bn_silu]", a);
+            yp_err_set(&err, "schedule: unknown or incomplete option \"%s\"; see yoloplan schedule --help", a);
             return cli_fail(&err);
         }
     }

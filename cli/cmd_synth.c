@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "yp_synth.h"
 
-#define SYNTH_USAGE "usage: yoloplan synth --out DIR --images N [--val M] --classes K --img S|WxH --seed X"
+#define SYNTH_USAGE "see yoloplan synth --help" /* the usage itself: usage.c */
 
 typedef struct {
     const char *out;

@@ -27,9 +27,12 @@
 #include "yp_clock.h"
 
 #define EXIT_NOFIT_RC (-2) /* run(): a plan that does not fit (exit 1) */
+#define TRAIN_PY_BATCH 16  /* train.py's default --batch-size */
 
 typedef struct {
     train_opts o;
+    long batch_asked;          /* --batch as given (train_opts.h), before the plan's replaces it */
+    int64_t max_batch;         /* the largest batch the plan could choose (plan_max_batch) */
     char ckpt[RUN_DIR_PATH];   /* --resume: the checkpoint */
     char dir[RUN_DIR_PATH];    /* the run folder */
     char last[RUN_DIR_PATH + 32], best[RUN_DIR_PATH + 32], csv[RUN_DIR_PATH + 32], plot[RUN_DIR_PATH + 32];
@@ -99,23 +102,49 @@ static int host_estimate(const train_run *r, int64_t batch, int64_t arena, int64
 /* ---------------------------------------------------------------- planning */
 
 /* train.py's check_img_size: a multiple of gs = max(the largest stride, 32) (yp_stride_gs), at
- * least 2 gs. */
+ * least 2 gs (the planner's rule too: cli_check_img_size). */
 static void check_img(train_run *r) {
-    long gs = (long)yp_stride_gs(yp_graph_max_stride(r->g)), s = (r->o.img + gs - 1) / gs * gs;
-    if (s < 2 * gs) s = 2 * gs;
-    if (s != r->o.img)
-        fprintf(stderr, "WARNING: --img %ld must be a multiple of max stride %ld, updating to %ld\n", r->o.img, gs, s);
-    r->o.img = s;
+    int64_t gs = yp_stride_gs(yp_graph_max_stride(r->g));
+    r->o.img = (long)cli_check_img_size(r->o.img, gs, 2 * gs, stderr);
+}
+
+/* The largest batch the plan may choose when --batch is not pinned, for n training images. With
+ * --batch -1 (train.py's AutoBatch: what fits) the nominal 64, at most n. Otherwise at most
+ * n / ceil(n / 16): an epoch of whole batches (the loader drops a partial one) then has at least
+ * the ceil(n / 16) iterations train.py's default --batch-size 16 gives it. A new run's plan and a
+ * resumed run's suggestion both use it. */
+static int64_t plan_max_batch(int64_t n, int autobatch) {
+    if (n < 1) return 1;
+    int64_t cap = n < YP_NBS ? n : YP_NBS;
+    if (autobatch) return cap;
+    int64_t iters = (n + TRAIN_PY_BATCH - 1) / TRAIN_PY_BATCH, b = n / iters;
+    return b < cap ? b : cap;
+}
+
+/* Why the plan has its batch, for the plan line: "" when --batch pinned it. */
+static void batch_why(const train_run *r, int64_t batch, char *buf, size_t n) {
+    int64_t imgs = r->train.n, iters = (imgs + TRAIN_PY_BATCH - 1) / TRAIN_PY_BATCH;
+    buf[0] = 0;
+    if (r->batch_asked > 0) return;
+    if (r->batch_asked < 0)
+        snprintf(buf, n, " (--batch -1: the fastest that fits, at most %lld: the nominal %d or the %lld images)",
+                 (long long)r->max_batch, YP_NBS, (long long)imgs);
+    else
+        snprintf(buf, n, " (%s %lld so an epoch has train.py's %lld iteration%s on %lld images)",
+                 batch == r->max_batch ? "kept <=" : "the fastest that fits; at most", (long long)r->max_batch,
+                 (long long)iters, iters == 1 ? "" : "s", (long long)imgs);
 }
 
 /* The fastest plan for the device that fits (yp_device_plan.h), in a precision the backend runs
  * (the CPU: fp32; CUDA: fp32 or AMP, fp16 or, on a card with it, bf16), under the host-memory
  * budget for a backend whose memory is the host's, for --gpu or else the instance's own card (its
- * free memory the budget) for a GPU, the given --batch or the largest that fits up to the nominal
- * 64 (and the training images), over every checkpoint set. Leaves in r->so the search with the
- * batch unpinned, for the preflight's suggestion. */
+ * free memory the budget) for a GPU, the given --batch or the fastest that fits up to
+ * plan_max_batch (train.py's iterations per epoch; the nominal 64 with --batch -1), over every
+ * checkpoint set. Leaves in r->so the search with the batch unpinned, for the preflight's
+ * suggestion. */
 static int plan_new(train_run *r, yp_err *err) {
-    const int64_t max_batch = r->train.n < YP_NBS ? r->train.n : YP_NBS;
+    const int64_t max_batch = plan_max_batch(r->train.n, r->o.batch < 0);
+    r->max_batch = max_batch;
     if (r->o.batch > r->train.n)
         return yp_err_set(err, "--batch %ld: the training split has %lld images; lower --batch", r->o.batch,
                           (long long)r->train.n);
@@ -124,7 +153,7 @@ static int plan_new(train_run *r, yp_err *err) {
     if (r->be->host_memory) {
         int64_t avail = cli_host_available_bytes();
         yp_train_host h; /* everything but the arena, at the largest batch the search may pick */
-        if (host_estimate(r, r->o.batch ? r->o.batch : max_batch, 0, yp_process_rss_bytes(), &h, err)) return -1;
+        if (host_estimate(r, r->o.batch > 0 ? r->o.batch : max_batch, 0, yp_process_rss_bytes(), &h, err)) return -1;
         if (r->o.mem[0]) {
             if (cli_parse_size("--mem", r->o.mem, &budget, err)) return -1;
         } else {
@@ -145,7 +174,7 @@ static int plan_new(train_run *r, yp_err *err) {
     so->prec_mask = yp_exec_precisions(r->be);
     int mosaic = !r->o.no_augment && r->hyp.aug.mosaic > 0;
     so->mosaic_mask = 1u << mosaic;
-    so->batch = r->o.batch, so->max_batch = max_batch;
+    so->batch = r->o.batch > 0 ? r->o.batch : 0, so->max_batch = max_batch;
     yp_candidate *c = &so->base;
     c->optimizer = (yp_optimizer)yp_optimizer_parse(r->o.optimizer);
     c->ema = 1, c->freeze = (int)r->o.freeze, c->mosaic = mosaic, c->multi_scale = r->o.multi_scale;
@@ -166,8 +195,8 @@ static int plan_new(train_run *r, yp_err *err) {
                EXIT_NOFIT_RC;
     if (!d.have_plan)
         return yp_err_set(err, "train: no plan of %s at --img %ld%s fits %s: the smallest, batch %lld with checkpoints "
-                          "%s, needs %.2f GiB; %s", r->g->name, r->o.img, r->o.batch ? " and the given --batch" : "",
-                          dev.desc, (long long)d.smallest.batch,
+                          "%s, needs %.2f GiB; %s", r->g->name, r->o.img,
+                          r->o.batch > 0 ? " and the given --batch" : "", dev.desc, (long long)d.smallest.batch,
                           yp_front_layers_str(d.smallest.ckpt_layers, ck, sizeof ck), d.smallest_bytes / 1073741824.0,
                           r->be->host_memory ? "raise --mem, or lower --img or --batch" : "lower --img or --batch"),
                EXIT_NOFIT_RC;
@@ -179,14 +208,15 @@ static int plan_new(train_run *r, yp_err *err) {
 
 static void print_plan(const train_run *r, FILE *f) {
     const yp_candidate *c = &r->p.cand;
-    char ck[128];
+    char ck[128], why[160];
     yp_train_sched s;
     yp_train_sched_init(&s, &r->hyp, r->o.cos_lr, 1, r->o.epochs, c->batch, 1);
     const double gib = 1073741824.0;
     double arena = (double)r->p.arena_bytes / gib, pipe = (double)r->host.pipeline / gib;
     double process = (double)(r->host.baseline + r->host.runtime) / gib;
-    fprintf(f, "plan: %s, batch %lld, accumulate %d, img %lld, %s, checkpoints %s, arena %.2f GiB, device %s",
-            r->g->name, (long long)c->batch, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
+    batch_why(r, c->batch, why, sizeof why);
+    fprintf(f, "plan: %s, batch %lld%s, accumulate %d, img %lld, %s, checkpoints %s, arena %.2f GiB, device %s",
+            r->g->name, (long long)c->batch, why, s.accumulate, (long long)c->img_w, yp_precision_name(c->precision),
             yp_front_layers_str(c->ckpt_layers, ck, sizeof ck), arena, r->o.device);
     if (r->be->host_memory) fprintf(f, " (%d threads)", yp_backend_cpu_threads(r->be));
     else fprintf(f, " (fixed cost %.2f GiB)", (double)r->be->fixed_bytes / gib);
@@ -211,7 +241,7 @@ static int on_epoch(void *ctx, const yp_epoch_result *e, yp_err *err) {
                                      e->val.map50, e->val.map, e->val.loss[0], e->val.loss[1], e->val.loss[2], e->lr[0],
                                      e->lr[1], e->lr[2]}};
     if (yp_results_append(r->csv, &row, err)) return -1;
-    return yp_results_plot(r->csv, r->plot, err);
+    return r->o.noplots ? 0 : yp_results_plot(r->csv, r->plot, err); /* --noplots: results.csv only */
 }
 
 static int write_run_files(train_run *r, yp_err *err) {
@@ -329,8 +359,13 @@ static int start_new(train_run *r, yp_err *err) {
     yp_hyp_file_default(&r->hyp);
     if (r->o.hyp[0] && yp_hyp_file_read(r->o.hyp, &r->hyp, err)) return -1;
     if (!r->o.mosaic) r->hyp.aug.mosaic = 0.0;
+    if (r->o.label_smoothing[0]) r->hyp.label_smoothing = strtod(r->o.label_smoothing, NULL); /* as train.py */
     if (!(r->g = cli_load_model(r->o.model, r->train.stats.nc, err)) || cli_check_rgb(r->g, r->o.model, err))
         return -1;
+    if (r->o.noautoanchor && r->g->anchors_auto) /* given anchors are kept anyway: AutoAnchor only fills N */
+        return yp_err_set(err, "--noautoanchor: %s gives `anchors: %d`, which only AutoAnchor fills; drop "
+                          "--noautoanchor or write the anchors into the yaml", r->o.model, r->g->na);
+    r->batch_asked = r->o.batch;
     check_img(r);
     if (fit_anchors(r, err) || make_backend(r, err)) return -1;
     check_cache_ram(r);
@@ -393,7 +428,8 @@ static int start_resume(train_run *r, yp_err *err) {
         if (make_backend(r, err)) return -1;
     }
     check_cache_ram(r);
-    cli_search_of_plan(&r->p, r->train.n < YP_NBS ? r->train.n : YP_NBS, &r->so);
+    r->batch_asked = r->o.batch, r->max_batch = plan_max_batch(r->train.n, 0);
+    cli_search_of_plan(&r->p, r->max_batch, &r->so);
     if (cli_preflight(r->be, &r->p, &r->so, "train --resume", err) || fill_caches(r, err)) return -1;
     if (yp_exec_init(&r->x, &r->p, r->be, 0, (uint64_t)r->o.seed + 1, err)) return -1;
     r->have_exec = 1;

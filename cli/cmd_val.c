@@ -18,15 +18,27 @@
 #include "yp_train.h"
 
 typedef struct {
-    const char *weights, *data, *model, *project, *name, *task;
-    int64_t img, batch;
+    const char *weights, *data, *model, *project, *name, *task, *device;
+    int64_t img, batch, max_det;
     long workers, threads;
     double conf, iou;
-    int save_json, exist_ok;
+    int save_json, exist_ok, verbose;
 } val_opts;
 
-#define VAL_USAGE "usage: yoloplan val --weights W --data D.yaml [--img S] [--batch B] [--conf C] [--iou I] " \
-                  "[--save-json] [--task val|test] [--model M] [--workers N] [--threads T] [--project DIR] [--name N]"
+#define VAL_USAGE "see yoloplan val --help"
+
+/* val.py's flags that yoloplan does not implement, each refused with why (never ignored). */
+static const struct {
+    const char *flag, *why;
+} unsupported[] = {
+    {"--save-txt", "it writes the COCO JSON of --save-json, no per-image label files"},
+    {"--save-hybrid", "it writes the COCO JSON of --save-json, no per-image label files"},
+    {"--save-conf", "it writes the COCO JSON of --save-json, no per-image label files"},
+    {"--single-cls", "it validates the dataset's classes"},
+    {"--augment", "there is no test-time augmentation"},
+    {"--half", "validation runs in fp32 on the CPU executor"},
+    {"--dnn", "it reads its own checkpoints and state dicts, not ONNX"},
+};
 
 static int parse_double(const char *opt, const char *v, double lo, double hi, double *out, yp_err *err) {
     char *end;
@@ -37,43 +49,84 @@ static int parse_double(const char *opt, const char *v, double lo, double hi, do
     return 0;
 }
 
-static int parse(int argc, char **argv, val_opts *o, yp_err *err) {
+/* val.py's spellings of the options (and its argparse abbreviations --conf, --iou, --batch). */
+static const char *canonical(const char *a) {
+    static const char *const alias[][2] = {{"--batch-size", "--batch"}, {"--imgsz", "--img"}, {"--img-size", "--img"},
+                                           {"--conf-thres", "--conf"},  {"--iou-thres", "--iou"}, {"--cfg", "--model"}};
+    for (size_t i = 0; i < sizeof alias / sizeof *alias; i++)
+        if (!strcmp(a, alias[i][0])) return alias[i][1];
+    return a;
+}
+
+/* One option a (value v); 1 when it took v, 0 when it took none, -1 with err set. */
+static int parse_one(val_opts *o, const char *given, const char *v, yp_err *err) {
+    const char *a = canonical(given);
     long n = 0;
+    for (size_t k = 0; k < sizeof unsupported / sizeof *unsupported; k++)
+        if (!strcmp(unsupported[k].flag, a))
+            return yp_err_set(err, "%s is val.py's; yoloplan does not support it (%s)", a, unsupported[k].why);
+    if (!strcmp(a, "--save-json")) return o->save_json = 1, 0;
+    if (!strcmp(a, "--exist-ok")) return o->exist_ok = 1, 0;
+    if (!strcmp(a, "--verbose")) return o->verbose = 1, 0;
+    if (!v) return yp_err_set(err, "val: option %s needs a value; " VAL_USAGE, given);
+    int rc = 0;
+    if (!strcmp(a, "--weights")) o->weights = v;
+    else if (!strcmp(a, "--data")) o->data = v;
+    else if (!strcmp(a, "--model")) o->model = v;
+    else if (!strcmp(a, "--project")) o->project = v;
+    else if (!strcmp(a, "--name")) o->name = v;
+    else if (!strcmp(a, "--device")) o->device = v;
+    else if (!strcmp(a, "--task")) {
+        if (!strcmp(v, "speed") || !strcmp(v, "study"))
+            return yp_err_set(err, "--task %s is val.py's; yoloplan does not support it (it validates a split: --task "
+                              "train, val or test)", v);
+        if (strcmp(v, "train") && strcmp(v, "val") && strcmp(v, "test"))
+            return yp_err_set(err, "--task %s: expected train, val or test (the data.yaml split)", v);
+        o->task = v;
+    } else if (!strcmp(a, "--img")) rc = cli_parse_int(given, v, 1, 8192, &n, err), o->img = n;
+    else if (!strcmp(a, "--batch")) rc = cli_parse_int(given, v, 2, 2048, &n, err), o->batch = n;
+    else if (!strcmp(a, "--max-det")) rc = cli_parse_int(given, v, 1, 30000, &n, err), o->max_det = n;
+    else if (!strcmp(a, "--workers")) rc = cli_parse_int(given, v, 1, 64, &o->workers, err);
+    else if (!strcmp(a, "--threads")) rc = cli_parse_int(given, v, 1, 1024, &o->threads, err);
+    else if (!strcmp(a, "--conf")) rc = parse_double(given, v, 0.0, 1.0, &o->conf, err);
+    else if (!strcmp(a, "--iou")) rc = parse_double(given, v, 0.0, 1.0, &o->iou, err);
+    else return yp_err_set(err, "val: unknown option %s; " VAL_USAGE, given);
+    return rc ? -1 : 1;
+}
+
+/* --device: val runs on the CPU executor (cpu or cpu:T); a GPU's spec is refused in one line. */
+static int check_device(val_opts *o, yp_err *err) {
+    yp_device_spec s;
+    if (!o->device) return 0;
+    if (cli_device_spec("--device", o->device, o->threads, &s, err)) return -1;
+    if (strcmp(s.kind->name, "cpu"))
+        return yp_err_set(err, "--device %s: val runs on the CPU executor only for now; pass --device cpu (or cpu:T)",
+                          o->device);
+    if (s.threads > 0) o->threads = s.threads; /* cpu:T, else --threads */
+    return 0;
+}
+
+static int parse(int argc, char **argv, val_opts *o, yp_err *err) {
     *o = (val_opts){.model = "yolov5s", .project = "runs/val", .name = "exp", .task = "val", .img = 640, .batch = 32,
-                    .workers = 8, .threads = 0, .conf = 0.001, .iou = 0.6};
+                    .max_det = 300, .workers = 8, .threads = 0, .conf = 0.001, .iou = 0.6};
+    const char *seen[64][2]; /* the options given, by their canonical name: one under two spellings is refused */
+    int n_seen = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        if (!strcmp(a, "--save-json") || !strcmp(a, "--exist-ok")) {
-            *(a[2] == 's' ? &o->save_json : &o->exist_ok) = 1;
-            continue;
-        }
-        if (!v) return yp_err_set(err, "val: option %s needs a value; " VAL_USAGE, a);
-        if (!strcmp(a, "--weights")) o->weights = v;
-        else if (!strcmp(a, "--data")) o->data = v;
-        else if (!strcmp(a, "--model") || !strcmp(a, "--cfg")) o->model = v;
-        else if (!strcmp(a, "--project")) o->project = v;
-        else if (!strcmp(a, "--name")) o->name = v;
-        else if (!strcmp(a, "--task")) {
-            if (strcmp(v, "val") && strcmp(v, "test")) return yp_err_set(err, "--task %s: expected val or test", v);
-            o->task = v;
-        } else if (!strcmp(a, "--img")) rc = cli_parse_int(a, v, 32, 8192, &n, err), o->img = n;
-        else if (!strcmp(a, "--batch")) rc = cli_parse_int(a, v, 2, 2048, &n, err), o->batch = n;
-        else if (!strcmp(a, "--workers")) rc = cli_parse_int(a, v, 1, 64, &o->workers, err);
-        else if (!strcmp(a, "--threads")) rc = cli_parse_int(a, v, 1, 1024, &o->threads, err);
-        else if (!strcmp(a, "--conf")) rc = parse_double(a, v, 0.0, 1.0, &o->conf, err);
-        else if (!strcmp(a, "--iou")) rc = parse_double(a, v, 0.0, 1.0, &o->iou, err);
-        else return yp_err_set(err, "val: unknown option %s; " VAL_USAGE, a);
-        if (rc) return -1;
-        i++;
+        const char *a = argv[i], *c = canonical(a);
+        for (int k = 0; k < n_seen; k++)
+            if (!strcmp(seen[k][0], c) && strcmp(seen[k][1], a))
+                return yp_err_set(err, "%s: %s is the same option, given already (the last would win silently); give "
+                                  "it once", a, seen[k][1]);
+        if (n_seen < 64) seen[n_seen][0] = c, seen[n_seen][1] = a, n_seen++;
+        int rc = parse_one(o, a, i + 1 < argc ? argv[i + 1] : NULL, err);
+        if (rc < 0) return -1;
+        i += rc;
+        if (rc && !strcmp(c, "--weights") && i + 1 < argc && strncmp(argv[i + 1], "-", 1))
+            return yp_err_set(err, "--weights %s %s is val.py's ensemble of several models; yoloplan does not support "
+                              "it (it validates one checkpoint: give one --weights)", argv[i], argv[i + 1]);
     }
     if (!o->weights || !o->data) return yp_err_set(err, "val: --weights and --data are required; " VAL_USAGE);
-    if (o->img % 32) {
-        long s = (o->img + 31) / 32 * 32;
-        fprintf(stderr, "WARNING: --img %lld must be a multiple of max stride 32, updating to %ld\n", (long long)o->img,
-                s);
-        o->img = s;
-    }
+    if (check_device(o, err)) return -1;
     if (!o->threads) o->threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
     return 0;
 }
@@ -101,7 +154,7 @@ static yp_graph *load_model(const val_opts *o, int nc, yp_err *err) {
     return cli_load_model(o->model, nc, err);
 }
 
-static int run(const val_opts *o, yp_err *err) {
+static int run(val_opts *o, yp_err *err) {
     yp_labels val;
     memset(&val, 0, sizeof val);
     yp_graph *g = NULL;
@@ -118,6 +171,7 @@ static int run(const val_opts *o, yp_err *err) {
     if (yp_labels_load_split(o->data, o->task, &val, err) || !(g = load_model(o, val.stats.nc, err)) ||
         cli_check_rgb(g, o->weights ? o->weights : o->model, err))
         goto done;
+    o->img = cli_check_img_size(o->img, yp_stride_gs(yp_graph_max_stride(g)), 0, stderr); /* val.py: no floor */
     if (!(be = yp_backend_cpu_new(&cpu, why, sizeof why))) {
         yp_err_set(err, "val: %s", why);
         goto done;
@@ -156,7 +210,7 @@ static int run(const val_opts *o, yp_err *err) {
     }
     yp_val_opts vo = {.workers = (int)o->workers, .runs = 1, .loss = 0};
     yp_nms_cfg_val(&vo.nms);
-    vo.nms.conf_thres = (float)o->conf, vo.nms.iou_thres = o->iou;
+    vo.nms.conf_thres = (float)o->conf, vo.nms.iou_thres = o->iou, vo.nms.max_det = o->max_det;
     if (!(v = yp_validator_new(&x, &val, &vo, err))) goto done;
     if (o->save_json && !(json = yp_coco_json_new())) {
         yp_err_set(err, "val: out of memory");
@@ -165,7 +219,8 @@ static int run(const val_opts *o, yp_err *err) {
     yp_val_result r;
     if (yp_validator_run(v, json, &r, err)) goto done;
     if (yp_dataset_names(o->data, val.stats.nc, &names, err)) goto done;
-    yp_validator_print(v, &r, 1, names, stdout);
+    /* val.py: the per-class table with --verbose, or for fewer than 50 classes */
+    yp_validator_print(v, &r, o->verbose || val.stats.nc < 50, names, stdout);
     if (json) {
         const char *base = strrchr(o->weights, '/');
         char stem[256];

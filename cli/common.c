@@ -23,6 +23,17 @@ int cli_check_rgb(const yp_graph *g, const char *spec, yp_err *err) {
                       "with ch: 3", spec, g->in_channels);
 }
 
+/* The bundled model a yaml's file name names (".../yolov5n.yaml": yolov5n), or NULL. */
+static const yp_model_blob *bundled_of_yaml(const char *spec) {
+    const char *base = strrchr(spec, '/');
+    base = base ? base + 1 : spec;
+    size_t n = strlen(base), ext = has_suffix(base, ".yaml") ? 5 : has_suffix(base, ".yml") ? 4 : 0;
+    char stem[128];
+    if (!ext || n - ext >= sizeof stem) return NULL;
+    memcpy(stem, base, n - ext), stem[n - ext] = 0;
+    return yp_models_find(stem);
+}
+
 yp_graph *cli_load_model(const char *spec, int nc, yp_err *err) {
     struct stat st;
     yp_graph *g = NULL;
@@ -31,6 +42,7 @@ yp_graph *cli_load_model(const char *spec, int nc, yp_err *err) {
         g = yp_ir_load_file(spec, err);
     } else {
         const yp_model_blob *m = yp_models_find(spec);
+        if (!m) m = bundled_of_yaml(spec);
         if (!m) {
             char names[128] = "";
             int n = 0;
@@ -39,8 +51,8 @@ yp_graph *cli_load_model(const char *spec, int nc, yp_err *err) {
                 strncat(names, all[i].name, sizeof names - strlen(names) - 3);
                 if (i + 1 < n) strncat(names, ", ", sizeof names - strlen(names) - 1);
             }
-            yp_err_set(err, "--model %s: no such file and no bundled model of that name; bundled: %s (or give a "
-                       ".json IR or a model .yaml)", spec, names);
+            yp_err_set(err, "--model %s: no such file and no bundled model of that name; bundled: %s (or their "
+                       ".yaml names, or give a .json IR or a model .yaml)", spec, names);
             return NULL;
         }
         g = yp_ir_load_buffer(m->json, m->len, spec, err);
@@ -61,6 +73,15 @@ yp_graph *cli_fewer_anchors(const yp_graph *g) {
         return NULL;
     }
     return h;
+}
+
+int64_t cli_check_img_size(int64_t size, int64_t gs, int64_t floor, FILE *warn) {
+    int64_t s = gs > 0 ? (size + gs - 1) / gs * gs : size; /* make_divisible: up */
+    if (s < floor) s = floor;
+    if (s != size && warn)
+        fprintf(warn, "WARNING: --img-size %lld must be multiple of max stride %lld, updating to %lld\n",
+                (long long)size, (long long)gs, (long long)s);
+    return s;
 }
 
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out, yp_err *err) {

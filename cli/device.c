@@ -9,7 +9,7 @@ int cli_device_spec(const char *opt, const char *v, long threads, yp_device_spec
     char why[256];
     if (yp_device_spec_parse(v, s, why, sizeof why)) return yp_err_set(err, "%s %s: %s", opt, v, why);
     if (s->n_devices > 1)
-        return yp_err_set(err, "%s %s: several devices are not supported yet (a run uses one); give one, e.g. %s %d",
+        return yp_err_set(err, "%s %s: multi-GPU training (DDP) is not available yet; pass one device, e.g. %s %d",
                           opt, v, opt, s->devices[0]);
     if (!s->threads && threads > 0) s->threads = threads > YP_CPU_THREADS_MAX ? YP_CPU_THREADS_MAX : (int)threads;
     return 0;

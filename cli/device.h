@@ -10,7 +10,7 @@
 #include "yp_plan.h"
 
 /* The spec of `opt v` (--device cuda:1), with `threads` where it names none (cpu, not cpu:T). 0, or
- * -1 with err "OPT V: <why>": junk, or several devices (not supported yet). */
+ * -1 with err "OPT V: <why>": junk, or several devices (multi-GPU DDP: not available yet). */
 int cli_device_spec(const char *opt, const char *v, long threads, yp_device_spec *s, yp_err *err);
 
 /* cli_device_spec's check alone (an option table's validator). */

@@ -277,6 +277,15 @@ static int apply(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (parse_gpu(pa, r->gpu, err)) return -1;
     if (parse_models(pa, r->model ? r->model : "yolov5s", err) || parse_sizes(o, r->img ? r->img : "640", err))
         return -1;
+    if (r->img && strcmp(r->img, "all") && !strchr(r->img, '-')) { /* one size: train.py's check_img_size */
+        int64_t gs = 32;
+        for (int m = 0; m < o->n_models; m++) {
+            int64_t g = yp_stride_gs(yp_graph_max_stride(o->models[m]));
+            if (g > gs) gs = g;
+        }
+        o->size_w[0] = cli_check_img_size(o->size_w[0], gs, 2 * gs, stderr);
+        o->size_h[0] = strchr(r->img, 'x') ? cli_check_img_size(o->size_h[0], gs, 2 * gs, stderr) : o->size_w[0];
+    }
     for (int m = 0; m < o->n_models; m++) {
         int s = yp_graph_max_stride(o->models[m]);
         for (int k = 0; k < o->n_sizes; k++)
@@ -367,10 +376,7 @@ static int torch_target(plan_args *pa, const raw_opts *r, yp_err *err) {
     if (o->n_sizes != 1 || o->size_w[0] != o->size_h[0])
         return yp_err_set(err, "--img: train.py trains one square size (--img 640); give one number, not a list, a "
                           "range or WxH");
-    if (o->size_w[0] < 2 * yp_graph_max_stride(o->models[0]))
-        return yp_err_set(err, "--img %lld: train.py's smallest size is %d (two strides); use --img %d or more",
-                          (long long)o->size_w[0], 2 * yp_graph_max_stride(o->models[0]),
-                          2 * yp_graph_max_stride(o->models[0]));
+    /* one size is two strides or more: apply() rounded it up as check_img_size does */
     pa->torch_max_batch = r->max_batch ? r->max_batch : 1024; /* AutoBatch's own bound */
     pa->torch_epochs = r->epochs ? (int)r->epochs : 300;
     pa->torch_cpus = r->cpus ? (int)r->cpus : 8; /* the README's machine: an AWS p3.2xlarge, 8 vCPUs */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -28,18 +29,30 @@ typedef struct {
 static const char *const optimizers[] = {"sgd", "adam", "adamw", NULL};
 static const char *const caches[] = {"ram", NULL};
 
+/* --label-smoothing EPS: a number in [0, 1), as the hyp file takes it. */
+static int check_fraction(const char *flag, const char *v, yp_err *err) {
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !(x >= 0.0 && x < 1.0)) return yp_err_set(err, "%s %s: expected a number in [0, 1)", flag, v);
+    return 0;
+}
+
 #define S(flag, key, field, ch) \
     {flag, key, T_STR, offsetof(train_opts, field), sizeof(((train_opts *)0)->field), 0, 0, ch, NULL}
 #define I(flag, key, field, lo, hi) {flag, key, T_INT, offsetof(train_opts, field), 0, lo, hi, NULL, NULL}
 #define F(flag, key, field) {flag, key, T_FLAG, offsetof(train_opts, field), 0, 0, 0, NULL, NULL}
+/* Rows sharing a field are one option under several spellings (train.py's and yoloplan's). */
 static const opt_desc table[] = {
     S("--data", "data", data, NULL),
     S("--model", "cfg", model, NULL),
     S("--cfg", "cfg", model, NULL),
     S("--weights", "weights", weights, NULL),
     S("--hyp", "hyp", hyp, NULL),
-    I("--img", "imgsz", img, 32, 8192),
-    I("--batch", "batch_size", batch, 1, 1024),
+    I("--img", "imgsz", img, 1, 8192),
+    I("--imgsz", "imgsz", img, 1, 8192),
+    I("--img-size", "imgsz", img, 1, 8192),
+    I("--batch", "batch_size", batch, -1, 1024),
+    I("--batch-size", "batch_size", batch, -1, 1024),
     I("--epochs", "epochs", epochs, 1, 1000000),
     {"--device", "device", T_STR, offsetof(train_opts, device), sizeof(((train_opts *)0)->device), 0, 0, NULL,
      cli_device_check},
@@ -57,12 +70,38 @@ static const opt_desc table[] = {
     I("--freeze", "freeze", freeze, 0, 1000),
     S("--optimizer", "optimizer", optimizer, optimizers),
     I("--patience", "patience", patience, 0, 1000000),
+    {"--label-smoothing", "label_smoothing", T_STR, offsetof(train_opts, label_smoothing),
+     sizeof(((train_opts *)0)->label_smoothing), 0, 0, NULL, check_fraction},
     F("--no-augment", "no_augment", no_augment),
     F("--noval", "noval", noval),
+    F("--noplots", "noplots", noplots),
+    F("--noautoanchor", "noautoanchor", noautoanchor),
     F("--cos-lr", "cos_lr", cos_lr),
     S(NULL, "save_dir", save_dir, NULL),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
+
+/* train.py's flags that yoloplan does not implement, each refused with why (never ignored). */
+static const struct {
+    const char *flag, *why;
+} unsupported[] = {
+    {"--rect", "it trains square batches, mosaicked or letterboxed to --img"},
+    {"--nosave", "it writes last and best every epoch, which --resume continues from"},
+    {"--evolve", "there is no hyperparameter evolution; give the values with --hyp H.yaml"},
+    {"--evolve_population", "there is no hyperparameter evolution; give the values with --hyp H.yaml"},
+    {"--resume_evolve", "there is no hyperparameter evolution; give the values with --hyp H.yaml"},
+    {"--bucket", "there is no hyperparameter evolution, whose results the gsutil bucket holds"},
+    {"--image-weights", "every epoch samples each training image once"},
+    {"--single-cls", "it trains the dataset's classes; relabel the dataset to one class instead"},
+    {"--quad", "there is no quad dataloader; batches are --batch images at --img"},
+    {"--save-period", "it keeps weights/last and weights/best only"},
+    {"--sync-bn", "SyncBatchNorm is for multi-GPU (DDP) training, which is not available yet"},
+    {"--local_rank", "DDP's launcher sets it; multi-GPU (DDP) training is not available yet"},
+    {"--entity", "there is no Weights & Biases logging; results.csv and results.png hold the run"},
+    {"--upload_dataset", "there is no Weights & Biases logging; results.csv and results.png hold the run"},
+    {"--bbox_interval", "there is no Weights & Biases logging; results.csv and results.png hold the run"},
+    {"--artifact_alias", "there is no Weights & Biases logging; results.csv and results.png hold the run"},
+};
 
 void train_opts_default(train_opts *o) {
     memset(o, 0, sizeof *o);
@@ -82,17 +121,20 @@ static const char *choice_list(const char *const *c, char *buf, size_t n) {
     return buf;
 }
 
-/* Sets option d from text v. */
+/* Sets option d from text v. A choice matches in any case (train.py's SGD, Adam, AdamW) and is
+ * kept as the table spells it. */
 static int set_value(train_opts *o, const opt_desc *d, const char *v, yp_err *err) {
     char *p = (char *)o + d->off;
     const char *name = d->flag ? d->flag : d->key;
     if (d->type == T_STR) {
         if (strlen(v) >= d->size) return yp_err_set(err, "%s: the value is longer than %zu bytes", name, d->size - 1);
         if (d->choices) {
-            int ok = 0;
-            for (int i = 0; d->choices[i]; i++) ok |= !strcmp(d->choices[i], v);
+            int k = -1;
+            for (int i = 0; d->choices[i] && k < 0; i++)
+                if (!strcasecmp(d->choices[i], v)) k = i;
             char buf[64];
-            if (!ok) return yp_err_set(err, "%s %s: expected %s", name, v, choice_list(d->choices, buf, sizeof buf));
+            if (k < 0) return yp_err_set(err, "%s %s: expected %s", name, v, choice_list(d->choices, buf, sizeof buf));
+            v = d->choices[k];
         }
         if (d->check && d->check(name, v, err)) return -1;
         memcpy(p, v, strlen(v) + 1);
@@ -105,18 +147,43 @@ static int set_value(train_opts *o, const opt_desc *d, const char *v, yp_err *er
     }
     long x;
     if (cli_parse_int(name, v, d->lo, d->hi, &x, err)) return -1;
+    if (d->off == offsetof(train_opts, batch) && x == 0)
+        return yp_err_set(err, "%s 0: expected a batch in 1..%ld, or -1 for the plan's fastest that fits (train.py's "
+                          "AutoBatch); omit it for the plan's choice within train.py's iterations per epoch",
+                          name, d->hi);
     if (d->type == T_FLAG) *(int *)p = (int)x;
     else *(long *)p = x;
     return 0;
 }
 
+static int is_number(const char *s) {
+    char *end;
+    if (!*s) return 0;
+    (void)strtol(s, &end, 10);
+    return !*end;
+}
+
+/* A train.py flag yoloplan refuses, with why; 0 when a is not one. */
+static int refuse_unsupported(const char *a, const char *v, yp_err *err) {
+    for (size_t k = 0; k < sizeof unsupported / sizeof *unsupported; k++)
+        if (!strcmp(unsupported[k].flag, a))
+            return yp_err_set(err, "%s is train.py's; yoloplan does not support it (%s)", a, unsupported[k].why);
+    if (!strcmp(a, "--cache") && v && strncmp(v, "--", 2) && strcasecmp(v, "ram"))
+        return yp_err_set(err, "--cache %s is train.py's; yoloplan does not support it (it caches the decoded images "
+                          "in RAM only: --cache or --cache ram)", v);
+    return 0;
+}
+
 int train_opts_parse(int argc, char **argv, train_opts *o, yp_err *err) {
+    const opt_desc *given[N_OPTS]; /* the rows given, to find one option under two spellings */
+    size_t n_given = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (refuse_unsupported(a, v, err)) return -1;
         if (!strcmp(a, "--resume")) { /* an optional value: the next word unless it is an option */
             o->resume_given = 1;
-            if (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
-                if (strlen(argv[i + 1]) >= sizeof o->resume) return yp_err_set(err, "--resume: the path is too long");
+            if (v && strncmp(v, "--", 2)) {
+                if (strlen(v) >= sizeof o->resume) return yp_err_set(err, "--resume: the path is too long");
                 snprintf(o->resume, sizeof o->resume, "%s", argv[++i]);
             }
             continue;
@@ -125,14 +192,27 @@ int train_opts_parse(int argc, char **argv, train_opts *o, yp_err *err) {
         for (size_t k = 0; k < N_OPTS && !d; k++)
             if (table[k].flag && !strcmp(table[k].flag, a)) d = &table[k];
         if (!d)
-            return yp_err_set(err, "train: unknown option %s; see yoloplan help (train takes YOLOv5 train.py's flags: "
-                              "--data --model --weights --img --batch --epochs ...)", a);
+            return yp_err_set(err, "train: unknown option %s; see yoloplan train --help (train takes YOLOv5 train.py's "
+                              "flags: --data --cfg --weights --img --batch-size --epochs ...)", a);
+        for (size_t k = 0; k < n_given; k++)
+            if (given[k]->off == d->off && given[k] != d)
+                return yp_err_set(err, "%s: %s is the same option, given already (the last would win silently); give "
+                                  "it once", a, given[k]->flag);
+        if (n_given < N_OPTS) given[n_given++] = d;
         if (d->type == T_FLAG) {
             *(int *)((char *)o + d->off) = 1;
             continue;
         }
-        if (i + 1 >= argc) return yp_err_set(err, "train: option %s needs a value", a);
+        if (d->off == offsetof(train_opts, cache) && (!v || !strncmp(v, "--", 2))) { /* train.py: bare = ram */
+            snprintf(o->cache, sizeof o->cache, "ram");
+            continue;
+        }
+        if (!v) return yp_err_set(err, "train: option %s needs a value", a);
         if (set_value(o, d, argv[++i], err)) return -1;
+        if (d->off == offsetof(train_opts, freeze) && i + 1 < argc && is_number(argv[i + 1]))
+            return yp_err_set(err, "--freeze %s %s ...: a list of layers is train.py's; yoloplan does not support it "
+                              "(it freezes the first N layers: --freeze N, e.g. --freeze 10 for the backbone)", argv[i],
+                              argv[i + 1]);
     }
     return 0;
 }

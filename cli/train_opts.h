@@ -20,10 +20,14 @@ typedef struct {
     char gpu[64];             /* --gpu: the card a GPU's plan is made for (default: the device's own) */
     char mem[32];             /* --mem: host-memory budget of the arena of a backend whose memory is the
                                * host's ("": available - the rest of the run's host memory, yp_train_host.h) */
-    char optimizer[8];        /* sgd | adam | adamw */
-    char cache[8];            /* --cache ram */
-    long img, batch, epochs, workers, threads, seed, freeze, patience;
-    int exist_ok, mosaic, multi_scale, no_augment, noval, cos_lr;
+    char optimizer[8];        /* sgd | adam | adamw (train.py's SGD, Adam, AdamW too) */
+    char cache[8];            /* --cache ram (a bare --cache: ram, as train.py) */
+    char label_smoothing[32]; /* --label-smoothing EPS: the hyp's label_smoothing ("": the hyp's own) */
+    long img;                 /* --img / --imgsz / --img-size */
+    long batch;               /* --batch / --batch-size: 0 not given, -1 train.py's AutoBatch (the plan's
+                               * fastest that fits, up to 64); the plan's batch once planned */
+    long epochs, workers, threads, seed, freeze, patience;
+    int exist_ok, mosaic, multi_scale, no_augment, noval, cos_lr, noplots, noautoanchor;
     /* --resume [LAST]: resume_given set, resume the checkpoint ("": the newest last.safetensors) */
     int resume_given;
     char resume[TRAIN_PATH];
@@ -34,7 +38,9 @@ typedef struct {
  * 0, runs/train/exp, sgd, patience 100, mosaic on, device cpu, threads = the cores. */
 void train_opts_default(train_opts *o);
 
-/* Parses argv[1..] (argv[0] is the subcommand). 0, or -1 with err naming the option and the fix. */
+/* Parses argv[1..] (argv[0] is the subcommand). 0, or -1 with err naming the option and the fix:
+ * an option given twice under two spellings (--batch and --batch-size), and each train.py flag
+ * yoloplan does not implement ("--X is train.py's; yoloplan does not support it (why)"). */
 int train_opts_parse(int argc, char **argv, train_opts *o, yp_err *err);
 
 /* The options as one JSON object (text, malloc'd) / back; from_json fills only keys present. */

@@ -372,7 +372,9 @@ static int loop_open(loop *L, yp_err *err) {
     yp_exec_set_loss_hyp(x, &(yp_loss_hyp){.box = o->hyp.box, .obj = o->hyp.obj, .cls = o->hyp.cls,
                                             .anchor_t = o->hyp.anchor_t, .label_smoothing = o->hyp.label_smoothing});
     L->con = (console){.f = o->console, .tty = o->tty, .epochs = o->epochs, .nb = L->nb};
-    snprintf(L->con.mem, sizeof L->con.mem, "%.3gG", (double)x->train.arena_bytes / 1e9);
+    /* train.py's GPU_mem: torch.cuda.memory_reserved() / 1e9, 0 on the CPU (the plan line has the arena) */
+    double reserved = x->train.be->host_memory ? 0.0 : (double)x->train.arena_bytes;
+    snprintf(L->con.mem, sizeof L->con.mem, "%.3gG", reserved / 1e9);
     return 0;
 }
 

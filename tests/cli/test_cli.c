@@ -208,7 +208,6 @@ static void test_plan_bad_input(void) {
         {"--gpu -1", "--gpu"},
         {"--gpu 0", "--gpu"},
         {"--gpu rtx9999", "rtx3070"},
-        {"--gpu 8GB --img 650", "multiple of 32"},
         {"--gpu 8GB --batch 0", "--batch 0"},
         {"--gpu 8GB --precision fp8", "fp32, amp-fp16, amp-bf16"},
         {"--gpu 8GB --ckpt 31", "layer 31 does not exist"},

@@ -87,7 +87,6 @@ static void test_torch_target(void) {
         {"--gpu 8GB --target pytorch --precision amp-bf16", "fp16"},
         {"--gpu 8GB --target pytorch --ckpt 2", "--ckpt"},
         {"--gpu 8GB --target pytorch --no-ema", "always keeps an EMA"},
-        {"--gpu 8GB --target pytorch --img 32", "smallest size is 64"},
         {"--gpu 8GB --profile autobatch --batch 8", "drop --batch 8"},
         {"--gpu 8GB --profile other", "expected autobatch"},
         {"--gpu 8GB --target yoloplan --profile autobatch", "--target pytorch"},

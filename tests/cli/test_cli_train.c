@@ -4,7 +4,7 @@
  * second run, a run killed mid-way and resumed (every epoch once in results.csv), "nothing to
  * resume", --cache ram giving the uncached run's results, val with --save-json, and each bad input: one line naming the file or option, exit 2
  * (1 for a plan that does not fit); --device cuda as far as this machine allows, and the other
- * device specs (cpu:T, train.py's N, several devices refused). */
+ * device specs (cpu:T, train.py's N, several devices refused: no multi-GPU DDP yet). */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <signal.h>
 #include <stdarg.h>
@@ -212,7 +212,7 @@ static void test_bad_input(void) {
     CHECK(e >= 0);
     CHECK_EQ_I64(access(last, R_OK) == 0, e > 0); /* a finished epoch left its checkpoint; none before */
     CHECK_EQ_I64(run(TRAIN_ARGS " --cache disk", data, dir), 2);
-    one_line_exit(2, "--cache disk: expected ram");
+    one_line_exit(2, "--cache disk is train.py's; yoloplan does not support it");
     CHECK_EQ_I64(run("train --resume nowhere/last.safetensors"), 2);
     one_line_exit(2, "nowhere/last.safetensors");
     CHECK_EQ_I64(run("val --data '%s'", data), 2);
@@ -257,7 +257,7 @@ static void test_device_specs(void) {
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --name cpu1 --device cpu:1", data, dir), 0);
     CHECK_STR_HAS(out, "device cpu:1 (1 threads)");
     CHECK_EQ_I64(run(TRAIN_ARGS " --epochs 1 --name multi --device 0,1", data, dir), 2);
-    one_line_exit(2, "--device 0,1: several devices are not supported yet");
+    one_line_exit(2, "--device 0,1: multi-GPU training (DDP) is not available yet; pass one device");
     CHECK(!exists("%s/runs/%s", "multi"));
     CHECK_EQ_I64(run("bench-step --device cpu:1 --model yolov5n --img 64 --batch 1 --steps 1 --warmup 0 --json"), 0);
     CHECK_STR_HAS(out, "\"threads\":\t1,");
