@@ -1,5 +1,7 @@
-/* yp_image.h - image files in and out: JPEG (libjpeg-turbo) and PNG (libpng) decoded to 8-bit RGB,
- * as the training loader reads them, and the two encoders that `yoloplan synth` and the tests use.
+/* yp_image.h - image files in and out: JPEG (libjpeg-turbo), PNG (libpng), BMP, TIFF and DNG (libtiff),
+ * WebP (libwebp) and PFM decoded to 8-bit RGB, as the training loader reads them (YOLOv5's
+ * IMG_FORMATS; MPO is a JPEG stream, its first image), and the two encoders that `yoloplan synth`
+ * and the tests use. docs/image-formats.md tells each format's rules.
  *
  * What a decoded image is, as YOLOv5's training loader (OpenCV's imread in colour mode) makes it:
  *   - the format is told by the file's first bytes, never by its extension;
@@ -13,7 +15,9 @@
  *     one whose entropy-coded data stops early is an error, not an image with a grey tail;
  *   - PNG: palette expanded (its transparency ignored), grey and grey+alpha replicated to RGB,
  *     1/2/4-bit grey widened, 16-bit samples cut to their high byte, alpha dropped (not
- *     composited), no gamma correction, interlaced images de-interlaced; an eXIf chunk is ignored.
+ *     composited), no gamma correction, interlaced images de-interlaced; an eXIf chunk is ignored;
+ *   - BMP (image_bmp.c), TIFF and DNG (image_tiff.c, orientation tag applied), WebP (image_webp.c)
+ *     and PFM (image_pfm.c): the pixels OpenCV's imread gives, each file's header comment says how.
  *
  * Hostile files: the file must be a regular file (opened non-blocking, so a FIFO cannot block
  * the open), at most limits.max_file_bytes long; declared sizes are checked against
@@ -61,9 +65,9 @@ typedef struct {
 /* The defaults above. */
 void yp_image_limits_default(yp_image_limits *lim);
 
-/* Reads and decodes the JPEG or PNG file at path (lim NULL: the defaults). Returns 0 with *out
- * owning its pixels, or -1 with *out zeroed and err = "PATH: reason" (not a regular file, empty,
- * too large, not a JPEG or PNG, truncated, corrupt, dimensions over the limit, out of memory). */
+/* Reads and decodes the image file at path (lim NULL: the defaults). Returns 0 with *out owning
+ * its pixels, or -1 with *out zeroed and err = "PATH: reason" (not a regular file, empty, too
+ * large, not of a known format, truncated, corrupt, dimensions over the limit, out of memory). */
 int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, yp_err *err);
 
 /* The same for size bytes at data; name starts error messages. data is not kept. */
