@@ -163,6 +163,12 @@ int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp
     return decode(data, size, name, lim, &m, out, err);
 }
 
+int yp_image_decode_into(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
+                         yp_image_buffers *b, yp_image *out, yp_err *err) {
+    const yp_img_mode m = {0, b};
+    return decode(data, size, name, lim, &m, out, err);
+}
+
 /* Reads the regular file open as fd, st_size bytes long, into a new buffer, or into b->file (grown
  * when too small) when b is given. Returns the buffer (the caller frees a new one) with *got set,
  * or NULL with err set. */

@@ -102,25 +102,38 @@ static int read_header(bmp *b, const yp_image_limits *lim, yp_err *err) {
     return 0;
 }
 
-/* One stored row of uncompressed pixels to RGB. */
+/* One stored row of uncompressed pixels to RGB (one loop per layout: the switch is per row). */
 static void row_to_rgb(const bmp *b, const uint8_t *s, uint8_t *o) {
-    for (int64_t x = 0; x < b->w; x++, o += 3) {
-        uint32_t t;
-        switch (b->bits) {
-        case 1: memcpy(o, b->pal[s[x >> 3] >> (7 - (x & 7)) & 1], 3); break;
-        case 4: memcpy(o, b->pal[s[x >> 1] >> (x & 1 ? 0 : 4) & 15], 3); break;
-        case 8: memcpy(o, b->pal[s[x]], 3); break;
-        case 15:
+    size_t w = (size_t)b->w, x;
+    uint32_t t;
+    switch (b->bits) {
+    case 1:
+        for (x = 0; x < w; x++, o += 3) memcpy(o, b->pal[s[x >> 3] >> (7 - (x & 7)) & 1], 3);
+        break;
+    case 4:
+        for (x = 0; x < w; x++, o += 3) memcpy(o, b->pal[s[x >> 1] >> (x & 1 ? 0 : 4) & 15], 3);
+        break;
+    case 8:
+        for (x = 0; x < w; x++, o += 3) memcpy(o, b->pal[s[x]], 3);
+        break;
+    case 15:
+        for (x = 0; x < w; x++, o += 3) {
             t = u16(s + 2 * x);
             o[0] = (uint8_t)(t >> 7 & 0xf8), o[1] = (uint8_t)(t >> 2 & 0xf8), o[2] = (uint8_t)(t << 3 & 0xf8);
-            break;
-        case 16:
+        }
+        break;
+    case 16:
+        for (x = 0; x < w; x++, o += 3) {
             t = u16(s + 2 * x);
             o[0] = (uint8_t)(t >> 8 & 0xf8), o[1] = (uint8_t)(t >> 3 & 0xfc), o[2] = (uint8_t)(t << 3 & 0xf8);
-            break;
-        case 24: o[0] = s[3 * x + 2], o[1] = s[3 * x + 1], o[2] = s[3 * x]; break;
-        default: o[0] = s[4 * x + 2], o[1] = s[4 * x + 1], o[2] = s[4 * x]; break;
         }
+        break;
+    case 24:
+        for (x = 0; x < w; x++, o += 3, s += 3) o[0] = s[2], o[1] = s[1], o[2] = s[0];
+        break;
+    default:
+        for (x = 0; x < w; x++, o += 3, s += 4) o[0] = s[2], o[1] = s[1], o[2] = s[0];
+        break;
     }
 }
 

@@ -26,6 +26,7 @@
  * otherwise take minutes). Every failure is one line in err: "FILE: reason".
  *
  * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_read_into, yp_image_buffers,
+ * yp_image_decode_into,
  * yp_image_buffers_free, yp_image_probe, yp_image_verify, yp_image_decode, yp_image_alloc, yp_image_free, yp_image_encode_jpeg,
  * yp_image_encode_png, yp_image_write_jpeg, yp_image_write_png, yp_image_orient. */
 #ifndef YP_IMAGE_H
@@ -73,6 +74,11 @@ int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, y
 /* The same for size bytes at data; name starts error messages. data is not kept. */
 int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
                     yp_image *out, yp_err *err);
+
+/* yp_image_decode into b's buffers (what yp_image_read_into does after reading the file; the
+ * decode-rate benchmark's steady state): *out's pixels are b->rgb, as below. */
+int yp_image_decode_into(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
+                         yp_image_buffers *b, yp_image *out, yp_err *err);
 
 /* yp_image_read into b's buffers: *out's pixels are b->rgb (not owned: valid until the next read
  * into b; never yp_image_free them). The same checks and errors. */
