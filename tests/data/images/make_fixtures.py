@@ -3,11 +3,14 @@
 each NAME.EXT a small image of one format or variant, and beside it NAME.EXT.expect.png, the pixels
 OpenCV's cv2.imread(path, cv2.IMREAD_COLOR) decodes from it (written as PNG), which the test compares
 with yoloplan's decoder. The BMP, PFM and raw DNG files are written byte by byte here; the rest with
-OpenCV or Pillow. Needs /usr/bin/python3 with cv2, numpy and PIL (scripts/deps-reference.sh).
+OpenCV or Pillow, the tiled and BigTIFF ones with tiffcp (libtiff-tools). Needs /usr/bin/python3 with
+cv2, numpy and PIL (scripts/deps-reference.sh's python3-opencv brings them).
 Run from anywhere: python3 tests/data/images/make_fixtures.py"""
 import io
 import os
 import struct
+import subprocess
+import tempfile
 
 import cv2
 import numpy as np
@@ -141,6 +144,14 @@ def tiff_fixtures():
     for o in (3, 6, 8):
         put(f"orient{o}.tif", pil_bytes(im, "TIFF", tiffinfo={274: o}))
     put("multipage.tif", pil_bytes(im, "TIFF", save_all=True, append_images=[Image.fromarray(RGB[::-1])]))
+    put("rgb8_packbits.tif", pil_bytes(im, "TIFF", compression="packbits"))
+    for flag, name in (("-t", "tiled.tif"), ("-8", "bigtiff.tif")):
+        with tempfile.TemporaryDirectory() as t:
+            src, dst = os.path.join(t, "a.tif"), os.path.join(t, "b.tif")
+            Image.fromarray(np.kron(RGB, np.ones((4, 4, 1), np.uint8))).save(src)  # 28x20: tiles of 16 are cut
+            subprocess.run(["tiffcp", "-c", "lzw", flag] + (["-w", "16", "-l", "16"] if flag == "-t" else [])
+                           + [src, dst], check=True)
+            put(name, open(dst, "rb").read())
     put("dng_preview.dng", pil_bytes(im, "TIFF", tiffinfo={50706: b"\1\4\0\0", 50708: "test camera"}))
     put("dng_cfa.dng", raw_dng())
 

@@ -23,7 +23,7 @@
 static const char *const fixtures[] = {
     "pal1_2.bmp", "pal4_16.bmp", "pal8_256.bmp", "pal8_20.bmp", "grey8_topdown.bmp", "rgb24.bmp",
     "rgb24_topdown.bmp", "rgb24_core.bmp", "rgba32.bmp", "rgba32_bitfields.bmp", "rgb555.bmp", "rgb565.bmp",
-    "rle8.bmp", "rle4.bmp", "rgb8.tif", "rgb8_lzw.tif", "rgb8_deflate.tif", "rgb8_jpeg.tif", "grey8.tif",
+    "rle8.bmp", "rle4.bmp", "rgb8.tif", "rgb8_lzw.tif", "rgb8_deflate.tif", "rgb8_jpeg.tif", "rgb8_packbits.tif", "tiled.tif", "bigtiff.tif", "grey8.tif",
     "bilevel.tif", "palette.tif", "rgba_unassoc.tif", "cmyk.tif", "rgb16.tif", "grey16.tif", "orient3.tif",
     "orient6.tif", "orient8.tif", "multipage.tif", "dng_preview.dng", "lossless.webp", "lossless_alpha.webp",
     "lossy.webp", "lossy_alpha.webp", "rgb_le.pfm", "grey_be_scale2.pfm", "rgb_le_scale_quarter.pfm",
