@@ -2,7 +2,7 @@
  * pixel buffer) and one codec per file: image_jpeg.c, image_png.c, image_bmp.c, image_tiff.c (TIFF
  * and DNG), image_webp.c, image_pfm.c. Not installed; yp_image.h is the interface.
  * Defines: yp_img_jpeg_decode, yp_img_png_decode, yp_img_bmp_decode, yp_img_tiff_decode, yp_img_webp_decode,
- * yp_img_pfm_decode, yp_img_exif_orientation, yp_img_pixels_ok, yp_img_orient_mode. */
+ * yp_img_pfm_decode, yp_img_exif_orientation, yp_img_tiff_orientation, yp_img_pixels_ok, yp_img_orient_mode. */
 #ifndef YP_IMAGE_INTERNAL_H
 #define YP_IMAGE_INTERNAL_H
 
@@ -60,5 +60,9 @@ int yp_img_orient_mode(const yp_img_mode *m, yp_image *out, int orientation, yp_
  * identifier on), or 0 when the payload is not EXIF, is malformed or has no orientation tag in
  * IFD0 (type SHORT or LONG, count 1). Reads nothing outside app1[0, len). */
 int yp_img_exif_orientation(const uint8_t *app1, size_t len);
+
+/* The same for n bytes that start with the TIFF header itself (II*\0 or MM\0*), as a PNG's eXIf
+ * chunk holds them. */
+int yp_img_tiff_orientation(const uint8_t *tiff, size_t n);
 
 #endif

@@ -15,7 +15,8 @@
  *     one whose entropy-coded data stops early is an error, not an image with a grey tail;
  *   - PNG: palette expanded (its transparency ignored), grey and grey+alpha replicated to RGB,
  *     1/2/4-bit grey widened, 16-bit samples cut to their high byte, alpha dropped (not
- *     composited), no gamma correction, interlaced images de-interlaced; an eXIf chunk is ignored;
+ *     composited), no gamma correction, interlaced images de-interlaced; the orientation of an eXIf
+ *     chunk before the image data applied as JPEG's (OpenCV's imread does);
  *   - BMP (image_bmp.c), TIFF and DNG (image_tiff.c, orientation tag applied), WebP (image_webp.c)
  *     and PFM (image_pfm.c): the pixels OpenCV's imread gives, each file's header comment says how.
  *

@@ -152,6 +152,10 @@ def tiff_fixtures():
             subprocess.run(["tiffcp", "-c", "lzw", flag] + (["-w", "16", "-l", "16"] if flag == "-t" else [])
                            + [src, dst], check=True)
             put(name, open(dst, "rb").read())
+    ex = Image.Exif()
+    ex[0x0112] = 6
+    put("exif6.jpg", pil_bytes(Image.fromarray(np.kron(RGB, np.ones((2, 2, 1), np.uint8))), "JPEG", quality=95,
+                               exif=ex))
     put("dng_preview.dng", pil_bytes(im, "TIFF", tiffinfo={50706: b"\1\4\0\0", 50708: "test camera"}))
     put("dng_cfa.dng", raw_dng())
 
@@ -210,6 +214,11 @@ def jpeg_png_fixtures():
     put("rgb16.png", cv_bytes(rng.integers(0, 65536, (H, W, 3), dtype=np.uint16), ".png"))
     pal = Image.fromarray(RGB).convert("P", palette=Image.ADAPTIVE, colors=4)
     put("palette_trns.png", pil_bytes(pal, "PNG", transparency=0))
+    for o in (3, 6, 7):  # OpenCV applies a PNG's eXIf orientation, not a WebP's EXIF one
+        ex = Image.Exif()
+        ex[0x0112] = o
+        put(f"exif{o}.png", pil_bytes(Image.fromarray(RGB), "PNG", exif=ex))
+    put("exif6.webp", pil_bytes(Image.fromarray(RGB), "WEBP", lossless=True, exif=ex))
 
 
 if __name__ == "__main__":

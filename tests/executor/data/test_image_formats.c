@@ -27,7 +27,7 @@ static const char *const fixtures[] = {
     "bilevel.tif", "palette.tif", "rgba_unassoc.tif", "cmyk.tif", "rgb16.tif", "grey16.tif", "orient3.tif",
     "orient6.tif", "orient8.tif", "multipage.tif", "dng_preview.dng", "lossless.webp", "lossless_alpha.webp",
     "lossy.webp", "lossy_alpha.webp", "rgb_le.pfm", "grey_be_scale2.pfm", "rgb_le_scale_quarter.pfm",
-    "progressive.jpg", "cmyk.jpg", "two_frames.mpo", "rgb16.png", "palette_trns.png",
+    "progressive.jpg", "cmyk.jpg", "two_frames.mpo", "rgb16.png", "palette_trns.png", "exif3.png", "exif6.png", "exif7.png", "exif6.webp", "exif6.jpg",
 };
 #define NFIX (sizeof fixtures / sizeof fixtures[0])
 
