@@ -26,7 +26,7 @@
 
 #include "image_internal.h"
 
-#define MAX_ALLOC ((tmsize_t)1 << 30) /* one libtiff allocation at most: a strip of YP_IMAGE_MAX_FILE_BYTES */
+#define MAX_ALLOC ((tmsize_t)1 << 30) /* one libtiff allocation at most (the file size cap) */
 
 typedef struct {
     const uint8_t *data;

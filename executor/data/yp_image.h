@@ -26,10 +26,10 @@
  * arithmetic; progressive JPEGs with more than 500 scans are refused (a small file could
  * otherwise take minutes). Every failure is one line in err: "FILE: reason".
  *
- * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_read_into, yp_image_buffers,
- * yp_image_decode_into,
- * yp_image_buffers_free, yp_image_probe, yp_image_verify, yp_image_decode, yp_image_alloc, yp_image_free, yp_image_encode_jpeg,
- * yp_image_encode_png, yp_image_write_jpeg, yp_image_write_png, yp_image_orient. */
+ * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_read_into,
+ * yp_image_buffers, yp_image_decode_into, yp_image_buffers_free, yp_image_probe, yp_image_verify,
+ * yp_image_decode, yp_image_alloc, yp_image_free, yp_image_encode_jpeg, yp_image_encode_png,
+ * yp_image_write_jpeg, yp_image_write_png, yp_image_orient. */
 #ifndef YP_IMAGE_H
 #define YP_IMAGE_H
 

@@ -23,11 +23,13 @@
 static const char *const fixtures[] = {
     "pal1_2.bmp", "pal4_16.bmp", "pal8_256.bmp", "pal8_20.bmp", "grey8_topdown.bmp", "rgb24.bmp",
     "rgb24_topdown.bmp", "rgb24_core.bmp", "rgba32.bmp", "rgba32_bitfields.bmp", "rgb555.bmp", "rgb565.bmp",
-    "rle8.bmp", "rle4.bmp", "rgb8.tif", "rgb8_lzw.tif", "rgb8_deflate.tif", "rgb8_jpeg.tif", "rgb8_packbits.tif", "tiled.tif", "bigtiff.tif", "grey8.tif",
+    "rle8.bmp", "rle4.bmp", "rgb8.tif", "rgb8_lzw.tif", "rgb8_deflate.tif", "rgb8_jpeg.tif", "rgb8_packbits.tif",
+    "tiled.tif", "bigtiff.tif", "grey8.tif",
     "bilevel.tif", "palette.tif", "rgba_unassoc.tif", "cmyk.tif", "rgb16.tif", "grey16.tif", "orient3.tif",
     "orient6.tif", "orient8.tif", "multipage.tif", "dng_preview.dng", "lossless.webp", "lossless_alpha.webp",
     "lossy.webp", "lossy_alpha.webp", "rgb_le.pfm", "grey_be_scale2.pfm", "rgb_le_scale_quarter.pfm",
-    "progressive.jpg", "cmyk.jpg", "two_frames.mpo", "rgb16.png", "palette_trns.png", "exif3.png", "exif6.png", "exif7.png", "exif6.webp", "exif6.jpg",
+    "progressive.jpg", "cmyk.jpg", "two_frames.mpo", "rgb16.png", "palette_trns.png", "exif3.png", "exif6.png",
+    "exif7.png", "exif6.webp", "exif6.jpg",
 };
 #define NFIX (sizeof fixtures / sizeof fixtures[0])
 
@@ -157,7 +159,9 @@ static void test_every_prefix(void) {
             err.msg[0] = '\0';
             int rc = yp_image_decode(cut, n, "cut", NULL, &im, &err);
             if (rc == 0) yp_image_free(&im);
-            if (rc == 0 ? n <= b.n / 2 && !whole_first : strncmp(err.msg, "cut: ", 5) != 0 || strchr(err.msg, '\n') != NULL) {
+            int wrong = rc == 0 ? n <= b.n / 2 && !whole_first
+                                : strncmp(err.msg, "cut: ", 5) != 0 || strchr(err.msg, '\n') != NULL;
+            if (wrong) {
                 if (!bad) fprintf(stderr, "  %s cut to %zu bytes: rc %d, \"%s\"\n", fixtures[i], n, rc, err.msg);
                 bad = 1;
             }
