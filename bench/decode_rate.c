@@ -1,8 +1,9 @@
-/* decode_rate.c - how fast yp_image_decode (executor/data/yp_image.h) decodes the given JPEG/PNG files
- * from memory, to set beside libjpeg-turbo's tjbench and djpeg (bench/decode_rate.sh). Each file
- * is read once, then the set is decoded round after round for at least --seconds (default 2).
- * Prints one line: Mpixel/s, images/s, files, decodes and seconds. `decode_rate --size FILE` prints
- * the image's width and height. */
+/* decode_rate.c - how fast yp_image_decode_into (executor/data/yp_image.h) decodes the given image
+ * files (any format it reads) from memory into one reused pair of buffers, as the loader's workers
+ * decode, to set beside libjpeg-turbo's tjbench and OpenCV's imdecode (bench/decode_rate.sh). Each
+ * file is read once, then the set is decoded round after round for at least --seconds (default 2).
+ * Prints one line: Mpixel/s (all pixels over all the time), images/s, files, decodes and seconds.
+ * `decode_rate --size FILE` prints the image's width and height. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,23 +60,24 @@ int main(int argc, char **argv) {
             fprintf(stderr, "decode_rate: %s: cannot read\n", argv[first + i]);
             return 1;
         }
+    yp_image_buffers bufs = {0};
     double pixels = 0, t0 = yp_now_s(), t = t0;
     long decodes = 0;
     while (t - t0 < seconds) {
         for (int i = 0; i < n; i++) {
             yp_image im;
             yp_err err;
-            if (yp_image_decode(data[i], size[i], argv[first + i], NULL, &im, &err)) {
+            if (yp_image_decode_into(data[i], size[i], argv[first + i], NULL, &bufs, &im, &err)) {
                 fprintf(stderr, "decode_rate: %s\n", err.msg);
                 return 1;
             }
             pixels += (double)im.w * im.h;
             decodes++;
-            yp_image_free(&im);
         }
         t = yp_now_s();
     }
-    printf("%-40s %9.1f %9.1f   (%d files, %ld decodes, %.2f s)\n", "yoloplan (yp_image_decode, in memory)",
+    yp_image_buffers_free(&bufs);
+    printf("%-40s %9.1f %9.1f   (%d files, %ld decodes, %.2f s)\n", "yoloplan (yp_image_decode_into, in memory)",
            pixels / (t - t0) / 1e6, (double)decodes / (t - t0), n, decodes, t - t0);
     for (int i = 0; i < n; i++) free(data[i]);
     free(data);

@@ -15,7 +15,8 @@ packages=(
   libdnnl-dev                        # kernels/cpu: convolutions (oneDNN, OpenMP)
   ocl-icd-opencl-dev                 # oneDNN's CMake package (dnnl-config.cmake) requires OpenCL;
                                      # libdnnl-dev only Recommends it, and we skip Recommends
-  libjpeg62-turbo-dev libpng-dev     # executor/: dataset images
+  libjpeg62-turbo-dev libpng-dev     # executor/: dataset images (JPEG, PNG,
+  libtiff-dev libwebp-dev            # TIFF and DNG, WebP)
   libzip-dev                         # executor/io: PyTorch .pt files (zip archives)
   libjpeg-turbo-progs                # bench/decode_rate.sh: djpeg, tjbench
   time                               # bench/host_memory.sh: /usr/bin/time -v (peak RSS)

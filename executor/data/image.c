@@ -1,6 +1,7 @@
 /* image.c - image files (yp_image.h): reading a file with its guards (regular file only, opened
- * non-blocking, a size cap), telling JPEG from PNG by their first bytes, the pixel buffer, EXIF
- * orientation, and writing encoded bytes to a file. The codecs are image_jpeg.c and image_png.c. */
+ * non-blocking, a size cap), telling the format by its first bytes (JPEG, PNG, BMP, TIFF, WebP, PFM),
+ * the pixel buffer, EXIF orientation, and writing encoded bytes to a file. The codecs are
+ * image_jpeg.c, image_png.c, image_bmp.c, image_tiff.c, image_webp.c and image_pfm.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -115,6 +116,14 @@ void yp_img_pixels_release(const yp_img_mode *m, uint8_t *p) {
     if (!m->reuse || p != m->reuse->rgb) free(p);
 }
 
+int yp_img_orient_mode(const yp_img_mode *m, yp_image *out, int orientation, yp_err *err) {
+    if (!(m->reuse ? yp_img_orient_in_place(out, orientation, err) : yp_image_orient(out, orientation, err)))
+        return 0;
+    yp_img_pixels_release(m, out->rgb);
+    memset(out, 0, sizeof *out);
+    return -1;
+}
+
 void yp_image_buffers_free(yp_image_buffers *b) {
     if (!b) return;
     free(b->file), free(b->rgb);
@@ -134,12 +143,29 @@ static int decode(const uint8_t *data, size_t size, const char *name, const yp_i
     if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff)
         return yp_img_jpeg_decode(data, size, name, lim, m, out, err);
     if (size >= 8 && memcmp(data, png_sig, 8) == 0) return yp_img_png_decode(data, size, name, lim, m, out, err);
-    return yp_err_set(err, "%s: not a JPEG or PNG file (by its first bytes, whatever its extension)", name);
+    if (size >= 2 && data[0] == 'B' && data[1] == 'M') return yp_img_bmp_decode(data, size, name, lim, m, out, err);
+    if (size >= 4 && (!memcmp(data, "II*\0", 4) || !memcmp(data, "MM\0*", 4) || !memcmp(data, "II+\0", 4) ||
+                      !memcmp(data, "MM\0+", 4))) /* TIFF, BigTIFF; DNG is TIFF */
+        return yp_img_tiff_decode(data, size, name, lim, m, out, err);
+    if (size >= 12 && !memcmp(data, "RIFF", 4) && !memcmp(data + 8, "WEBP", 4))
+        return yp_img_webp_decode(data, size, name, lim, m, out, err);
+    if (size >= 2 && data[0] == 'P' && (data[1] == 'F' || data[1] == 'f'))
+        return yp_img_pfm_decode(data, size, name, lim, m, out, err);
+    return yp_err_set(err,
+                      "%s: not an image of a known format (JPEG, PNG, BMP, TIFF, WebP, PFM; told by its first bytes, "
+                      "whatever its extension)",
+                      name);
 }
 
 int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
                     yp_image *out, yp_err *err) {
     const yp_img_mode m = {0, NULL};
+    return decode(data, size, name, lim, &m, out, err);
+}
+
+int yp_image_decode_into(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
+                         yp_image_buffers *b, yp_image *out, yp_err *err) {
+    const yp_img_mode m = {0, b};
     return decode(data, size, name, lim, &m, out, err);
 }
 

@@ -88,8 +88,11 @@ static uint32_t rd32(const uint8_t *p, int le) {
 
 int yp_img_exif_orientation(const uint8_t *app1, size_t len) {
     if (len < 6 + 8 || memcmp(app1, "Exif\0\0", 6) != 0) return 0;
-    const uint8_t *t = app1 + 6; /* the TIFF header; offsets count from here */
-    size_t n = len - 6;
+    return yp_img_tiff_orientation(app1 + 6, len - 6);
+}
+
+int yp_img_tiff_orientation(const uint8_t *t, size_t n) { /* offsets count from t */
+    if (n < 8) return 0;
     int le = t[0] == 'I' && t[1] == 'I';
     if (!le && !(t[0] == 'M' && t[1] == 'M')) return 0;
     if (rd16(t + 2, le) != 42) return 0;

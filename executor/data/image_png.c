@@ -1,6 +1,7 @@
 /* image_png.c - PNG through libpng (image_internal.h, yp_image.h): decoding from memory to 8-bit
  * RGB with OpenCV's transformations (palette expanded, grey replicated, 16-bit cut to the high
- * byte, alpha dropped, no gamma), and RGB encoding to memory.
+ * byte, alpha dropped, no gamma, the orientation of an eXIf chunk before the image data applied as
+ * EXIF's, as OpenCV's imread applies it), and RGB encoding to memory.
  *
  * libpng's errors longjmp back through png_jmpbuf with the message kept; what the cleanup frees
  * lives in one heap block made before setjmp. Warnings (bad ancillary chunks, which libpng skips)
@@ -36,6 +37,7 @@ typedef struct {
     png_infop info;
     uint8_t *rgb;
     png_bytep *rows;
+    int orientation;
 } pdec;
 
 static void on_read(png_structp p, png_bytep out, size_t n) {
@@ -56,14 +58,23 @@ static void set_transforms(png_structp png, png_infop info, int depth, int ctype
     png_read_update_info(png, info);
 }
 
-/* Reads the header and the pixels into d->rgb. Returns 0, or -1 with err set (libpng's own
- * errors longjmp past this). */
+/* The orientation in an eXIf chunk libpng has read (before the image data: what OpenCV reads), or 0. */
+static int exif_orientation(png_structp png, png_infop info) {
+    png_uint_32 n = 0;
+    png_bytep exif = NULL;
+    if (!png_get_valid(png, info, PNG_INFO_eXIf) || !png_get_eXIf_1(png, info, &n, &exif) || !exif) return 0;
+    return yp_img_tiff_orientation(exif, n);
+}
+
+/* Reads the header and the pixels into d->rgb, the orientation into d->orientation. Returns 0, or
+ * -1 with err set (libpng's own errors longjmp past this). */
 static int read_png(pdec *d, const char *name, const yp_image_limits *lim, const yp_img_mode *m, yp_err *err) {
     png_uint_32 w, h;
     int depth, ctype;
     png_read_info(d->png, d->info);
     png_get_IHDR(d->png, d->info, &w, &h, &depth, &ctype, NULL, NULL, NULL);
     if (!yp_img_pixels_ok(w, h, lim, name, err)) return -1;
+    d->orientation = exif_orientation(d->png, d->info);
     if (m->header_only) return 0;
     set_transforms(d->png, d->info, depth, ctype);
     size_t stride = (size_t)w * 3u; /* checked: w * h <= max_pixels */
@@ -83,7 +94,7 @@ int yp_img_png_decode(const uint8_t *data, size_t size, const char *name, const 
     memset(out, 0, sizeof *out);
     pdec *d = calloc(1, sizeof *d);
     if (!d) return yp_err_set(err, "%s: out of memory decoding", name);
-    int rc = -1;
+    int rc = -1, orientation = 0;
     d->data = data, d->size = size;
     d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d->err, on_error, on_warning);
     if (d->png) d->info = png_create_info_struct(d->png);
@@ -100,13 +111,20 @@ int yp_img_png_decode(const uint8_t *data, size_t size, const char *name, const 
     out->w = (int)png_get_image_width(d->png, d->info), out->h = (int)png_get_image_height(d->png, d->info);
     out->rgb = d->rgb;
     d->rgb = NULL;
+    orientation = d->orientation;
     rc = 0;
 done:
     png_destroy_read_struct(d->png ? &d->png : NULL, d->info ? &d->info : NULL, NULL);
     yp_img_pixels_release(m, d->rgb);
     free(d->rows);
     free(d);
-    return rc;
+    if (rc) return rc;
+    if (!m->header_only) return yp_img_orient_mode(m, out, orientation, err);
+    if (orientation >= 5 && orientation <= 8) { /* header only: 5..8 swap the size */
+        int t = out->w;
+        out->w = out->h, out->h = t;
+    }
+    return 0;
 }
 
 /* ---- encoding ---- */

@@ -1,5 +1,7 @@
-/* yp_image.h - image files in and out: JPEG (libjpeg-turbo) and PNG (libpng) decoded to 8-bit RGB,
- * as the training loader reads them, and the two encoders that `yoloplan synth` and the tests use.
+/* yp_image.h - image files in and out: JPEG (libjpeg-turbo), PNG (libpng), BMP, TIFF and DNG (libtiff),
+ * WebP (libwebp) and PFM decoded to 8-bit RGB, as the training loader reads them (YOLOv5's
+ * IMG_FORMATS; MPO is a JPEG stream, its first image), and the two encoders that `yoloplan synth`
+ * and the tests use. docs/image-formats.md tells each format's rules.
  *
  * What a decoded image is, as YOLOv5's training loader (OpenCV's imread in colour mode) makes it:
  *   - the format is told by the file's first bytes, never by its extension;
@@ -13,7 +15,10 @@
  *     one whose entropy-coded data stops early is an error, not an image with a grey tail;
  *   - PNG: palette expanded (its transparency ignored), grey and grey+alpha replicated to RGB,
  *     1/2/4-bit grey widened, 16-bit samples cut to their high byte, alpha dropped (not
- *     composited), no gamma correction, interlaced images de-interlaced; an eXIf chunk is ignored.
+ *     composited), no gamma correction, interlaced images de-interlaced; the orientation of an eXIf
+ *     chunk before the image data applied as JPEG's (OpenCV's imread does);
+ *   - BMP (image_bmp.c), TIFF and DNG (image_tiff.c, orientation tag applied), WebP (image_webp.c)
+ *     and PFM (image_pfm.c): the pixels OpenCV's imread gives, each file's header comment says how.
  *
  * Hostile files: the file must be a regular file (opened non-blocking, so a FIFO cannot block
  * the open), at most limits.max_file_bytes long; declared sizes are checked against
@@ -21,9 +26,10 @@
  * arithmetic; progressive JPEGs with more than 500 scans are refused (a small file could
  * otherwise take minutes). Every failure is one line in err: "FILE: reason".
  *
- * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_read_into, yp_image_buffers,
- * yp_image_buffers_free, yp_image_probe, yp_image_verify, yp_image_decode, yp_image_alloc, yp_image_free, yp_image_encode_jpeg,
- * yp_image_encode_png, yp_image_write_jpeg, yp_image_write_png, yp_image_orient. */
+ * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_read_into,
+ * yp_image_buffers, yp_image_decode_into, yp_image_buffers_free, yp_image_probe, yp_image_verify,
+ * yp_image_decode, yp_image_alloc, yp_image_free, yp_image_encode_jpeg, yp_image_encode_png,
+ * yp_image_write_jpeg, yp_image_write_png, yp_image_orient. */
 #ifndef YP_IMAGE_H
 #define YP_IMAGE_H
 
@@ -61,14 +67,19 @@ typedef struct {
 /* The defaults above. */
 void yp_image_limits_default(yp_image_limits *lim);
 
-/* Reads and decodes the JPEG or PNG file at path (lim NULL: the defaults). Returns 0 with *out
- * owning its pixels, or -1 with *out zeroed and err = "PATH: reason" (not a regular file, empty,
- * too large, not a JPEG or PNG, truncated, corrupt, dimensions over the limit, out of memory). */
+/* Reads and decodes the image file at path (lim NULL: the defaults). Returns 0 with *out owning
+ * its pixels, or -1 with *out zeroed and err = "PATH: reason" (not a regular file, empty, too
+ * large, not of a known format, truncated, corrupt, dimensions over the limit, out of memory). */
 int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, yp_err *err);
 
 /* The same for size bytes at data; name starts error messages. data is not kept. */
 int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
                     yp_image *out, yp_err *err);
+
+/* yp_image_decode into b's buffers (what yp_image_read_into does after reading the file; the
+ * decode-rate benchmark's steady state): *out's pixels are b->rgb, as below. */
+int yp_image_decode_into(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
+                         yp_image_buffers *b, yp_image *out, yp_err *err);
 
 /* yp_image_read into b's buffers: *out's pixels are b->rgb (not owned: valid until the next read
  * into b; never yp_image_free them). The same checks and errors. */

@@ -1,6 +1,7 @@
-/* fuzz_image_decode.c - libFuzzer target for the image decoders (executor/data/image_jpeg.c and
- * image_png.c through yp_image_decode; the header-only yp_image_probe on the same bytes written
- * to a scratch file). Limits: 4 Mpx (so a hostile header costs at most 12 MB of pixels here).
+/* fuzz_image_decode.c - libFuzzer target for the image decoders (executor/data/image_jpeg.c,
+ * image_png.c, image_bmp.c, image_tiff.c, image_webp.c and image_pfm.c, all through yp_image_decode's
+ * dispatch by first bytes, so one target covers every codec; the header-only yp_image_probe on the
+ * same bytes written to a scratch file). Limits: 4 Mpx (so a hostile header costs at most 12 MB of pixels here).
  * Properties checked on every input:
  *   - neither call crashes, leaks or reads out of bounds (ASan/UBSan), and every pixel of an
  *     accepted image is readable (its last byte is read);
