@@ -22,6 +22,7 @@
 #include "yp_label_cache.h"
 #include "yp_test.h"
 #include "yp_test_fs.h"
+#include "yp_test_run.h"
 
 static char root[512];
 
@@ -57,13 +58,13 @@ static void put_bytes(const char *rel, const uint8_t *data, size_t size) {
     fclose(f);
 }
 
-/* A real w x h image at root/rel (PNG when rel ends in .png), its first `keep` bytes only when
- * keep > 0 (a truncated file), or its last `cut` bytes cut. */
-static void put_image(const char *rel, int w, int h, size_t keep, size_t cut) {
+/* A real w x h image at root/rel (PNG when rel ends in .png), its first keep_pct % only when
+ * keep_pct > 0 (a truncated file), or its last `cut` bytes cut. */
+static void put_image(const char *rel, int w, int h, size_t keep_pct, size_t cut) {
     uint8_t *data = NULL;
     size_t size = 0, n = strlen(rel);
     if (encode(w, h, n > 4 && strcmp(rel + n - 4, ".png") == 0, &data, &size)) return;
-    put_bytes(rel, data, keep ? keep : size - cut);
+    put_bytes(rel, data, keep_pct ? size * keep_pct / 100 : size - cut);
     free(data);
 }
 
@@ -357,6 +358,99 @@ static void test_val_split_errors(void) {
     CHECK_STR_HAS(err.msg, "unknown split \"Val\"");
 }
 
+/* A 16 x 16 JPEG whose frame header (SOF0) claims 60000 x 60000: refused before any pixel buffer. */
+static void put_header_bomb(const char *rel) {
+    uint8_t *data = NULL;
+    size_t size = 0;
+    if (encode(16, 16, 0, &data, &size)) return;
+    for (size_t i = 0; i + 9 < size; i++)
+        if (data[i] == 0xFF && data[i + 1] == 0xC0) {
+            data[i + 5] = 0xEA, data[i + 6] = 0x60, data[i + 7] = 0xEA, data[i + 8] = 0x60; /* h, w = 60000 */
+            break;
+        }
+    put_bytes(rel, data, size);
+    free(data);
+}
+
+/* bad/: eight images of which three are good (one a JPEG without its end marker, one whose label
+ * file starts with a UTF-8 BOM); the others are dropped, each with YOLOv5's warning. */
+static void make_bad_split(void) {
+    const char *dirs[] = {"bad", "bad/images", "bad/labels", "bad/images/dir.jpg"};
+    for (int i = 0; i < 4; i++) {
+        char p[1024];
+        path_of(p, sizeof p, dirs[i]);
+        mkdir(p, 0755);
+    }
+    put("bad/data.yaml", "train: images\nval: images\nnames: [a, b]\n");
+    put_image("bad/images/a_good.jpg", 32, 32, 0, 0);
+    put_image("bad/images/b_noeoi.jpg", 32, 32, 0, 2); /* no FFD9: decodes, kept with a note */
+    put_image("bad/images/c_bom.png", 16, 16, 0, 0);
+    put_image("bad/images/d_truncated.jpg", 64, 64, 70, 0); /* cut in its coded data */
+    put("bad/images/e_empty.jpg", "");
+    put_image("bad/images/f_small.png", 8, 12, 0, 0);
+    put_header_bomb("bad/images/g_bomb.jpg");
+    char fifo[1024];
+    path_of(fifo, sizeof fifo, "bad/images/h_fifo.jpg");
+    mkfifo(fifo, 0644);
+    const char *names[] = {"a_good", "b_noeoi", "d_truncated", "e_empty", "f_small", "g_bomb", "h_fifo"};
+    for (int i = 0; i < 7; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "bad/labels/%s.txt", names[i]);
+        put(rel, "1 0.5 0.5 0.25 0.25\n");
+    }
+    put("bad/labels/c_bom.txt", "\xEF\xBB\xBF" "0 0.5 0.5 0.5 0.5\n1 0.2 0.2 0.1 0.1\n"); /* Notepad's UTF-8 */
+    put("bad/list.txt", "\xEF\xBB\xBF" "./images/a_good.jpg\n./images/c_bom.png\n");
+    put("bad/list.yaml", "train: list.txt\nval: list.txt\nnc: 2\n");
+}
+
+static void check_bad_split(const yp_labels *l) {
+    const yp_dataset_stats *st = &l->stats;
+    CHECK_EQ_I64(l->n, 3); /* the folder dir.jpg is searched, not taken for an image */
+    CHECK(st->n_images == 3 && st->n_bad_files == 5 && st->n_labels == 4 && st->max_labels == 2);
+    CHECK(ends_with(yp_labels_image(l, 0), "/a_good.jpg") && ends_with(yp_labels_image(l, 2), "/c_bom.png"));
+    CHECK_STR_HAS(st->first_bad, "images/d_truncated.jpg: ");
+    /* six warnings: the first five listed, then how many more */
+    CHECK_EQ_I64(l->n_warnings, 6);
+    CHECK_EQ_I64(yp_test_count_lines(l->warnings), 6);
+    CHECK_STR_HAS(l->warnings, "images/b_noeoi.jpg: the JPEG lacks its end marker (FFD9); kept");
+    CHECK_STR_HAS(l->warnings, "images/d_truncated.jpg: ignoring corrupt image/label: ");
+    CHECK_STR_HAS(l->warnings, "images/e_empty.jpg: ignoring corrupt image/label: ");
+    CHECK_STR_HAS(l->warnings, "images/f_small.png: ignoring corrupt image/label: image size 8x12 is under 10 pixels");
+    CHECK_STR_HAS(l->warnings, "images/g_bomb.jpg: ignoring corrupt image/label: ");
+    CHECK(strstr(l->warnings, "h_fifo") == NULL);
+    CHECK_STR_HAS(l->warnings, "\n... and 1 more warning like these\n");
+}
+
+static void test_bad_images_dropped(void) {
+    yp_err err;
+    make_bad_split();
+    REQUIRE(load_split("bad/data.yaml", "train", &L, &err) == 0);
+    CHECK(!L.reused && L.image_checks == 8);
+    check_bad_split(&L);
+    REQUIRE(load_split("bad/data.yaml", "train", &L, &err) == 0); /* from the cache: nothing decoded */
+    CHECK(L.reused && L.image_checks == 0 && L.label_reads == 0);
+    check_bad_split(&L);
+    yp_dataset_stats scan;
+    char yaml[1024];
+    path_of(yaml, sizeof yaml, "bad/data.yaml");
+    REQUIRE(yp_dataset_scan(yaml, &scan, &err) == 0); /* the plan's scan: the same counts */
+    CHECK(scan.n_images == 3 && scan.n_bad_files == 5 && scan.n_labels == 4);
+    /* an image list that starts with a BOM: its first line is read as the image it names */
+    REQUIRE(load_split("bad/list.yaml", "train", &L, &err) == 0);
+    CHECK(L.n == 2 && L.stats.n_bad_files == 0 && L.stats.n_labels == 3);
+}
+
+static void test_class_beyond_nc_refused(void) {
+    yp_err err;
+    put("bad/nc1.yaml", "train: images\nval: images\nnc: 1\n");
+    CHECK(load_split("bad/nc1.yaml", "train", &L, &err) == -1);
+    /* a_good's class 1 (b_noeoi's decodes too; the bad images' labels do not count) */
+    CHECK_STR_HAS(err.msg, "labels/a_good.txt:1: Label class 1 exceeds nc=1 in ");
+    CHECK_STR_HAS(err.msg, "nc1.yaml. Possible class labels are 0-0; fix the label, or nc/names in ");
+    CHECK(strchr(err.msg, '\n') == NULL);
+    CHECK(L.image_checks <= 1); /* refused without decoding the whole split */
+}
+
 int main(void) {
     make_dataset();
     YP_RUN(test_written_then_reused);
@@ -367,6 +461,8 @@ int main(void) {
     YP_RUN(test_val_split_has_its_own_cache);
     YP_RUN(test_splits_sharing_a_label_folder);
     YP_RUN(test_val_split_errors);
+    YP_RUN(test_bad_images_dropped);
+    YP_RUN(test_class_beyond_nc_refused);
     yp_labels_free(&L);
     yp_test_remove_tree(root);
     return yp_test_summary();
