@@ -1,6 +1,7 @@
 /* dataset_images.c - finding the image files of a split's entry (dataset_internal.h): a folder
  * searched recursively like YOLOv5's glob("**" / "*.*"), or a .txt list of image paths; and the path
- * helpers (the path list, img2label_paths). Images are recognised by extension only. */
+ * helpers (the path list, img2label_paths). Images are recognised here by extension only; the
+ * label cache then decodes each one (dataset_verify.c). */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
