@@ -158,7 +158,7 @@ static void take_check(table *t, int64_t i, int64_t row_start, yp_ds_image_check
         t->n_rows -= e->n_rows;
         e->status = ST_BAD_IMAGE, e->n_rows = 0, e->n_dup = 0;
     }
-    if (c->note) { /* the image's note replaces a label note: YOLOv5 checks the image first */
+    if (c->note && (!c->ok || !notes[i])) { /* a bad image's reason replaces a label's: YOLOv5 checks it first */
         free(notes[i]);
         notes[i] = c->note, c->note = NULL;
     }
@@ -331,7 +331,8 @@ static read_result check_body(const unsigned char *buf, const yp_ds_paths *image
         if (e[i].status < ST_LABELLED || e[i].status > ST_BAD_IMAGE || e[i].n_rows < 0 || e[i].n_dup < 0 ||
             (e[i].status != ST_LABELLED && (e[i].n_rows || e[i].n_dup)) || e[i].n_rows > t->n_rows - rows)
             return corrupt(note, size, path, "a bad entry");
-        if (bad_image ? e[i].w || e[i].h || e[i].flags : e[i].w < MIN_SIDE || e[i].h < MIN_SIDE || e[i].flags & ~F_NO_EOI)
+        int sized = e[i].w >= MIN_SIDE && e[i].h >= MIN_SIDE && !(e[i].flags & ~F_NO_EOI);
+        if (bad_image ? e[i].w || e[i].h || e[i].flags : !sized)
             return corrupt(note, size, path, "a bad image record");
         if (e[i].note_len < 0 || e[i].note_len > MAX_NOTE || (dropped && e[i].note_len == 0) ||
             e[i].note_len > t->notes_len - notes - 1)

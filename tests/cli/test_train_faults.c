@@ -157,7 +157,8 @@ static void test_images_vanish(void) {
     CHECK(count(errtxt, "No such file or directory") >= 1);
     CHECK_EQ_I64(count(out, "images could not be read by the end of epoch"), 1); /* the summary */
     CHECK_STR_HAS(out, " of 16 in all), skipped; ");
-    CHECK_STR_HAS(out, " batch positions so far were filled by other images to keep the batch size (the first to fail: ");
+    CHECK_STR_HAS(out, " batch positions so far were filled by other images to keep the batch size (the first "
+                       "to fail: ");
     CHECK_STR_HAS(out, "Results saved to ");
     /* every image gone: a clear stop */
     pid = tf_spawn(TF_ARGS " runs --epochs 4 --name gone", "stop:3", "gone");
