@@ -1,13 +1,15 @@
 /* dataset.c - yp_dataset_scan_split (yp_dataset.h): reads an Ultralytics data.yaml (the yaml
  * tree of graph/yaml_tree.h, so errors name FILE:LINE), resolves the dataset root and the entries
- * of one split (train, val or test) like YOLOv5's check_dataset, collects the image files
- * (dataset_images.c), reads each image's label file (dataset_labels.c) and adds up the counts. */
+ * of one split (train, val or test) like YOLOv5's check_dataset and collects the image files
+ * (dataset_images.c); the label cache (label_cache.c) checks each image and its label file
+ * (dataset_verify.c, dataset_labels.c), and the counts are added up here. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dataset_internal.h"
+#include "yp_label_cache.h"
 #include "yaml_tree.h"
 
 #define MAX_NC 100000
@@ -202,12 +204,12 @@ void yp_ds_count_image(yp_dataset_stats *st, const yp_ds_label_file *lf) {
 int yp_ds_check_counts(const char *file, const yp_ds_paths *images, const yp_dataset_stats *st, int64_t files_found,
                        yp_err *err) {
     char label[YP_DS_PATH_MAX];
+    if (st->n_images == 0 && st->n_bad_files > 0)
+        return yp_err_set(err, "%s: all %lld images were dropped as corrupt (image or label), the first: %s", file,
+                          (long long)st->n_bad_files, st->first_bad);
     if (files_found == 0 && yp_ds_label_path(yp_ds_paths_at(images, 0), label, sizeof label) == 0)
         return yp_err_set(err, "%s: no label file found for any of the %lld images (the first would be %s); put "
                           "them in labels/ next to images/, one .txt per image", file, (long long)images->n, label);
-    if (st->n_images == 0)
-        return yp_err_set(err, "%s: all %lld images were dropped for bad labels, the first: %s", file,
-                          (long long)st->n_bad_files, st->first_bad);
     return 0;
 }
 
@@ -219,24 +221,6 @@ int yp_ds_read_image_labels(const char *image, const yp_dataset_stats *st, yp_ds
     memset(lf, 0, sizeof *lf);
     snprintf(problem, size, "%.300s: the label path is too long; shorten the path", yp_ds_shown(image, st->root));
     return 1;
-}
-
-/* Reads the label file of every image into st. */
-static int count_labels(const data_yaml *d, const yp_ds_paths *images, yp_dataset_stats *st) {
-    yp_ds_scratch s = {0};
-    char problem[512];
-    int64_t files_found = 0;
-    int rc = 0;
-    for (int64_t i = 0; i < images->n && rc == 0; i++) {
-        yp_ds_label_file lf;
-        int r = yp_ds_read_image_labels(yp_ds_paths_at(images, i), st, &s, &lf, problem, sizeof problem);
-        if (r < 0) rc = yp_err_set(d->err, "%s: out of memory reading labels", d->file);
-        files_found += r > 0 || lf.found;
-        if (r > 0) yp_ds_note_bad(st, problem);
-        if (r == 0) yp_ds_count_image(st, &lf);
-    }
-    yp_ds_scratch_free(&s);
-    return rc ? rc : yp_ds_check_counts(d->file, images, st, files_found, d->err);
 }
 
 /* A split name that is not one of the three. Returns -1. */
@@ -262,12 +246,11 @@ int yp_ds_find_images(const char *data_yaml_path, const char *split, yp_dataset_
 }
 
 int yp_dataset_scan_split(const char *data_yaml_path, const char *split, yp_dataset_stats *out, yp_err *err) {
-    yp_ds_paths images = {0};
-    data_yaml d = {.file = data_yaml_path, .err = err};
-    int rc = yp_ds_find_images(data_yaml_path, split, out, &images, err);
-    if (rc == 0) rc = count_labels(&d, &images, out);
-    if (rc == 0) out->mean_labels = (double)out->n_labels / (double)out->n_images;
-    yp_ds_paths_free(&images);
+    yp_labels l; /* one scan for the plan and the run: the images decoded once, then the cache's */
+    int rc = yp_labels_load_split(data_yaml_path, split, &l, err);
+    if (rc == 0) *out = l.stats;
+    else memset(out, 0, sizeof *out);
+    yp_labels_free(&l);
     return rc;
 }
 

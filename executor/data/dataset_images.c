@@ -1,6 +1,7 @@
 /* dataset_images.c - finding the image files of a split's entry (dataset_internal.h): a folder
  * searched recursively like YOLOv5's glob("**" / "*.*"), or a .txt list of image paths; and the path
- * helpers (the path list, img2label_paths). Images are recognised by extension only. */
+ * helpers (the path list, img2label_paths). Images are recognised here by extension only; the
+ * label cache then decodes each one (dataset_verify.c). */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,8 @@
 
 #include "dataset_internal.h"
 #include "yp_file.h"
+
+#define UTF8_BOM "\xEF\xBB\xBF"
 
 /* ---- the path list ---- */
 
@@ -173,7 +176,8 @@ static char *trim(char *s) {
 }
 
 /* Adds the images named in the text file `list`, one per line. "./x" and other relative paths
- * are taken from the list's folder (YOLOv5 does this for "./x" only). Other lines are skipped. */
+ * are taken from the list's folder (YOLOv5 does this for "./x" only). Other lines are skipped.
+ * A UTF-8 byte order mark at the start of the file is skipped; one elsewhere is named. */
 static int read_list(const char *list, const char *where, const char *root, yp_ds_paths *images,
                      yp_dataset_stats *st, yp_err *err) {
     yp_err why;
@@ -186,8 +190,9 @@ static int read_list(const char *list, const char *where, const char *root, yp_d
     size_t cap = 0;
     int lineno = 0, rc = 0;
     while (rc == 0 && getline(&line, &cap, f) != -1) {
-        char *name = trim(line);
-        lineno++;
+        char *name = line;
+        if (lineno++ == 0 && strncmp(name, UTF8_BOM, 3) == 0) name += 3; /* as Python's utf-8-sig */
+        name = trim(name);
         if (!is_image(name)) continue;
         if (name[0] == '.' && name[1] == '/') name += 2;
         int n = name[0] == '/' ? snprintf(path, sizeof path, "%s", name)
@@ -197,8 +202,15 @@ static int read_list(const char *list, const char *where, const char *root, yp_d
             if (yp_ds_paths_add(images, path)) rc = yp_err_set(err, "%s: out of memory", where);
             continue;
         }
-        snprintf(problem, sizeof problem, "%s:%d: image %.200s does not exist; fix the line or add the image",
-                 yp_ds_shown(list, root), lineno, name);
+        if (strstr(name, UTF8_BOM))
+            snprintf(problem, sizeof problem, "%s:%d: the line contains a UTF-8 byte order mark (BOM); save the list "
+                     "as UTF-8 without BOM", yp_ds_shown(list, root), lineno);
+        else if (n > 0 && (size_t)n < sizeof path && stat(path, &sb) == 0)
+            snprintf(problem, sizeof problem, "%s:%d: %.200s is a folder, not an image; fix the line",
+                     yp_ds_shown(list, root), lineno, name);
+        else
+            snprintf(problem, sizeof problem, "%s:%d: image %.200s does not exist; fix the line or add the image",
+                     yp_ds_shown(list, root), lineno, name);
         yp_ds_note_bad(st, problem);
     }
     if (rc == 0 && ferror(f))

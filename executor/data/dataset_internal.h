@@ -1,10 +1,11 @@
-/* dataset_internal.h - what the dataset scan's three files share: dataset.c reads data.yaml and
- * adds up the counts, dataset_images.c finds the image files of a split's entry, dataset_labels.c
- * reads one label file. Not installed; yp_dataset.h is the interface.
- * label_cache.c (yp_label_cache.h) reuses them.
+/* dataset_internal.h - what the dataset scan's files share: dataset.c reads data.yaml and adds up
+ * the counts, dataset_images.c finds the image files of a split's entry, dataset_labels.c reads
+ * one label file, dataset_verify.c checks that an image decodes. Not installed; yp_dataset.h is
+ * the interface. label_cache.c (yp_label_cache.h), which the scan goes through, uses them.
  * Defines: yp_ds_paths (+ add/at/sort/free), yp_ds_collect, yp_ds_find_images, yp_ds_label_path,
  * yp_ds_shown, yp_ds_note_bad, yp_ds_scratch, yp_ds_label_file, yp_ds_read_labels,
- * yp_ds_read_image_labels, yp_ds_count_image, yp_ds_check_counts. */
+ * yp_ds_read_image_labels, yp_ds_count_image, yp_ds_check_counts, yp_ds_image_check, yp_ds_verify_image,
+ * yp_ds_verify_images. */
 #ifndef YP_DATASET_INTERNAL_H
 #define YP_DATASET_INTERNAL_H
 
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "yp_dataset.h"
+#include "yp_image.h"
 
 #define YP_DS_PATH_MAX 4096
 #define YP_DS_MAX_LIST_BYTES ((int64_t)256 << 20) /* a .txt image list (COCO's train2017.txt: 4.6 MB) */
@@ -78,7 +80,8 @@ typedef struct {
 
 /* Reads and checks the label file at path for nc classes (shown: its name in messages).
  * Returns 0 (out->found is 0 when there is no file: a background image), 1 when the file is bad
- * (problem gets "SHOWN:LINE: problem; fix"), or -1 on out of memory. On 0, s->rows holds the
+ * (problem gets "SHOWN:LINE: problem; fix"), 2 when a class is >= nc, which refuses the whole
+ * dataset (problem gets "SHOWN:LINE: Label class C exceeds nc=N"), or -1 on out of memory. On 0, s->rows holds the
  * out->n_rows rows as YOLOv5 keeps them: in file order, or, when there were duplicates, the
  * unique rows sorted (np.unique's order). */
 int yp_ds_read_labels(const char *path, const char *shown, int nc, yp_ds_scratch *s,
@@ -91,9 +94,24 @@ int yp_ds_read_image_labels(const char *image, const yp_dataset_stats *st, yp_ds
 /* Adds one kept image with label file lf to st's counts. */
 void yp_ds_count_image(yp_dataset_stats *st, const yp_ds_label_file *lf);
 
-/* The scan's final checks: some label file found (files_found > 0), some image kept. Returns 0,
+/* The scan's final checks: some image kept, some label file found (files_found > 0). Returns 0,
  * or -1 with err set (file: the data.yaml, for the message). */
 int yp_ds_check_counts(const char *file, const yp_ds_paths *images, const yp_dataset_stats *st, int64_t files_found,
                        yp_err *err);
+
+/* What the scan found of one image: ok (it decodes whole and is at least 10 pixels a side) with
+ * its size, or not; note, malloc'd (NULL: nothing to say), why it was refused, or for a kept
+ * JPEG without its end marker (no_eoi) the warning. */
+typedef struct {
+    int ok, w, h, no_eoi;
+    char *note;
+} yp_ds_image_check;
+
+/* Checks the image at path through b's decoder buffers into *out. 0, or -1 on out of memory. */
+int yp_ds_verify_image(const char *path, yp_image_buffers *b, yp_ds_image_check *out);
+
+/* yp_ds_verify_image on images which[0..n) (which NULL: images 0..n-1) into out[image], over
+ * min(8, CPUs) threads. 0, or -1 on out of memory. */
+int yp_ds_verify_images(const yp_ds_paths *images, const int64_t *which, int64_t n, yp_ds_image_check *out);
 
 #endif

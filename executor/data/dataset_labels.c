@@ -1,8 +1,10 @@
 /* dataset_labels.c - reading and checking one YOLO label file (dataset_internal.h), with the
  * rules of YOLOv5's verify_image_label: rows `class cx cy w h`; if any row has more than 6
  * numbers, every row is a polygon `class x1 y1 ...` taken as its box; values >= 0, coordinates
- * <= 1 (as float32); duplicate rows removed. Added here: the class must be a whole number < nc
- * (YOLOv5 stops training on that later). Problems name the file and the physical line. */
+ * <= 1 (as float32); duplicate rows removed. Added here: the class must be a whole number; one
+ * >= nc refuses the dataset (train.py's "Label class C exceeds nc=N" stops the run). A file that
+ * starts with a UTF-8 byte order mark is read without it (Notepad writes one); a mark elsewhere is
+ * named in the problem. Problems name the file and the physical line. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 
 #define MAX_LABEL_FILE (64u << 20) /* larger is not a label file */
 #define MAX_FIELDS (1 << 20) /* numbers in one row (a polygon of 512k points) */
+#define UTF8_BOM "\xEF\xBB\xBF"
 
 void yp_ds_scratch_free(yp_ds_scratch *s) {
     free(s->text);
@@ -59,6 +62,10 @@ static int read_all(FILE *f, const char *shown, yp_ds_scratch *s, int64_t *n_lin
         if (got == 0) break;
     }
     s->text[len] = '\0';
+    if (len >= 3 && memcmp(s->text, UTF8_BOM, 3) == 0) { /* read as Python's utf-8-sig would */
+        memmove(s->text, s->text + 3, len - 2);
+        len -= 3;
+    }
     *n_lines = 1;
     for (size_t i = 0; i < len; i++)
         if (s->text[i] == '\n') s->text[i] = '\0', ++*n_lines;
@@ -98,7 +105,10 @@ static int parse_fields(char *line, float *v, int n, const char *shown, int line
         p[len] = '\0';
         double d = strtod(p, &end);
         int ok = end != p && *end == '\0' && isfinite(d) && !strpbrk(p, "xX") && fabs(d) <= 3e38;
-        if (!ok) bad(problem, size, shown, lineno, "\"%.20s\" is not a number; fix the row", p);
+        if (!ok && strstr(p, UTF8_BOM))
+            bad(problem, size, shown, lineno, "a number contains a UTF-8 byte order mark (BOM); save the file as "
+                "UTF-8 without BOM");
+        else if (!ok) bad(problem, size, shown, lineno, "\"%.20s\" is not a number; fix the row", p);
         p[len] = save;
         if (!ok) return 1;
         v[i] = (float)d;
@@ -127,8 +137,10 @@ static int check_row(const float *row, int nc, int polygon, const char *shown, i
     if (row[0] < 0) return bad(problem, size, shown, lineno, "class %g is negative; classes are 0..%d", row[0], nc - 1);
     if (row[0] != floorf(row[0]))
         return bad(problem, size, shown, lineno, "class %g is not a whole number; classes are 0..%d", row[0], nc - 1);
-    if (row[0] >= (float)nc)
-        return bad(problem, size, shown, lineno, "class %.0f >= nc %d; fix the class or nc", row[0], nc);
+    if (row[0] >= (float)nc) { /* train.py's assertion, with where it is */
+        bad(problem, size, shown, lineno, "Label class %.0f exceeds nc=%d", row[0], nc);
+        return 2;
+    }
     static const char *const names[] = {"", "x centre", "y centre", "width", "height"};
     for (int j = 1; j < 5; j++)
         if (row[j] < 0 || row[j] > 1)

@@ -1,7 +1,8 @@
 /* loader.c - the data loader (yp_loader.h): a ring of batch slots filled by worker threads in
  * claim order and handed to the consumer in batch order. One mutex guards the ring: slot s serves
  * global batches s, s + slots, s + 2 slots, ... in turn (next_g), so a worker that claimed batch g
- * waits for exactly its slot and the consumer waits for exactly the batch it delivers next. */
+ * waits for exactly its slot and the consumer waits for exactly the batch it delivers next. An
+ * image that fails is skipped: left out of a validation batch, refilled in a training one. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -55,7 +56,8 @@ struct yp_loader {
     slot *slots;
     worker *w;
     atomic_uchar *bad;
-    atomic_llong bad_count, replaced;
+    atomic_llong bad_count, replaced, skipped;
+    char first_bad[512];  /* the first failure's "FILE: reason" (under mu) */
     pthread_mutex_t mu;
     pthread_cond_t cv_free, cv_ready;
     int stop, holding;
@@ -132,8 +134,15 @@ uint64_t yp_loader_stream(int64_t epoch, int64_t position) {
 
 static void mark_bad(yp_loader *l, int64_t index, const char *why) {
     if (atomic_exchange(&l->bad[index], 1)) return;
-    atomic_fetch_add(&l->bad_count, 1);
-    fprintf(stderr, "loader: skipping %s\n", why);
+    int64_t k = atomic_fetch_add(&l->bad_count, 1);
+    if (k == 0) {
+        pthread_mutex_lock(&l->mu);
+        snprintf(l->first_bad, sizeof l->first_bad, "%s", why);
+        pthread_mutex_unlock(&l->mu);
+    }
+    if (k < YP_LOADER_WARNINGS_SHOWN) fprintf(stderr, "loader: skipping %s\n", why);
+    else if (k == YP_LOADER_WARNINGS_SHOWN)
+        fprintf(stderr, "loader: more images fail to load; they are counted, not listed\n");
 }
 
 /* yp_aug_source over the dataset: decodes image index into the worker's holder. */
@@ -248,14 +257,26 @@ static int stopping(yp_loader *l) {
     return s;
 }
 
-/* Position p of epoch e into out: the image at p, or when it fails to load the next one in the
- * order that loads, always with p's stream. Returns 0, 1 when stopped, -1 with err set. */
+/* "no image of the dataset loads" at epoch e position p, with the first failure. -1. */
+static int none_loads(yp_loader *l, int64_t epoch, int64_t p, yp_err *err) {
+    char first[512];
+    pthread_mutex_lock(&l->mu);
+    snprintf(first, sizeof first, "%s", l->first_bad);
+    pthread_mutex_unlock(&l->mu);
+    return yp_err_set(err, "loader: epoch %lld position %lld: no image of the dataset loads (the first to fail: %s)",
+                      (long long)epoch, (long long)p, first[0] ? first : "unknown");
+}
+
+/* Position p of epoch e into out: the image at p, or when it fails to load, in validation
+ * nothing (2: the position is left out), in training the next one in the order that loads,
+ * always with p's stream. Returns 0, 1 when stopped, 2 (left out), -1 with err set. */
 static int build_item(worker *w, int64_t epoch, int64_t p, yp_image *out, int64_t *n, yp_loader_image *m,
                       yp_err *err) {
     yp_loader *l = w->l;
     for (int64_t t = 0; t < l->n; t++) {
         if (stopping(l)) return 1;
         int64_t idx = w->order[(p + t) % l->n];
+        if (l->o.validation && t > 0) break; /* val.py scores each image once: never another in its place */
         if (atomic_load(&l->bad[idx])) continue;
         yp_rng r; /* a retry draws anew (else a mosaic would pick the same bad partner again) */
         yp_rng_seed(&r, l->o.seed + (uint64_t)t * 0x9e3779b97f4a7c15ull, yp_loader_stream(epoch, p));
@@ -269,8 +290,10 @@ static int build_item(worker *w, int64_t epoch, int64_t p, yp_image *out, int64_
         }
         if (!w->source_failed) return -1; /* not a bad image: a real error */
     }
-    return yp_err_set(err, "loader: epoch %lld position %lld: no image of the dataset loads", (long long)epoch,
-                      (long long)p);
+    if (!l->o.validation) return none_loads(l, epoch, p, err);
+    if (atomic_load(&l->bad_count) >= l->n) return none_loads(l, epoch, p, err);
+    atomic_fetch_add(&l->skipped, 1);
+    return 2;
 }
 
 /* Global batch g into slot s. Returns 0, 1 when stopped, -1 with s->err set. */
@@ -281,14 +304,17 @@ static int build_batch(worker *w, int64_t g, slot *s) {
     int H = rect ? (int)rect->h[g % l->bpe] : l->o.imgsz, W = rect ? (int)rect->w[g % l->bpe] : l->o.imgsz;
     size_t img = (size_t)H * (size_t)W * 3;
     ensure_order(w, epoch);
-    s->n = (int)(left < l->o.batch ? left : l->o.batch);
-    s->n_labels = 0, s->h = H, s->w = W;
+    int positions = (int)(left < l->o.batch ? left : l->o.batch);
+    s->n = 0, s->n_labels = 0, s->h = H, s->w = W;
     w->out_w = W, w->out_h = H;
-    for (int i = 0; i < s->n; i++) {
+    for (int q = 0; q < positions; q++) {
+        int i = s->n;
         yp_image out = {s->images + (size_t)i * img, W, H};
         int64_t k = 0;
-        int rc = build_item(w, epoch, start + i, &out, &k, &s->meta[i], &s->err);
+        int rc = build_item(w, epoch, start + q, &out, &k, &s->meta[i], &s->err);
+        if (rc == 2) continue; /* validation: left out, the batch is one image shorter */
         if (rc) return rc;
+        s->n++;
         float *dst = s->labels + 6 * s->n_labels;
         for (int64_t j = 0; j < k; j++) {
             dst[6 * j] = (float)i;
@@ -438,9 +464,11 @@ void yp_loader_allocated(const yp_loader *l, yp_loader_bytes *b) {
 void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s) {
     pthread_mutex_lock(&l->mu);
     s->delivered = l->delivered;
+    snprintf(s->first_bad, sizeof s->first_bad, "%s", l->first_bad);
     pthread_mutex_unlock(&l->mu);
     s->bad_images = atomic_load(&l->bad_count);
     s->replaced = atomic_load(&l->replaced);
+    s->skipped = atomic_load(&l->skipped);
 }
 
 void yp_loader_close(yp_loader *l) {

@@ -14,13 +14,19 @@
  * Batch b of an epoch holds positions b*batch .. min(n, (b+1)*batch) - 1 (the last may be short,
  * unless drop_last leaves it out).
  *
- * Bad images. An image that fails to decode or has vanished is warned about once (one stderr
- * line, "loader: skipping FILE: reason"), counted (yp_loader_stats.bad_images) and never read
- * again; its position is filled with the next image of the epoch's order (cyclically) that
- * loads, built with the failed position's stream and, for the t-th retry, seed + t * 0x9e3779b97f4a7c15
- * (so a mosaic draws other partners; still deterministic for the same files).
- * In training a mosaic that needs a bad partner fails the same way. Only a dataset in which no
- * image loads any more is an error (yp_loader_next returns -1).
+ * Bad images. The scan (yp_label_cache.h) has already dropped the images that do not decode, so
+ * an image fails here only when it vanished or broke during the run. It is warned about once (one
+ * stderr line, "loader: skipping FILE: reason", for the first YP_LOADER_WARNINGS_SHOWN, then one
+ * line saying the rest are counted), counted (yp_loader_stats.bad_images) and never read again.
+ * Validation never puts another image in its place (val.py scores each image once): the position
+ * is left out, so the batch is one image shorter (it may hold none), and counted
+ * (yp_loader_stats.skipped). Training keeps its batches whole (the plan's fixed batch shapes):
+ * the position is filled with the next image of the epoch's order (cyclically) that loads,
+ * counted (yp_loader_stats.replaced, which the trainer's epoch line reports), built with the
+ * failed position's stream and, for the t-th retry, seed + t * 0x9e3779b97f4a7c15 (so a mosaic
+ * draws other partners; still deterministic for the same files). In training a mosaic that needs
+ * a bad partner fails the same way. Only a dataset in which no image loads any more is an error
+ * (yp_loader_next returns -1, "no image of the dataset loads (the first to fail: FILE: reason)").
  *
  * Memory. yp_loader_open allocates everything the loader holds, by the planner's figures
  * (yp_loader_host_bytes): workers * prefetch batch slots (fewer when the run has fewer batches),
@@ -53,6 +59,7 @@
 
 #define YP_LOADER_MAX_WORKERS YP_PIPE_MAX_WORKERS
 #define YP_LOADER_ORDER_STREAM 0x6f72646572ull /* "order": the permutation's stream */
+#define YP_LOADER_WARNINGS_SHOWN 5 /* images named on stderr when they fail; the rest are counted */
 
 typedef struct {
     int workers;     /* threads, 1..YP_LOADER_MAX_WORKERS (YOLOv5's --workers, 8) */
@@ -92,7 +99,7 @@ typedef struct {
 /* A delivered batch; valid until the next yp_loader_next or yp_loader_close. */
 typedef struct {
     int64_t epoch, index;     /* batch index within the epoch */
-    int n;                    /* images, 1..batch */
+    int n;                    /* images, 1..batch (validation: 0..batch, images that failed left out) */
     int imgsz;                /* load_image's long side */
     int h, w;                 /* the images' size: imgsz x imgsz, or the batch's rect shape */
     const uint8_t *images;    /* n x h x w x 3, uint8 NHWC RGB */
@@ -130,8 +137,10 @@ int yp_loader_next(yp_loader *l, yp_loader_batch *b, yp_err *err);
 
 typedef struct {
     int64_t bad_images;   /* distinct images that failed (each warned once) */
-    int64_t replaced;     /* positions filled by a later image because theirs failed */
+    int64_t replaced;     /* training: positions filled by a later image because theirs failed */
+    int64_t skipped;      /* validation: positions left out because their image failed */
     int64_t delivered;    /* batches returned by yp_loader_next */
+    char first_bad[512];  /* the first failure, "FILE: reason" ("" if none) */
 } yp_loader_stats;
 
 void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s);

@@ -231,17 +231,19 @@ static int train_epoch(loop *L, int64_t epoch, double mloss[3], double lr[3], yp
 }
 
 /* One line when images could not be read since the last one (deleted or damaged during the run:
- * the loader warned once per file and filled their places with other images). */
+ * the loader warned once per file and, to keep the plan's batch shape, filled their positions
+ * with other images of the epoch's order; the line says how many positions). */
 static void con_skipped(loop *L, int64_t epoch) {
     yp_loader_stats s;
     yp_loader_get_stats(L->loader, &s);
     if (s.bad_images <= L->bad_reported) return;
     if (L->con.f)
         fprintf(L->con.f,
-                "train: %lld images could not be read by the end of epoch %lld (%lld of %lld in all), skipped: "
-                "other images took their places\n",
+                "train: %lld images could not be read by the end of epoch %lld (%lld of %lld in all), skipped; "
+                "%lld batch positions so far were filled by other images to keep the batch size (the first to "
+                "fail: %s)\n",
                 (long long)(s.bad_images - L->bad_reported), (long long)epoch, (long long)s.bad_images,
-                (long long)L->o->train->n);
+                (long long)L->o->train->n, (long long)s.replaced, s.first_bad);
     L->bad_reported = s.bad_images;
 }
 

@@ -1,7 +1,9 @@
 /* validate.c - val.py on the executor (yp_train.h): the letterboxing loader over the split (in
  * val.py's rectangular batches when the plan has val_rect: yp_val_rect.h), the plan's validation
  * pass per batch (yp_exec_eval, at the batch's shape), then per image NMS, the boxes back to
- * original pixels, the matching at ten IoU thresholds, and the metrics over the split. Every
+ * original pixels, the matching at ten IoU thresholds, and the metrics over the split. An image
+ * that cannot be read is left out (the loader never substitutes in validation) and counted, so
+ * the table's Images and Instances are those scored. Every
  * buffer is allocated and every shape's pass prepared in yp_validator_new, the batch buffers for
  * the largest batch the split makes (the plan's, or the whole split when it is smaller, at the
  * largest shape), and yp_validator_host_bytes counts them. */
@@ -28,6 +30,7 @@ struct yp_validator {
     float *dets;            /* one image's NMS output, max_det rows of 6 */
     float *labels;          /* one image's labels (class, x1, y1, x2, y2) */
     int64_t max_rows;
+    int64_t skipped;        /* the loader's skipped count before this pass */
     yp_map map;
 };
 
@@ -183,18 +186,26 @@ int yp_validator_run(yp_validator *v, yp_coco_json *json, yp_val_result *out, yp
     memset(out, 0, sizeof *out);
     yp_map_reset(&v->map);
     double t0 = yp_now_s(), t_inf = 0, t_nms = 0;
+    int64_t evaluated = 0;
     for (int64_t k = 0; k < v->bpe; k++) {
         yp_loader_batch b;
         int rc = yp_loader_next(v->loader, &b, err);
         if (rc == 0)
             return yp_err_set(err, "validation: the loader has no more passes prepared (%lld)", (long long)v->o.runs);
-        if (rc < 0 || run_batch(v, &b, json, out, &t_inf, &t_nms, err)) return -1;
+        if (rc < 0) return -1;
+        if (b.n == 0) continue; /* every image of the batch failed: nothing to score */
+        if (run_batch(v, &b, json, out, &t_inf, &t_nms, err)) return -1;
+        evaluated++;
     }
+    yp_loader_stats ls;
+    yp_loader_get_stats(v->loader, &ls);
+    out->skipped = ls.skipped - v->skipped, v->skipped = ls.skipped;
     yp_map_compute(&v->map);
     out->images = v->map.seen;
     out->mp = v->map.mp, out->mr = v->map.mr, out->map50 = v->map.map50, out->map = v->map.map;
     out->fitness = v->map.fitness;
-    for (int k = 0; k < 3; k++) out->loss[k] /= (double)v->bpe; /* val.py: the mean over the batches */
+    for (int k = 0; k < 3; k++) /* val.py: the mean over the batches */
+        out->loss[k] /= (double)(evaluated > 0 ? evaluated : 1);
     out->seconds = yp_now_s() - t0;
     if (out->images > 0)
         out->ms_inference = t_inf * 1e3 / (double)out->images, out->ms_nms = t_nms * 1e3 / (double)out->images;
@@ -206,6 +217,9 @@ void yp_validator_print(const yp_validator *v, const yp_val_result *r, int per_c
     fprintf(f, "%22s%11s%11s%11s%11s%11s%11s\n", "Class", "Images", "Instances", "P", "R", "mAP50", "mAP50-95");
     fprintf(f, "%22s%11lld%11lld%11.3g%11.3g%11.3g%11.3g\n", "all", (long long)r->images, (long long)r->instances,
             r->mp, r->mr, r->map50, r->map);
+    if (r->skipped > 0)
+        fprintf(f, "WARNING: %lld validation images could not be read and were left out; Images and Instances count "
+                "the %lld scored\n", (long long)r->skipped, (long long)r->images);
     if (r->instances == 0)
         fprintf(f, "WARNING: no labels found in the validation set, can not compute metrics without labels\n");
     if (per_class && m->nc > 1 && m->best >= 0)

@@ -74,7 +74,9 @@ typedef struct {
 
 /* One validation pass's results (val.py's `results`, `maps` and the counts). */
 typedef struct {
-    int64_t images, instances; /* images seen, labels */
+    int64_t images, instances; /* images scored, their labels (an image that could not be read is
+                                * left out of both, never replaced by another) */
+    int64_t skipped;           /* images of the split that could not be read in this pass */
     double mp, mr, map50, map, fitness;
     double loss[3];            /* lbox, lobj, lcls: mean over the batches (0 without opts.loss) */
     double seconds;            /* the pass's wall time */

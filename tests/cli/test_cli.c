@@ -297,9 +297,13 @@ static void test_plan_with_dataset(void) {
     CHECK(strstr(out, "the first skipped") == NULL); /* nothing skipped, nothing to explain */
     /* label files skipped: the count and the first reason, naming the file and its line */
     CHECK_EQ_I64(run("--gpu 8GB --top 1 --data '" YP_TEST_DATA "/dataset/bad_labels.yaml'"), 0);
-    CHECK_STR_HAS(out, "4 label files skipped");
+    CHECK_STR_HAS(out, "3 label files skipped");
     CHECK_STR_HAS(out, "\n  the first skipped: ");
-    CHECK_STR_HAS(out, "k_class.txt:3: ");
+    CHECK_STR_HAS(out, "m_coords.txt:2: ");
+    /* a class >= nc refuses the plan, as train.py's assertion, in one line */
+    CHECK_EQ_I64(run("--gpu 8GB --data '" YP_TEST_DATA "/dataset/bad_class.yaml'"), 2);
+    CHECK_STR_HAS(errtxt, "labels/badclass/k_class.txt:3: Label class 7 exceeds nc=3 in ");
+    CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);
     CHECK_EQ_I64(run("--gpu 8GB --data '" YP_TEST_DATA "/dataset/malformed.yaml'"), 2);
     CHECK_STR_HAS(errtxt, "malformed.yaml:");
     CHECK_EQ_I64(yp_test_count_lines(errtxt), 1);

@@ -156,7 +156,9 @@ static void test_images_vanish(void) {
     CHECK(count(errtxt, "loader: skipping ") <= 4);          /* one line per image, once */
     CHECK(count(errtxt, "No such file or directory") >= 1);
     CHECK_EQ_I64(count(out, "images could not be read by the end of epoch"), 1); /* the summary */
-    CHECK_STR_HAS(out, " of 16 in all), skipped");
+    CHECK_STR_HAS(out, " of 16 in all), skipped; ");
+    CHECK_STR_HAS(out, " batch positions so far were filled by other images to keep the batch size (the first "
+                       "to fail: ");
     CHECK_STR_HAS(out, "Results saved to ");
     /* every image gone: a clear stop */
     pid = tf_spawn(TF_ARGS " runs --epochs 4 --name gone", "stop:3", "gone");
@@ -167,7 +169,8 @@ static void test_images_vanish(void) {
     read_log("gone");
     CHECK_EQ_I64(rc, 2);
     CHECK_STR_HAS(last_line(errtxt), "training stopped at epoch ");
-    CHECK_STR_HAS(last_line(errtxt), "no image of the dataset loads");
+    CHECK_STR_HAS(last_line(errtxt), "no image of the dataset loads (the first to fail: ");
+    CHECK_STR_HAS(last_line(errtxt), "No such file or directory");
     CHECK_STR_HAS(last_line(errtxt), "yoloplan train --resume continues");
     int64_t e = -1;
     CHECK(tf_ckpt_whole("runs/gone/weights/last.safetensors", &e));

@@ -4,7 +4,7 @@
  *   images/train/a.jpg b.png sub/e.jpeg   labels/train/a.txt b.txt sub/e.txt
  *   images/val/v.jpg                      labels/val/v.txt
  *   train_list.txt (./images/train/a.jpg, images/train/b.png, a missing one)
- * (image files are never decoded by the scan, so they are empty). So that a mutated path cannot
+ * (16 x 16 grey images: the scan decodes each and drops the bad ones). So that a mutated path cannot
  * send the scan through the whole file system, inputs that could name a path outside that folder
  * are skipped: any "..", any backslash (a yaml escape), any '/' not preceded by a name character
  * (an absolute path), any '~'.
@@ -15,11 +15,13 @@
  *     every count >= 0, nc >= 1, and the names read for nc classes. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "fuzz_temp.h"
 #include "yp_dataset.h"
+#include "yp_image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,12 +35,28 @@ static void make_dir(const char *rel) {
     if (mkdir(path, 0755) != 0) fz_fail("fuzz_data_yaml", "cannot make", path);
 }
 
+/* A real 16 x 16 grey image at rel: a PNG, or a JPEG (by rel's extension). */
+static void put_image(const char *rel) {
+    yp_image im;
+    yp_err err;
+    uint8_t *data = NULL;
+    size_t size = 0, n = strlen(rel);
+    if (yp_image_alloc(&im, 16, 16, &err)) fz_fail("fuzz_data_yaml", "cannot make", rel);
+    memset(im.rgb, 114, (size_t)16 * 16 * 3);
+    int rc = n > 4 && strcmp(rel + n - 4, ".png") == 0 ? yp_image_encode_png(&im, &data, &size, &err)
+                                                       : yp_image_encode_jpeg(&im, 90, &data, &size, &err);
+    yp_image_free(&im);
+    if (rc) fz_fail("fuzz_data_yaml", "cannot encode", rel);
+    fz_temp_write(rel, data, size);
+    free(data);
+}
+
 static void make_dataset(void) {
     static const char *const dirs[] = {"images", "images/train", "images/train/sub", "images/val",
                                        "labels", "labels/train", "labels/train/sub", "labels/val"};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) make_dir(dirs[i]);
-    put("images/train/a.jpg", ""), put("images/train/b.png", ""), put("images/train/sub/e.jpeg", "");
-    put("images/val/v.jpg", "");
+    put_image("images/train/a.jpg"), put_image("images/train/b.png"), put_image("images/train/sub/e.jpeg");
+    put_image("images/val/v.jpg");
     put("labels/train/a.txt", "0 0.5 0.5 0.2 0.2\n1 0.25 0.25 0.1 0.1\n");
     put("labels/train/b.txt", "");
     put("labels/train/sub/e.txt", "2 0.1 0.1 0.4 0.1 0.4 0.3 0.1 0.3\n");

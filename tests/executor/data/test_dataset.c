@@ -134,8 +134,18 @@ static void test_bad_label_files(void) {
     CHECK(scan("bad_labels.yaml", &st, &err) == 0);
     CHECK_EQ_I64(st.n_images, 1);
     CHECK_EQ_I64(st.n_labels, 2);
-    CHECK_EQ_I64(st.n_bad_files, 4);
-    CHECK_STR_HAS(st.first_bad, "labels/bad/k_class.txt:3: class 7 >= nc 3; fix the class or nc");
+    CHECK_EQ_I64(st.n_bad_files, 3);
+    CHECK_STR_HAS(st.first_bad, "labels/bad/m_coords.txt:2: x centre 1.5 is outside 0..1");
+}
+
+/* a class >= nc refuses the split, as train.py's assertion, naming the file and line */
+static void test_class_beyond_nc_refused(void) {
+    yp_dataset_stats st;
+    yp_err err;
+    CHECK(scan("bad_class.yaml", &st, &err) == -1);
+    CHECK_STR_HAS(err.msg, "labels/badclass/k_class.txt:3: Label class 7 exceeds nc=3 in ");
+    CHECK_STR_HAS(err.msg, "bad_class.yaml. Possible class labels are 0-2; fix the label, or nc/names in ");
+    CHECK(strchr(err.msg, '\n') == NULL);
 }
 
 /* Reads DS/labels/bad/name with nc 3. Returns yp_ds_read_labels's result; problem filled. */
@@ -152,8 +162,8 @@ static int read_one(const char *name, yp_ds_label_file *lf, char *problem, size_
 static void test_each_label_problem(void) {
     yp_ds_label_file lf;
     char p[512];
-    CHECK(read_one("bad/k_class.txt", &lf, p, sizeof p) == 1);
-    CHECK_STR_HAS(p, "bad/k_class.txt:3: class 7 >= nc 3");
+    CHECK(read_one("badclass/k_class.txt", &lf, p, sizeof p) == 2); /* refuses the dataset */
+    CHECK_STR_HAS(p, "badclass/k_class.txt:3: Label class 7 exceeds nc=3");
     CHECK(read_one("bad/m_coords.txt", &lf, p, sizeof p) == 1);
     CHECK_STR_HAS(p, "bad/m_coords.txt:2: x centre 1.5 is outside 0..1");
     CHECK(read_one("bad/n_fields.txt", &lf, p, sizeof p) == 1);
@@ -220,6 +230,7 @@ int main(void) {
     YP_RUN(test_image_list);
     YP_RUN(test_several_entries);
     YP_RUN(test_bad_label_files);
+    YP_RUN(test_class_beyond_nc_refused);
     YP_RUN(test_each_label_problem);
     YP_RUN(test_label_paths);
     YP_RUN(test_missing_train);

@@ -2,7 +2,8 @@
  * JPEG and PNG) written to a temporary folder, at imgsz 64: 1 and 3 workers give byte-identical
  * batches over 2 epochs, other seeds differ, each epoch is a permutation and epoch 2's differs
  * from epoch 1's, every label row is valid, an image deleted mid-run is skipped, counted and
- * replaced deterministically, stopping early shuts down cleanly, validation batches are
+ * replaced deterministically (validation leaves it out instead: never another image in its place),
+ * stopping early shuts down cleanly, validation batches are
  * letterboxed with val.py's ratio and padding, the ring's size is the planner's prefetch figure, and
  * every term the loader, its augmentation workspace and the RAM cache allocate is the planner's. */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
@@ -211,6 +212,39 @@ static void test_deleted_image(void) {
     free_log(&ref), free_log(&a), free_log(&c);
 }
 
+static void test_validation_leaves_out_a_vanished_image(void) {
+    REQUIRE(ready);
+    yp_loader_opts o = opts(1, 9, 2); /* two passes; one worker, one slot: batch 1 is built after the delete */
+    o.validation = 1, o.prefetch = 1;
+    const int64_t victim = 5; /* in batch 1 of each pass */
+    char path[4200], keep[4300];
+    snprintf(path, sizeof path, "%s", yp_labels_image(&labels, victim));
+    snprintf(keep, sizeof keep, "%s.keep", path);
+    REQUIRE(link(path, keep) == 0);
+    yp_err err;
+    yp_loader *l = yp_loader_open(&labels, &o, &err);
+    REQUIRE(l);
+    yp_loader_batch b;
+    int64_t seen[2][N_IMAGES] = {{0}}, images[2] = {0}, rc, batches = 0;
+    while ((rc = yp_loader_next(l, &b, &err)) == 1) {
+        if (++batches == 1) unlink(path);
+        for (int i = 0; i < b.n; i++) seen[b.epoch][b.meta[i].index]++, images[b.epoch]++;
+        for (int64_t j = 0; j < b.n_labels; j++) CHECK(b.labels[6 * j] >= 0 && b.labels[6 * j] < b.n);
+    }
+    CHECK_EQ_I64(rc, 0);
+    CHECK_EQ_I64(batches, 2 * N_IMAGES / BATCH); /* batch 1 is one image short, not refilled */
+    for (int e = 0; e < 2; e++) {
+        CHECK_EQ_I64(images[e], N_IMAGES - 1);
+        for (int i = 0; i < N_IMAGES; i++) CHECK_EQ_I64(seen[e][i], i == victim ? 0 : 1);
+    }
+    yp_loader_stats st;
+    yp_loader_get_stats(l, &st);
+    CHECK(st.bad_images == 1 && st.skipped == 2 && st.replaced == 0);
+    CHECK_STR_HAS(st.first_bad, path);
+    yp_loader_close(l);
+    CHECK(rename(keep, path) == 0);
+}
+
 static void test_stop_early(void) {
     REQUIRE(ready);
     yp_err err;
@@ -406,6 +440,7 @@ int main(void) {
     YP_RUN(test_workers_identical);
     YP_RUN(test_seeds_differ);
     YP_RUN(test_deleted_image);
+    YP_RUN(test_validation_leaves_out_a_vanished_image);
     YP_RUN(test_stop_early);
     YP_RUN(test_validation);
     YP_RUN(test_host_bytes);

@@ -410,6 +410,87 @@ static void test_rect_validation(void) {
     yp_labels_free(&rv);
 }
 
+/* A val split of five images, one of them corrupt (a truncated PNG): the scan drops it, and the
+ * table counts the four scored and their 1 + 2 + 3 + 4 labels, not the corrupt one's 5. An image
+ * that breaks after the scan is left out of the pass, never replaced by another: 3 images and
+ * 10 - 3 labels, the skipped one counted and warned about. */
+static void test_val_counts_only_scored_images(void) {
+    char dir[700], path[800], cyaml[800];
+    yp_err err = {0};
+    snprintf(dir, sizeof dir, "%s/cv", root);
+    REQUIRE(mkdir(dir, 0700) == 0);
+    for (int k = 0; k < 2; k++) {
+        snprintf(dir, sizeof dir, "%s/cv/%s", root, k ? "labels" : "images");
+        REQUIRE(mkdir(dir, 0700) == 0);
+    }
+    for (int i = 0; i < 5; i++) { /* a..d good with i + 1 labels; e truncated, with 5 */
+        yp_image im;
+        REQUIRE(yp_image_alloc(&im, 96, 64, &err) == 0);
+        for (size_t k = 0; k < (size_t)96 * 64 * 3; k++) im.rgb[k] = (uint8_t)(k * 7 % 253);
+        uint8_t *png = NULL;
+        size_t size = 0;
+        REQUIRE(yp_image_encode_png(&im, &png, &size, &err) == 0);
+        yp_image_free(&im);
+        snprintf(path, sizeof path, "%s/cv/images/%c.png", root, 'a' + i);
+        FILE *f = fopen(path, "wb");
+        REQUIRE(f);
+        fwrite(png, 1, i == 4 ? size / 2 : size, f);
+        fclose(f);
+        free(png);
+        snprintf(path, sizeof path, "%s/cv/labels/%c.txt", root, 'a' + i);
+        f = fopen(path, "w");
+        REQUIRE(f);
+        for (int j = 0; j <= i; j++) fprintf(f, "%d 0.%d5 0.5 0.2 0.2\n", j % NC, j + 1);
+        fclose(f);
+    }
+    snprintf(cyaml, sizeof cyaml, "%s/cv/data.yaml", root);
+    FILE *f = fopen(cyaml, "w");
+    REQUIRE(f);
+    fprintf(f, "path: %s/cv\ntrain: images\nval: images\nnc: %d\n", root, NC);
+    fclose(f);
+    yp_labels cv = {0};
+    REQUIRE(yp_labels_load_split(cyaml, "val", &cv, &err) == 0);
+    CHECK(cv.n == 4 && cv.stats.n_bad_files == 1 && cv.stats.n_labels == 10);
+    CHECK_STR_HAS(cv.warnings, "images/e.png: ignoring corrupt image/label: ");
+    yp_plan p;
+    yp_exec x;
+    yp_candidate c = candidate(2, YP_OPT_SGD);
+    if (make_exec(&c, &p, &x)) {
+        CHECK(0);
+        yp_labels_free(&cv);
+        return;
+    }
+    yp_val_opts vo = {.workers = 1, .runs = 1, .loss = 1};
+    yp_nms_cfg_val(&vo.nms);
+    yp_validator *v = yp_validator_new(&x, &cv, &vo, &err);
+    CHECK(v != NULL);
+    if (!v) fprintf(stderr, "%s\n", err.msg);
+    yp_val_result r1, r2;
+    CHECK(v && yp_validator_run(v, NULL, &r1, &err) == 0);
+    CHECK_EQ_I64(r1.images, 4);
+    CHECK_EQ_I64(r1.instances, 10);
+    CHECK_EQ_I64(r1.skipped, 0);
+    yp_validator_free(v); /* its loader may have built the next pass already */
+    snprintf(path, sizeof path, "%s/cv/images/c.png", root); /* 3 labels; broken after the scan */
+    REQUIRE(truncate(path, 0) == 0);
+    v = yp_validator_new(&x, &cv, &vo, &err);
+    CHECK(v != NULL);
+    CHECK(v && yp_validator_run(v, NULL, &r2, &err) == 0);
+    CHECK_EQ_I64(r2.images, 3);
+    CHECK_EQ_I64(r2.instances, 7);
+    CHECK_EQ_I64(r2.skipped, 1);
+    char table[4096] = "";
+    FILE *mem = fmemopen(table, sizeof table - 1, "w");
+    if (v && mem) yp_validator_print(v, &r2, 0, NULL, mem);
+    if (mem) fclose(mem);
+    CHECK_STR_HAS(table, "WARNING: 1 validation images could not be read and were left out");
+    CHECK_STR_HAS(table, "                   all          3          7");
+    yp_validator_free(v);
+    yp_exec_free(&x);
+    yp_plan_free(&p);
+    yp_labels_free(&cv);
+}
+
 /* The run's host-memory estimate (yp_train_host.h): each term is its allocator's own figure, the
  * validation shape known before planning is the plan's, and a split smaller than the validation
  * batch sizes the validator's buffers and ring (4 images, batch 8: one slot of 4 images). */
@@ -507,6 +588,7 @@ int main(void) {
     YP_RUN(test_multiscale);
     YP_RUN(test_validation_repeats);
     YP_RUN(test_rect_validation);
+    YP_RUN(test_val_counts_only_scored_images);
     YP_RUN(test_host_estimate);
     yp_labels_free(&train_lb), yp_labels_free(&val_lb);
     yp_graph_free(graph);
