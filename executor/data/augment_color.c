@@ -108,6 +108,10 @@ typedef struct {
     uint8_t lut[3][256];
     uint8_t sector[256];
     float frac[256], sf[256], vf[256];
+    /* the same composed with the look-up tables, as 32-bit entries for the vector path's gathers:
+     * hsec[h] = sector[lut[0][h]], hfrac[h] = frac[lut[0][h]], sfl[s] = sf[lut[1][s]], vfl[v] = vf[lut[2][v]] */
+    int hsec[256];
+    float hfrac[256], sfl[256], vfl[256];
 } hsv_apply_tables;
 
 static void apply_tables_init(hsv_apply_tables *t, const double gain[3]) {
@@ -124,6 +128,10 @@ static void apply_tables_init(hsv_apply_tables *t, const double gain[3]) {
         if ((unsigned)sector >= 6u) sector = 0, h = 0.f;
         t->sector[x] = (uint8_t)sector, t->frac[x] = h;
         t->sf[x] = (float)x * (1.f / 255.f), t->vf[x] = (float)x * (1.f / 255.f);
+    }
+    for (int x = 0; x < 256; x++) {
+        t->hsec[x] = t->sector[t->lut[0][x]], t->hfrac[x] = t->frac[t->lut[0][x]];
+        t->sfl[x] = t->sf[t->lut[1][x]], t->vfl[x] = t->vf[t->lut[2][x]];
     }
 }
 
@@ -165,11 +173,120 @@ static void hsv_pixel_at(const hsv_apply_tables *t, const uint8_t *p, uint8_t *o
     else hsv_pixel(t, p, o, 0);
 }
 
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define HSV_AVX2 1
+#include <immintrin.h>
+
+/* The vector path: hsv_pixel's vector rule on 8 pixels at a time with AVX2 and FMA (selected at
+ * run time, so a baseline build has it too): the same integer steps (the divisor and table
+ * look-ups as gathers, the arithmetic shift as floor), the same float operations in the same order
+ * (fmaf(-s, x, 1) is fnmadd(s, x, 1): negation is exact), the sector's picks as blends. Pixels
+ * travel as 32-bit lanes 0x00BBGGRR (R the image's first byte). */
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* 8 pixels (24 bytes) at p into lanes; reads no byte outside the 24. */
+static inline AVX2 __m256i load8(const uint8_t *p) {
+    __m128i lo = _mm_loadu_si128((const __m128i *)p), hi = _mm_loadu_si128((const __m128i *)(p + 8));
+    __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    const __m256i m = _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1, /* bytes 0..11 */
+                                       4, 5, 6, -1, 7, 8, 9, -1, 10, 11, 12, -1, 13, 14, 15, -1); /* 12..23 */
+    return _mm256_shuffle_epi8(x, m);
+}
+
+/* The 8 lanes' pixels to the 24 bytes at o; writes no byte outside them. */
+static inline AVX2 void store8(uint8_t *o, __m256i x) {
+    const __m256i m = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8, 9,
+                                       10, 12, 13, 14, -1, -1, -1, -1);
+    __m256i y = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(x, m), _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
+    _mm_storeu_si128((__m128i *)o, _mm256_castsi256_si128(y));
+    _mm_storel_epi64((__m128i *)(o + 16), _mm256_extracti128_si256(y, 1));
+}
+
+static inline AVX2 __m256 pick6(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, const __m256 *m) {
+    __m256 r = a0;
+    r = _mm256_blendv_ps(r, a1, m[1]), r = _mm256_blendv_ps(r, a2, m[2]), r = _mm256_blendv_ps(r, a3, m[3]);
+    return _mm256_blendv_ps(_mm256_blendv_ps(r, a4, m[4]), a5, m[5]);
+}
+
+static inline AVX2 __m256i to_u8(__m256 x) {
+    x = _mm256_mul_ps(x, _mm256_set1_ps(255.f));
+    return _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(x, _mm256_setzero_ps()), _mm256_set1_ps(255.f)));
+}
+
+/* hsv_pixel(t, ., ., 1) on each lane. */
+static inline AVX2 __m256i hsv8(const hsv_apply_tables *t, __m256i x) {
+    const __m256i b8 = _mm256_set1_epi32(255), half = _mm256_set1_epi32(1 << 11);
+    __m256i r = _mm256_and_si256(x, b8), g = _mm256_and_si256(_mm256_srli_epi32(x, 8), b8),
+            b = _mm256_srli_epi32(x, 16);
+    __m256i v = _mm256_max_epi32(_mm256_max_epi32(b, g), r);
+    __m256i diff = _mm256_sub_epi32(v, _mm256_min_epi32(_mm256_min_epi32(b, g), r));
+    __m256i s = _mm256_i32gather_epi32(t->div.sdiv, v, 4);
+    s = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(diff, s), half), 12);
+    __m256i hr = _mm256_sub_epi32(g, b), hg = _mm256_add_epi32(_mm256_sub_epi32(b, r), _mm256_add_epi32(diff, diff)),
+            hb = _mm256_add_epi32(_mm256_sub_epi32(r, g), _mm256_slli_epi32(diff, 2));
+    __m256i h = _mm256_blendv_epi8(_mm256_blendv_epi8(hb, hg, _mm256_cmpeq_epi32(v, g)), hr, _mm256_cmpeq_epi32(v, r));
+    h = _mm256_mullo_epi32(h, _mm256_i32gather_epi32(t->div.hdiv, diff, 4));
+    h = _mm256_srai_epi32(_mm256_add_epi32(h, half), 12);
+    h = _mm256_add_epi32(h, _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), h), _mm256_set1_epi32(180)));
+    h = _mm256_min_epi32(h, b8);
+    __m256i sec = _mm256_i32gather_epi32(t->hsec, h, 4);
+    __m256 f = _mm256_i32gather_ps(t->hfrac, h, 4), sf = _mm256_i32gather_ps(t->sfl, s, 4),
+           vf = _mm256_i32gather_ps(t->vfl, v, 4), one = _mm256_set1_ps(1.f);
+    __m256 t1 = _mm256_mul_ps(vf, _mm256_sub_ps(one, sf)), t2 = _mm256_mul_ps(vf, _mm256_fnmadd_ps(sf, f, one)),
+           t3 = _mm256_mul_ps(vf, _mm256_fnmadd_ps(sf, _mm256_sub_ps(one, f), one));
+    __m256 m[6];
+    for (int k = 1; k < 6; k++) m[k] = _mm256_castsi256_ps(_mm256_cmpeq_epi32(sec, _mm256_set1_epi32(k)));
+    /* pick[sector] = {b, g, r} entries of tab = {v, t1, t2, t3} */
+    __m256i ro = to_u8(pick6(vf, t2, t1, t1, t3, vf, m)), go = to_u8(pick6(t3, vf, vf, t2, t1, t1, m)),
+            bo = to_u8(pick6(t1, t1, t3, vf, vf, t2, m));
+    return _mm256_or_si256(ro, _mm256_or_si256(_mm256_slli_epi32(go, 8), _mm256_slli_epi32(bo, 16)));
+}
+
+static inline AVX2 __m256i reverse8(__m256i x) {
+    return _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+}
+
+/* One row of w pixels, vec of them (a multiple of 8) by the vector rule: yp_hsv_apply_flip's
+ * row. Flipped, pairs of pixels a, b = w-1-a go by the scalar rule while b is a tail pixel, then
+ * pairs of 8-pixel blocks from both ends (both loaded before either is stored), then the middle
+ * pixels in scalar pairs. */
+static AVX2 void hsv_row_avx2(const hsv_apply_tables *t, uint8_t *row, int w, int vec, int flip_lr) {
+    if (!flip_lr) {
+        for (int i = 0; i < vec; i += 8) store8(row + 3 * i, hsv8(t, load8(row + 3 * i)));
+        for (int i = vec; i < w; i++) hsv_pixel(t, row + 3 * i, row + 3 * i, 0);
+        return;
+    }
+    int a = 0, b = w - 1;
+    uint8_t pa[3], pb[3];
+    for (; a <= b && b >= vec; a++, b--) {
+        hsv_pixel_at(t, row + 3 * a, pa, a < vec), hsv_pixel(t, row + 3 * b, pb, 0);
+        memcpy(row + 3 * a, pb, 3), memcpy(row + 3 * b, pa, 3);
+    }
+    for (; b - a + 1 >= 16; a += 8, b -= 8) {
+        __m256i l = hsv8(t, load8(row + 3 * a)), r = hsv8(t, load8(row + 3 * (b - 7)));
+        store8(row + 3 * a, reverse8(r)), store8(row + 3 * (b - 7), reverse8(l));
+    }
+    for (; a <= b; a++, b--) {
+        hsv_pixel(t, row + 3 * a, pa, 1), hsv_pixel(t, row + 3 * b, pb, 1);
+        memcpy(row + 3 * a, pb, 3), memcpy(row + 3 * b, pa, 3);
+    }
+}
+
+/* libgcc's CPU model, filled once at start-up: a read, no race */
+static int have_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#endif
+
 void yp_hsv_apply_flip(yp_image *img, const double gain[3], int flip_lr) {
     hsv_apply_tables t;
     apply_tables_init(&t, gain);
     size_t stride = (size_t)img->w * 3;
     int w = img->w, vec = w / HSV_BLOCK * HSV_BLOCK; /* OpenCV's rule by the pixel's place before the flip */
+#ifdef HSV_AVX2
+    if (have_avx2()) {
+        for (int y = 0; y < img->h; y++) hsv_row_avx2(&t, img->rgb + (size_t)y * stride, w, vec, flip_lr);
+        return;
+    }
+#endif
     for (int y = 0; y < img->h; y++) {
         uint8_t *row = img->rgb + (size_t)y * stride;
         if (!flip_lr) {
