@@ -115,6 +115,84 @@ static void affine_inverse(const double *m, double *iM) {
     iM[5] = -iM[3] * m[2] - iM[4] * m[5];
 }
 
+/* The pixels [x0, x1) of output row D on source row sy (fraction fy) by sample(), or 114 where
+ * all four neighbours lie outside (the weights sum to 1024). */
+static void edge_pixels(const yp_image *src, uint8_t *D, const int *col, const int *frac, int sy, int fy, int x0,
+                        int x1) {
+    int row_out = sy < -1 || sy > src->h - 1; /* both y neighbours outside */
+    for (int x = x0; x < x1; x++) {
+        if (row_out || col[x] < -1 || col[x] > src->w - 1) memset(D + 3 * (size_t)x, BORDER, 3);
+        else sample(src, (int64_t)col[x] * 32 + frac[x], (int64_t)sy * 32 + fy, D + 3 * (size_t)x);
+    }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define WARP_AVX2 1
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2")))
+
+/* libgcc's CPU model, filled once at start-up: a read, no race */
+static int have_avx2(void) { return __builtin_cpu_supports("avx2"); }
+
+/* The 8 lanes' pixels (0x00BBGGRR, R the first byte) to the 24 bytes at o, no byte outside them. */
+static inline AVX2 void store8(uint8_t *o, __m256i x) {
+    const __m256i m = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8, 9,
+                                       10, 12, 13, 14, -1, -1, -1, -1);
+    __m256i y = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(x, m), _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
+    _mm_storeu_si128((__m128i *)o, _mm256_castsi256_si128(y));
+    _mm_storel_epi64((__m128i *)(o + 16), _mm256_extracti128_si256(y, 1));
+}
+
+/* Output pixels [x0, x1) of row D, whose four neighbours all lie inside, from V: the vertical
+ * sums (32 - fy) v(sy, c) + fy v(sy + 1, c) of the source bytes from column base on. Per pixel
+ * (32 - fx) V(sx) + fx V(sx + 1) per channel: the same integer as the two-pass sum the other way
+ * round. 8 pixels a step: three 32-bit gathers fetch V's 6 values, pairs (V(sx), V(sx + 1)) meet
+ * the weights (32 - fx, fx) in madd. */
+static AVX2 void hpass_avx2(const int16_t *V, int base, const int *col, const int *frac, int x0, int x1,
+                            uint8_t *D) {
+    const char *vb = (const char *)V;
+    int x = x0;
+    for (; x + 8 <= x1; x += 8) {
+        __m256i c = _mm256_loadu_si256((const __m256i *)(col + x)), f = _mm256_loadu_si256((const __m256i *)(frac + x));
+        __m256i off = _mm256_mullo_epi32(_mm256_sub_epi32(c, _mm256_set1_epi32(base)), _mm256_set1_epi32(6));
+        __m256i A = _mm256_i32gather_epi32((const int *)vb, off, 1);       /* r0 g0 */
+        __m256i B = _mm256_i32gather_epi32((const int *)(vb + 4), off, 1); /* b0 r1 */
+        __m256i C = _mm256_i32gather_epi32((const int *)(vb + 8), off, 1); /* g1 b1 */
+        __m256i w = _mm256_or_si256(_mm256_sub_epi32(_mm256_set1_epi32(32), f), _mm256_slli_epi32(f, 16));
+        __m256i pr = _mm256_blend_epi16(A, B, 0xAA), pb = _mm256_blend_epi16(B, C, 0xAA);
+        __m256i pg = _mm256_or_si256(_mm256_srli_epi32(A, 16), _mm256_slli_epi32(C, 16));
+        const __m256i half = _mm256_set1_epi32(512);
+        __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pr, w), half), 10);
+        __m256i g = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pg, w), half), 10);
+        __m256i b = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pb, w), half), 10);
+        __m256i px = _mm256_or_si256(r, _mm256_or_si256(_mm256_slli_epi32(g, 8), _mm256_slli_epi32(b, 16)));
+        store8(D + 3 * (size_t)x, px);
+    }
+    for (; x < x1; x++) {
+        const int16_t *v = V + 3 * (size_t)(col[x] - base);
+        int fx = frac[x], gx = 32 - fx;
+        for (int k = 0; k < 3; k++) D[3 * (size_t)x + k] = (uint8_t)((gx * v[k] + fx * v[3 + k] + 512) >> 10);
+    }
+}
+
+/* The inside run [a, b) of output row D (source row sy, fraction fy; col non-decreasing): in
+ * pieces whose source columns' vertical sums fit V's v_cap entries. */
+static AVX2 void inside_run_avx2(const yp_image *src, uint8_t *D, const int *col, const int *frac, int sy, int fy,
+                                 int a, int b, int16_t *V, size_t v_cap) {
+    size_t stride = (size_t)src->w * 3;
+    int gy = 32 - fy;
+    for (int x0 = a; x0 < b;) {
+        int base = col[x0], x1 = x0 + 1;
+        while (x1 < b && 3 * (size_t)(col[x1] + 2 - base) <= v_cap) x1++;
+        size_t n = 3 * (size_t)(col[x1 - 1] + 2 - base);
+        const uint8_t *p0 = src->rgb + (size_t)sy * stride + 3 * (size_t)base, *p1 = p0 + stride;
+        for (size_t i = 0; i < n; i++) V[i] = (int16_t)(gy * p0[i] + fy * p1[i]);
+        hpass_avx2(V, base, col, frac, x0, x1, D);
+        x0 = x1;
+    }
+}
+#endif
+
 /* warp_affine when the inverse map has no rotation or shear (M1 = M3 = 0, random_perspective
  * with degrees and shear 0): X0 is then the same for every row and Y the same along a row, so each
  * column's source x and weight is computed once (sx in col[], fx in frac[]) and each row's once.
@@ -122,8 +200,10 @@ static void affine_inverse(const double *m, double *iM) {
  * x); inside it, on rows whose two y neighbours lie inside, the four-tap sum is taken in two
  * passes, exact in integers: sum w v = (32 - fy) H(sy) + fy H(sy + 1) with
  * H(r) = (32 - fx) v(r, sx) + fx v(r, sx + 1), each source row's H computed once and kept for the
- * next output row (rows sy and sy + 1 go to buffers sy & 1 and its other). The other pixels take
- * sample(). The same integers as the general loop, so the same bytes. */
+ * next output row (rows sy and sy + 1 go to buffers sy & 1 and its other); with AVX2 (and sx
+ * non-decreasing) the other way round instead, vertical sums first (inside_run_avx2). The other
+ * pixels take sample(), a row with both y neighbours outside a memset. The same integers as the
+ * general loop, so the same bytes. */
 static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *M, int *col, int *frac, int16_t *hbuf) {
     int64_t X0 = (int64_t)sat_int(M[2] * 1024) + 16;
     size_t stride = (size_t)src->w * 3, n3 = (size_t)dst->w * 3;
@@ -134,6 +214,9 @@ static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *
         frac[x] = (int)((uint64_t)X & 31), col[x] = sat_short((X - frac[x]) / 32);
         if (col[x] >= 0 && col[x] < src->w - 1) lo = x < lo ? x : lo, hi = x + 1;
     }
+#ifdef WARP_AVX2
+    int vertical_first = have_avx2() && M[0] >= 0;
+#endif
     int16_t *H[2] = {hbuf, hbuf + n3};
     int have[2] = {-1, -1}; /* the source row each buffer holds */
     for (int y = 0; y < dst->h; y++) {
@@ -141,16 +224,20 @@ static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *
         Y = (Y - (int64_t)((uint64_t)Y & 31)) / 32;
         int fy = (int)((uint64_t)Y & 31), sy = sat_short((Y - fy) / 32);
         uint8_t *D = dst->rgb + (size_t)y * n3;
-        int inside = sy >= 0 && sy < src->h - 1, a = inside ? lo : dst->w, b = inside ? hi : dst->w;
-        int row_out = sy < -1 || sy > src->h - 1; /* both y neighbours outside */
-        for (int x = 0; x < dst->w; x++) {
-            if (x >= a && x < b) continue;
-            if (row_out || col[x] < -1 || col[x] > src->w - 1) /* all four outside: the weights sum to 1024 */
-                memset(D + 3 * (size_t)x, BORDER, 3);
-            else
-                sample(src, (int64_t)col[x] * 32 + frac[x], (int64_t)sy * 32 + fy, D + 3 * (size_t)x);
+        if (sy < -1 || sy > src->h - 1) { /* both y neighbours outside: all 114 */
+            memset(D, BORDER, n3);
+            continue;
         }
+        int inside = sy >= 0 && sy < src->h - 1, a = inside ? lo : dst->w, b = inside ? hi : dst->w;
+        edge_pixels(src, D, col, frac, sy, fy, 0, a < b ? a : dst->w);
         if (a >= b) continue;
+        edge_pixels(src, D, col, frac, sy, fy, b, dst->w);
+#ifdef WARP_AVX2
+        if (vertical_first) {
+            inside_run_avx2(src, D, col, frac, sy, fy, a, b, hbuf, 2 * n3);
+            continue;
+        }
+#endif
         for (int k = 0; k < 2; k++) {
             int r = sy + k, slot = r & 1;
             if (have[slot] == r) continue;

@@ -297,44 +297,50 @@ static void test_hsv_apply_flip(void) {
 
 /* The axis-aligned warp (no rotation or shear: scale and translation, yp_warp_image's separable
  * path) against OpenCV's rule written out per pixel (augment_warp.c's header), over scales from
- * 0.4 to 1.7 and translations that put the output partly or wholly outside the source. */
+ * 0.4 to 1.7 and translations that put the output partly or wholly outside the source, a mirror
+ * (negative scale), at output widths 80 and 13 (13: not a multiple of the vector path's 8 pixels,
+ * and its 6 int16 a column of workspace hold fewer source columns than a 0.4 scale reads, so the
+ * vector path's rows go in pieces). */
 static void test_warp_axis_aligned(void) {
-    enum { SW = 97, SH = 61 };
-    static uint8_t src[SW * SH * 3], got[80 * 50 * 3], want[80 * 50 * 3];
+    enum { SW = 97, SH = 61, OH = 50 };
+    static uint8_t src[SW * SH * 3], got[80 * OH * 3], want[80 * OH * 3];
     for (int i = 0; i < SW * SH * 3; i++) src[i] = (uint8_t)((i * 37) ^ (i >> 5));
     yp_image a = {src, SW, SH};
     const double cases[][4] = {{1, 0, 1, 0},          {0.8, -10.5, 0.8, 7.25}, {1.37, -60.3, 1.41, -20.9},
                                {0.43, 30, 0.51, 12.7}, {1.7, -170, 0.9, -55},  {1, 200, 1, 0},
-                               {0.6, -3.2, 1.2, 50.1}};
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        const double *c = cases[k];
-        yp_warp wp = affine(c[0], c[1], c[2], c[3], 1, 80, 50);
-        yp_image b = {got, 80, 50};
-        int ws[80 * 5];
-        size_t need;
-        REQUIRE(yp_warp_ws(&wp, &need) == 0 && need <= sizeof ws);
-        CHECK(yp_warp_image(&a, &b, &wp, ws, sizeof ws) == 0);
-        /* cv2.warpAffine's inverse (its closed form, m1 = m3 = 0), in 1/1024 pixel, then 1/32 */
-        double D = 1. / (c[0] * c[2] - 0. * 0.), im0 = c[2] * D, im1 = -0. * D, im3 = -0. * D, im4 = c[0] * D;
-        double im2 = -im0 * c[1] - im1 * c[3], im5 = -im3 * c[1] - im4 * c[3];
-        for (int y = 0; y < 50; y++)
-            for (int x = 0; x < 80; x++) {
-                long X = (lrint((im1 * y + im2) * 1024) + 16 + lrint(im0 * x * 1024)) >> 5;
-                long Y = (lrint((im4 * y + im5) * 1024) + 16 + lrint(im3 * x * 1024)) >> 5;
-                long sx = X >> 5, sy = Y >> 5, fx = X & 31, fy = Y & 31;
-                for (int ch = 0; ch < 3; ch++) {
-                    long acc = 512;
-                    for (int t = 0; t < 4; t++) {
-                        long xx = sx + (t & 1), yy = sy + (t >> 1);
-                        long wgt = ((t & 1) ? fx : 32 - fx) * ((t >> 1) ? fy : 32 - fy);
-                        int in = xx >= 0 && yy >= 0 && xx < SW && yy < SH;
-                        acc += wgt * (in ? src[(yy * SW + xx) * 3 + ch] : 114);
+                               {0.6, -3.2, 1.2, 50.1}, {-1.1, 85.3, 1, 3},     {0.4, 1, 0.9, 1}};
+    for (int ow = 80; ow > 0; ow = ow == 80 ? 13 : 0)
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            const double *c = cases[k];
+            yp_warp wp = affine(c[0], c[1], c[2], c[3], 1, ow, OH);
+            yp_image b = {got, ow, OH};
+            size_t need;
+            REQUIRE(yp_warp_ws(&wp, &need) == 0);
+            void *ws = malloc(need); /* exactly the size: a sanitizer build sees any overrun */
+            REQUIRE(ws);
+            CHECK(yp_warp_image(&a, &b, &wp, ws, need) == 0);
+            free(ws);
+            /* cv2.warpAffine's inverse (its closed form, m1 = m3 = 0), in 1/1024 pixel, then 1/32 */
+            double D = 1. / (c[0] * c[2] - 0. * 0.), im0 = c[2] * D, im1 = -0. * D, im3 = -0. * D, im4 = c[0] * D;
+            double im2 = -im0 * c[1] - im1 * c[3], im5 = -im3 * c[1] - im4 * c[3];
+            for (int y = 0; y < OH; y++)
+                for (int x = 0; x < ow; x++) {
+                    long X = (lrint((im1 * y + im2) * 1024) + 16 + lrint(im0 * x * 1024)) >> 5;
+                    long Y = (lrint((im4 * y + im5) * 1024) + 16 + lrint(im3 * x * 1024)) >> 5;
+                    long sx = X >> 5, sy = Y >> 5, fx = X & 31, fy = Y & 31;
+                    for (int ch = 0; ch < 3; ch++) {
+                        long acc = 512;
+                        for (int t = 0; t < 4; t++) {
+                            long xx = sx + (t & 1), yy = sy + (t >> 1);
+                            long wgt = ((t & 1) ? fx : 32 - fx) * ((t >> 1) ? fy : 32 - fy);
+                            int in = xx >= 0 && yy >= 0 && xx < SW && yy < SH;
+                            acc += wgt * (in ? src[(yy * SW + xx) * 3 + ch] : 114);
+                        }
+                        want[(y * ow + x) * 3 + ch] = (uint8_t)(acc >> 10);
                     }
-                    want[(y * 80 + x) * 3 + ch] = (uint8_t)(acc >> 10);
                 }
-            }
-        CHECK(memcmp(got, want, sizeof want) == 0);
-    }
+            CHECK(memcmp(got, want, (size_t)ow * OH * 3) == 0);
+        }
 }
 
 static void test_flips(void) {
