@@ -279,6 +279,27 @@ static void warp_affine(const yp_image *src, yp_image *dst, const double *m, int
     }
 }
 
+void yp_warp_source_rect(const yp_warp *w, int src_w, int src_h, int rect[4]) {
+    rect[0] = rect[1] = 0, rect[2] = src_w, rect[3] = src_h;
+    if (w->perspective || w->out_w < 1 || w->out_h < 1) return;
+    double M[6];
+    affine_inverse(w->m, M);
+    double xe = w->out_w - 1, ye = w->out_h - 1, lim = (double)(1 << 30) / 1024; /* sat_int's terms far from INT_MAX */
+    for (int r = 0; r < 2; r++) {
+        const double *m = M + 3 * r;
+        double col = fabs(m[0]) * xe, row0 = fabs(m[2]), row1 = fabs(m[1] * ye + m[2]);
+        if (!(col < lim && row0 < lim && row1 < lim)) return; /* NaN too */
+    }
+    for (int r = 0; r < 2; r++) {
+        const double *m = M + 3 * r;
+        double c[4] = {m[2], m[0] * xe + m[2], m[1] * ye + m[2], m[0] * xe + m[1] * ye + m[2]}, lo = c[0], hi = c[0];
+        for (int k = 1; k < 4; k++) lo = fmin(lo, c[k]), hi = fmax(hi, c[k]);
+        double n = r ? src_h : src_w;
+        lo = floor(lo) - 2, hi = floor(hi) + 3; /* the neighbour at +1, the 1/32 rounding, a margin */
+        rect[r] = (int)fmax(0, fmin(n, lo)), rect[2 + r] = (int)fmax(0, fmin(n, hi));
+    }
+}
+
 /* cv::invert's 3x3 rule (cofactors over det3); a singular matrix inverts to zeros. */
 static void inverse3(const double *m, double *t) {
     double d =

@@ -457,6 +457,84 @@ static void test_train_item_deterministic(void) {
     free(a.image), free(b.image), free(c.image), free(s);
 }
 
+/* YOLOv5's __getitem__ from the public pieces, the plain way: the whole canvas filled with 114,
+ * the four tiles placed whole, the warp, the labels, augment_hsv, the flips one after another. */
+static void item_by_pieces(const yp_aug_config *cfg, source *src, int64_t index, uint64_t seed, yp_image *out,
+                           float *rows, int64_t *n) {
+    int s = cfg->imgsz, border = -((s + 1) / 2);
+    yp_rng r;
+    yp_rng_seed(&r, seed, (uint64_t)index);
+    REQUIRE(yp_rng_unit(&r) < cfg->hyp.mosaic);
+    yp_mosaic_plan p;
+    yp_mosaic_draw(&r, index, cfg->n_images, s, &p);
+    yp_image canvas = {malloc((size_t)4 * s * s * 3), 2 * s, 2 * s};
+    REQUIRE(canvas.rgb);
+    yp_mosaic_fill(&canvas);
+    *n = 0;
+    for (int i = 0; i < 4; i++) {
+        yp_aug_source_item it;
+        yp_err err;
+        REQUIRE(get(src, p.index[i], &it, &err) == 0);
+        yp_image tile = {(uint8_t *)it.pixels, it.w0, it.h0};
+        REQUIRE(yp_mosaic_place(&canvas, &p, i, &tile, it.rows, it.n_rows, rows + 5 * *n) == 0);
+        *n += it.n_rows;
+    }
+    yp_rng_unit(&r); /* mixup */
+    yp_warp w;
+    size_t need;
+    REQUIRE(yp_warp_draw(&r, &cfg->hyp, 2 * s, 2 * s, border, border, &w) == 0 && yp_warp_ws(&w, &need) == 0);
+    void *ws = malloc(need + 1);
+    REQUIRE(ws && yp_warp_image(&canvas, out, &w, ws, need) == 0);
+    *n = yp_warp_labels(rows, *n, &w);
+    yp_labels_xyxy_to_xywhn(rows, *n, s, s);
+    double gain[3];
+    int hsv = yp_hsv_draw(&r, &cfg->hyp, gain), ud = yp_rng_unit(&r) < cfg->hyp.flipud;
+    int lr = yp_rng_unit(&r) < cfg->hyp.fliplr;
+    if (hsv) yp_hsv_apply(out, gain);
+    if (lr) yp_flip_lr(out);
+    if (ud) yp_flip_ud(out);
+    for (int64_t i = 0; i < *n; i++) {
+        if (ud) rows[5 * i + 2] = 1 - rows[5 * i + 2];
+        if (lr) rows[5 * i + 1] = 1 - rows[5 * i + 1];
+    }
+    free(canvas.rgb), free(ws);
+}
+
+/* yp_aug_train_item (which writes only the part of the canvas its warp reads, and fuses the
+ * colour and the flip) against item_by_pieces, byte for byte, over 24 seeds and three hyps:
+ * scratch-low's (the axis-aligned warp), with rotation and shear, with perspective (the whole
+ * canvas), flipud 0.5 in the last two. One workspace for all items, filled with 0x5a first: a
+ * canvas byte the warp reads but the item did not write would show as a difference. */
+static void test_train_item_pieces(void) {
+    source *s = make_source();
+    yp_aug_config cfg = {.imgsz = 320, .n_images = 4, .max_rows = 2};
+    size_t n;
+    uint8_t *a = malloc(320 * 320 * 3), *b = malloc(320 * 320 * 3);
+    for (int hyp = 0; hyp < 3; hyp++) {
+        yp_aug_hyp_default(&cfg.hyp);
+        if (hyp > 0) cfg.hyp.degrees = 10, cfg.hyp.shear = 5, cfg.hyp.flipud = 0.5;
+        if (hyp > 1) cfg.hyp.perspective = 0.0005;
+        REQUIRE(yp_aug_train_ws(&cfg, &n) == 0);
+        void *ws = malloc(n);
+        REQUIRE(ws && a && b);
+        memset(ws, 0x5a, n);
+        for (uint64_t seed = 0; seed < 24; seed++) {
+            int64_t index = (int64_t)(seed % 4), na = -1, nb = -2;
+            float ra[8 * 5], rb[8 * 5];
+            yp_image oa = {a, 320, 320}, ob = {b, 320, 320};
+            yp_rng r;
+            yp_err err;
+            yp_rng_seed(&r, seed, (uint64_t)index);
+            REQUIRE(yp_aug_train_item(&cfg, get, s, index, &r, &oa, ra, &na, ws, n, &err) == 0);
+            item_by_pieces(&cfg, s, index, seed, &ob, rb, &nb);
+            CHECK(memcmp(a, b, 320 * 320 * 3) == 0);
+            CHECK(na == nb && memcmp(ra, rb, (size_t)na * 5 * sizeof(float)) == 0);
+        }
+        free(ws);
+    }
+    free(a), free(b), free(s);
+}
+
 static void test_train_item_errors(void) {
     source *s = make_source();
     yp_aug_config cfg = {.imgsz = 320, .n_images = 4, .max_rows = 1}; /* the images have 2 rows */
@@ -515,6 +593,7 @@ int main(void) {
     YP_RUN(test_flips);
     YP_RUN(test_single_image_identity);
     YP_RUN(test_train_item_deterministic);
+    YP_RUN(test_train_item_pieces);
     YP_RUN(test_train_item_errors);
     YP_RUN(test_rng);
     return yp_test_summary();
