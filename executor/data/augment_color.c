@@ -108,10 +108,10 @@ typedef struct {
     uint8_t lut[3][256];
     uint8_t sector[256];
     float frac[256], sf[256], vf[256];
-    /* the same composed with the look-up tables, as 32-bit entries for the vector path's gathers:
-     * hsec[h] = sector[lut[0][h]], hfrac[h] = frac[lut[0][h]], sfl[s] = sf[lut[1][s]], vfl[v] = vf[lut[2][v]] */
-    int hsec[256];
-    float hfrac[256], sfl[256], vfl[256];
+    /* the vector path's gather tables (32-bit entries): sv[v] = sdiv[v] | lut[2][v] << 24 (one gather
+     * for both of v's look-ups; sdiv < 2^20), lh[h] = lut[0][h], ls[s] = lut[1][s] */
+    uint32_t sv[256];
+    int lh[256], ls[256];
 } hsv_apply_tables;
 
 static void apply_tables_init(hsv_apply_tables *t, const double gain[3]) {
@@ -130,8 +130,8 @@ static void apply_tables_init(hsv_apply_tables *t, const double gain[3]) {
         t->sf[x] = (float)x * (1.f / 255.f), t->vf[x] = (float)x * (1.f / 255.f);
     }
     for (int x = 0; x < 256; x++) {
-        t->hsec[x] = t->sector[t->lut[0][x]], t->hfrac[x] = t->frac[t->lut[0][x]];
-        t->sfl[x] = t->sf[t->lut[1][x]], t->vfl[x] = t->vf[t->lut[2][x]];
+        t->sv[x] = (uint32_t)t->div.sdiv[x] | (uint32_t)t->lut[2][x] << 24;
+        t->lh[x] = t->lut[0][x], t->ls[x] = t->lut[1][x];
     }
 }
 
@@ -220,7 +220,8 @@ static inline AVX2 __m256i hsv8(const hsv_apply_tables *t, __m256i x) {
             b = _mm256_srli_epi32(x, 16);
     __m256i v = _mm256_max_epi32(_mm256_max_epi32(b, g), r);
     __m256i diff = _mm256_sub_epi32(v, _mm256_min_epi32(_mm256_min_epi32(b, g), r));
-    __m256i s = _mm256_i32gather_epi32(t->div.sdiv, v, 4);
+    __m256i sv = _mm256_i32gather_epi32((const int *)t->sv, v, 4);
+    __m256i s = _mm256_and_si256(sv, _mm256_set1_epi32((1 << 24) - 1));
     s = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(diff, s), half), 12);
     __m256i hr = _mm256_sub_epi32(g, b), hg = _mm256_add_epi32(_mm256_sub_epi32(b, r), _mm256_add_epi32(diff, diff)),
             hb = _mm256_add_epi32(_mm256_sub_epi32(r, g), _mm256_slli_epi32(diff, 2));
@@ -229,9 +230,15 @@ static inline AVX2 __m256i hsv8(const hsv_apply_tables *t, __m256i x) {
     h = _mm256_srai_epi32(_mm256_add_epi32(h, half), 12);
     h = _mm256_add_epi32(h, _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), h), _mm256_set1_epi32(180)));
     h = _mm256_min_epi32(h, b8);
-    __m256i sec = _mm256_i32gather_epi32(t->hsec, h, 4);
-    __m256 f = _mm256_i32gather_ps(t->hfrac, h, 4), sf = _mm256_i32gather_ps(t->sfl, s, 4),
-           vf = _mm256_i32gather_ps(t->vfl, v, 4), one = _mm256_set1_ps(1.f);
+    /* apply_tables_init's sector and fraction of the looked-up hue, its float steps (one subtraction
+     * of 6 is its loop for hues up to 255; the sector is then below 6) */
+    const __m256 six = _mm256_set1_ps(6.f), inv255 = _mm256_set1_ps(1.f / 255.f), one = _mm256_set1_ps(1.f);
+    __m256 hf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_i32gather_epi32(t->lh, h, 4)), _mm256_set1_ps(6.0f / 180));
+    hf = _mm256_sub_ps(hf, _mm256_and_ps(_mm256_cmp_ps(hf, six, _CMP_GE_OQ), six));
+    __m256 fl = _mm256_floor_ps(hf), f = _mm256_sub_ps(hf, fl);
+    __m256i sec = _mm256_cvttps_epi32(fl);
+    __m256 sf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_i32gather_epi32(t->ls, s, 4)), inv255);
+    __m256 vf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(sv, 24)), inv255);
     __m256 t1 = _mm256_mul_ps(vf, _mm256_sub_ps(one, sf)), t2 = _mm256_mul_ps(vf, _mm256_fnmadd_ps(sf, f, one)),
            t3 = _mm256_mul_ps(vf, _mm256_fnmadd_ps(sf, _mm256_sub_ps(one, f), one));
     __m256 m[6];
