@@ -169,8 +169,28 @@ static void resize_linear(const yp_image *src, yp_image *dst, uint8_t *ws) {
 
 /* ---- INTER_AREA ---- */
 
+/* The 2 x 2 means, (a + b + c + d + 2) >> 2: resize_area_fast's most common case (an exact 2x
+ * downscale, INTER_LINEAR's too) without its general loops. */
+static void resize_area_2x2(const yp_image *src, yp_image *dst) {
+    size_t sstride = (size_t)src->w * 3, n = (size_t)dst->w * 3;
+    for (int dy = 0; dy < dst->h; dy++) {
+        const uint8_t *S0 = src->rgb + (size_t)(2 * dy) * sstride, *S1 = S0 + sstride;
+        uint8_t *D = dst->rgb + (size_t)dy * n;
+        for (size_t x = 0; x < n; x += 3) {
+            const uint8_t *p = S0 + 2 * x, *q = S1 + 2 * x;
+            D[x] = (uint8_t)((p[0] + p[3] + q[0] + q[3] + 2) >> 2);
+            D[x + 1] = (uint8_t)((p[1] + p[4] + q[1] + q[4] + 2) >> 2);
+            D[x + 2] = (uint8_t)((p[2] + p[5] + q[2] + q[5] + 2) >> 2);
+        }
+    }
+}
+
 /* Integer-scale area: the kx x ky block means. */
 static void resize_area_fast(const yp_image *src, yp_image *dst, int kx, int ky) {
+    if (kx == 2 && ky == 2) {
+        resize_area_2x2(src, dst);
+        return;
+    }
     size_t sstride = (size_t)src->w * 3;
     float inv = 1.f / (float)(kx * ky);
     for (int dy = 0; dy < dst->h; dy++) {

@@ -199,6 +199,22 @@ static void test_resize_weights(void) {
     yp_image qa = {q, 2, 2}, qb = {o, 1, 1};
     CHECK(yp_resize_ws(2, 2, 1, 1, YP_INTER_LINEAR, &n) == 0 && n == 0);
     CHECK(yp_resize(&qa, &qb, YP_INTER_LINEAR, NULL, 0) == 0 && o[0] == 3);
+    /* and at 14x10 -> 7x5 (INTER_LINEAR and INTER_AREA alike), every byte the mean of its 2x2 */
+    uint8_t big[14 * 10 * 3], half[7 * 5 * 3];
+    for (int i = 0; i < 14 * 10 * 3; i++) big[i] = (uint8_t)((i * 97) ^ (i >> 3));
+    for (int k = 0; k < 2; k++) {
+        yp_image ba = {big, 14, 10}, hb = {half, 7, 5};
+        yp_interp in = k ? YP_INTER_AREA : YP_INTER_LINEAR;
+        CHECK(yp_resize_ws(14, 10, 7, 5, in, &n) == 0 && yp_resize(&ba, &hb, in, NULL, 0) == 0);
+        int bad = 0;
+        for (int y = 0; y < 5; y++)
+            for (int x = 0; x < 7; x++)
+                for (int c = 0; c < 3; c++) {
+                    const uint8_t *p = big + ((2 * y) * 14 + 2 * x) * 3 + c, *p1 = p + 14 * 3;
+                    bad += half[(y * 7 + x) * 3 + c] != (uint8_t)((p[0] + p[3] + p1[0] + p1[3] + 2) >> 2);
+                }
+        CHECK(bad == 0);
+    }
     CHECK(yp_resize_ws(2, 2, 3, 3, YP_INTER_AREA, &n) == -1); /* area only downscales */
     CHECK(yp_resize_ws(0, 2, 3, 3, YP_INTER_LINEAR, &n) == -1);
     /* load_image: long side to imgsz, ceil; linear when augmenting or enlarging */
