@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "augment_avx2.h"
 #include "yp_augment.h"
 
 #define HSV_BLOCK 32 /* pixels per step of OpenCV's AVX2 HSV2RGB loop (4 x 8 floats) */
@@ -173,34 +174,14 @@ static void hsv_pixel_at(const hsv_apply_tables *t, const uint8_t *p, uint8_t *o
     else hsv_pixel(t, p, o, 0);
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define HSV_AVX2 1
-#include <immintrin.h>
-
+#ifdef YP_AUG_AVX2
 /* The vector path: hsv_pixel's vector rule on 8 pixels at a time with AVX2 and FMA (selected at
  * run time, so a baseline build has it too): the same integer steps (the divisor and table
  * look-ups as gathers, the arithmetic shift as floor), the same float operations in the same order
- * (fmaf(-s, x, 1) is fnmadd(s, x, 1): negation is exact), the sector's picks as blends. Pixels
- * travel as 32-bit lanes 0x00BBGGRR (R the image's first byte). */
-#define AVX2 __attribute__((target("avx2,fma")))
-
-/* 8 pixels (24 bytes) at p into lanes; reads no byte outside the 24. */
-static inline AVX2 __m256i load8(const uint8_t *p) {
-    __m128i lo = _mm_loadu_si128((const __m128i *)p), hi = _mm_loadu_si128((const __m128i *)(p + 8));
-    __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-    const __m256i m = _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1, /* bytes 0..11 */
-                                       4, 5, 6, -1, 7, 8, 9, -1, 10, 11, 12, -1, 13, 14, 15, -1); /* 12..23 */
-    return _mm256_shuffle_epi8(x, m);
-}
-
-/* The 8 lanes' pixels to the 24 bytes at o; writes no byte outside them. */
-static inline AVX2 void store8(uint8_t *o, __m256i x) {
-    const __m256i m = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8, 9,
-                                       10, 12, 13, 14, -1, -1, -1, -1);
-    __m256i y = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(x, m), _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
-    _mm_storeu_si128((__m128i *)o, _mm256_castsi256_si128(y));
-    _mm_storel_epi64((__m128i *)(o + 16), _mm256_extracti128_si256(y, 1));
-}
+ * (fmaf(-s, x, 1) is fnmadd(s, x, 1): negation is exact), the sector's picks as blends. */
+#define AVX2 YP_AUG_AVX2_FN
+#define load8 yp_aug_load8
+#define store8 yp_aug_store8
 
 static inline AVX2 __m256 pick6(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, const __m256 *m) {
     __m256 r = a0;
@@ -246,7 +227,7 @@ static inline AVX2 __m256i hsv8(const hsv_apply_tables *t, __m256i x) {
     /* pick[sector] = {b, g, r} entries of tab = {v, t1, t2, t3} */
     __m256i ro = to_u8(pick6(vf, t2, t1, t1, t3, vf, m)), go = to_u8(pick6(t3, vf, vf, t2, t1, t1, m)),
             bo = to_u8(pick6(t1, t1, t3, vf, vf, t2, m));
-    return _mm256_or_si256(ro, _mm256_or_si256(_mm256_slli_epi32(go, 8), _mm256_slli_epi32(bo, 16)));
+    return yp_aug_rgb8(ro, go, bo);
 }
 
 static inline AVX2 __m256i reverse8(__m256i x) {
@@ -279,8 +260,6 @@ static AVX2 void hsv_row_avx2(const hsv_apply_tables *t, uint8_t *row, int w, in
     }
 }
 
-/* libgcc's CPU model, filled once at start-up: a read, no race */
-static int have_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
 
 void yp_hsv_apply_flip(yp_image *img, const double gain[3], int flip_lr) {
@@ -288,8 +267,8 @@ void yp_hsv_apply_flip(yp_image *img, const double gain[3], int flip_lr) {
     apply_tables_init(&t, gain);
     size_t stride = (size_t)img->w * 3;
     int w = img->w, vec = w / HSV_BLOCK * HSV_BLOCK; /* OpenCV's rule by the pixel's place before the flip */
-#ifdef HSV_AVX2
-    if (have_avx2()) {
+#ifdef YP_AUG_AVX2
+    if (yp_aug_have_avx2()) {
         for (int y = 0; y < img->h; y++) hsv_row_avx2(&t, img->rgb + (size_t)y * stride, w, vec, flip_lr);
         return;
     }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "augment_avx2.h"
 #include "yp_augment.h"
 #include "yp_host_mem.h"
 
@@ -126,22 +127,8 @@ static void edge_pixels(const yp_image *src, uint8_t *D, const int *col, const i
     }
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define WARP_AVX2 1
-#include <immintrin.h>
-#define AVX2 __attribute__((target("avx2")))
-
-/* libgcc's CPU model, filled once at start-up: a read, no race */
-static int have_avx2(void) { return __builtin_cpu_supports("avx2"); }
-
-/* The 8 lanes' pixels (0x00BBGGRR, R the first byte) to the 24 bytes at o, no byte outside them. */
-static inline AVX2 void store8(uint8_t *o, __m256i x) {
-    const __m256i m = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8, 9,
-                                       10, 12, 13, 14, -1, -1, -1, -1);
-    __m256i y = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(x, m), _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
-    _mm_storeu_si128((__m128i *)o, _mm256_castsi256_si128(y));
-    _mm_storel_epi64((__m128i *)(o + 16), _mm256_extracti128_si256(y, 1));
-}
+#ifdef YP_AUG_AVX2
+#define AVX2 YP_AUG_AVX2_FN
 
 /* Output pixels [x0, x1) of row D, whose four neighbours all lie inside, from V: the vertical
  * sums (32 - fy) v(sy, c) + fy v(sy + 1, c) of the source bytes from column base on. Per pixel
@@ -165,8 +152,7 @@ static AVX2 void hpass_avx2(const int16_t *V, int base, const int *col, const in
         __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pr, w), half), 10);
         __m256i g = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pg, w), half), 10);
         __m256i b = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pb, w), half), 10);
-        __m256i px = _mm256_or_si256(r, _mm256_or_si256(_mm256_slli_epi32(g, 8), _mm256_slli_epi32(b, 16)));
-        store8(D + 3 * (size_t)x, px);
+        yp_aug_store8(D + 3 * (size_t)x, yp_aug_rgb8(r, g, b));
     }
     for (; x < x1; x++) {
         const int16_t *v = V + 3 * (size_t)(col[x] - base);
@@ -214,8 +200,8 @@ static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *
         frac[x] = (int)((uint64_t)X & 31), col[x] = sat_short((X - frac[x]) / 32);
         if (col[x] >= 0 && col[x] < src->w - 1) lo = x < lo ? x : lo, hi = x + 1;
     }
-#ifdef WARP_AVX2
-    int vertical_first = have_avx2() && M[0] >= 0;
+#ifdef YP_AUG_AVX2
+    int vertical_first = yp_aug_have_avx2() && M[0] >= 0;
 #endif
     int16_t *H[2] = {hbuf, hbuf + n3};
     int have[2] = {-1, -1}; /* the source row each buffer holds */
@@ -232,7 +218,7 @@ static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *
         edge_pixels(src, D, col, frac, sy, fy, 0, a < b ? a : dst->w);
         if (a >= b) continue;
         edge_pixels(src, D, col, frac, sy, fy, b, dst->w);
-#ifdef WARP_AVX2
+#ifdef YP_AUG_AVX2
         if (vertical_first) {
             inside_run_avx2(src, D, col, frac, sy, fy, a, b, hbuf, 2 * n3);
             continue;
