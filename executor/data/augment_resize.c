@@ -190,7 +190,8 @@ static YP_AUG_AVX2_FN void linear_row_avx2(const uint8_t *S, int sw, int dw, con
 static inline YP_AUG_AVX2_FN __m256i linear_col8(const int32_t *h0, const int32_t *h1, __m256i b0, __m256i b1) {
     __m256i v0 = _mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)h0), 4);
     __m256i v1 = _mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)h1), 4);
-    __m256i t0 = _mm256_srai_epi32(_mm256_mullo_epi32(v0, b0), 16), t1 = _mm256_srai_epi32(_mm256_mullo_epi32(v1, b1), 16);
+    __m256i t0 = _mm256_srai_epi32(_mm256_mullo_epi32(v0, b0), 16);
+    __m256i t1 = _mm256_srai_epi32(_mm256_mullo_epi32(v1, b1), 16);
     __m256i t = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(t0, t1), _mm256_set1_epi32(2)), 2);
     return _mm256_min_epi32(_mm256_max_epi32(t, _mm256_setzero_si256()), _mm256_set1_epi32(255));
 }
