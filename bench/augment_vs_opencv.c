@@ -4,7 +4,9 @@
  * time through its C API (libopencv_imgproc.so.406, which Debian installs with python3-torch);
  * without it the program says so and exits 0. First it times the whole training item
  * (yp_aug_train_item at 640, hyp.scratch-low) on 1 and 2 threads. Not a test: a measurement.
- * Usage: augment_vs_opencv [reps]   (reps: timing repetitions, default 20) */
+ * Usage: augment_vs_opencv [reps] [--item-only]   (reps: timing repetitions, default 20; --item-only: the
+ * training item's rate alone, 1 thread then 2, nothing compared: what to run under perf record for the
+ * time per stage of the item) */
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
@@ -273,10 +275,15 @@ static void pipeline_rate(int threads, int items) {
 }
 
 int main(int argc, char **argv) {
-    int reps = argc > 1 ? atoi(argv[1]) : 20;
+    int reps = argc > 1 ? atoi(argv[1]) : 20, item_only = argc > 2 && !strcmp(argv[2], "--item-only");
+    if (reps < 1 || (argc > 2 && !item_only) || argc > 3) {
+        fprintf(stderr, "usage: augment_vs_opencv [reps] [--item-only]\n");
+        return 2;
+    }
     printf("throughput:\n");
     pipeline_rate(1, 4 * reps);
     pipeline_rate(2, 4 * reps);
+    if (item_only) return 0;
     if (load_opencv()) {
         printf("augment_vs_opencv: libopencv_imgproc.so.406 not found; nothing compared\n");
         return 0;

@@ -9,7 +9,10 @@
  * batches over the time from the W-th delivery to the last one. Counting from the first delivery
  * instead would credit the run with the W-1 batches finished alongside it. Not a test: a
  * measurement (bench/loader_vs_opencv.sh sets it beside the Python + OpenCV reference).
- * Usage: loader_rate --data D.yaml [--img 640] [--batch 16] [--epochs 3] [--workers 2,1] [--seed 0]
+ * --cache ram: the split decoded and resized once first (yp_image_cache_fill on 2 threads, its
+ * time printed), the workers then reading the cached pixels (`yoloplan train --cache ram`): the
+ * rate of the augmentation alone.
+ * Usage: loader_rate --data D.yaml [--img 640] [--batch 16] [--epochs 3] [--workers 2,1] [--seed 0] [--cache ram]
  * Prints a human line per worker count and, for scripts, one "loader_rate workers W images N
  * seconds T rate R warmup_s F" line each. */
 #include <stdio.h>
@@ -17,12 +20,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "yp_image_cache.h"
 #include "yp_label_cache.h"
 #include "yp_loader.h"
 #include "yp_clock.h"
 
 static int usage(void) {
-    fprintf(stderr, "usage: loader_rate --data D.yaml [--img 640] [--batch 16] [--epochs 3] [--workers 2,1] [--seed 0]\n");
+    fprintf(stderr, "usage: loader_rate --data D.yaml [--img 640] [--batch 16] [--epochs 3] [--workers 2,1] [--seed 0] "
+                    "[--cache ram]\n");
     return 2;
 }
 
@@ -58,6 +63,7 @@ static int run(const yp_labels *lb, const yp_loader_opts *base, int workers) {
 
 int main(int argc, char **argv) {
     const char *data = NULL, *workers = "2,1";
+    int cache = 0;
     yp_loader_opts o;
     yp_loader_opts_default(&o);
     o.prefetch = 2, o.batch = 16, o.imgsz = 640, o.epochs = 3, o.seed = 0, o.drop_last = 1;
@@ -70,6 +76,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--epochs")) o.epochs = atoll(v);
         else if (!strcmp(k, "--workers")) workers = v;
         else if (!strcmp(k, "--seed")) o.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--cache") && !strcmp(v, "ram")) cache = 1;
         else return usage();
     }
     if (!data || o.imgsz < 32 || o.batch < 1 || o.epochs < 1) return usage();
@@ -79,6 +86,19 @@ int main(int argc, char **argv) {
     printf("yp_loader over %lld training images of %s: batch %d, img %d, hyp.scratch-low (mosaic 1, fliplr 0.5), "
            "prefetch %d, %lld epochs of whole batches\n",
            (long long)lb.n, data, o.batch, o.imgsz, o.prefetch, (long long)o.epochs);
+    yp_image_cache ic = {0};
+    if (cache) {
+        double t = yp_now_s();
+        int bad = yp_image_cache_fill(&ic, &lb, o.imgsz, 1, 2, &err);
+        if (bad) fprintf(stderr, "loader_rate: %s\n", err.msg);
+        else printf("  --cache ram: %lld images (%.1f MB) decoded and resized in %.2f s on 2 threads\n",
+                    (long long)(ic.n - ic.failed), (double)ic.bytes / 1e6, yp_now_s() - t);
+        if (bad) {
+            yp_image_cache_free(&ic), yp_labels_free(&lb);
+            return 1;
+        }
+        o.cache = &ic;
+    }
     int rc = 0;
     for (const char *p = workers; *p && !rc;) {
         char *end;
@@ -90,6 +110,7 @@ int main(int argc, char **argv) {
         rc = run(&lb, &o, (int)w);
         p = *end == ',' ? end + 1 : end;
     }
+    yp_image_cache_free(&ic);
     yp_labels_free(&lb);
     return rc;
 }

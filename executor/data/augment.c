@@ -104,24 +104,28 @@ static int load(item_ctx *c, int64_t index, yp_aug_source_item *item) {
     return 0;
 }
 
-/* load_mosaic + random_perspective with the mosaic border: into out, rows. */
+/* load_mosaic + random_perspective with the mosaic border: into out, rows. The warp's draws come
+ * before the tiles are placed (loading draws nothing, so the sequence is load_mosaic's), so that
+ * only the part of the canvas the warp reads is written: the tiles' pixels there, 114 around them. */
 static int mosaic_item(item_ctx *c, int64_t index, yp_rng *r, yp_image *out, float *rows, int64_t *n) {
     yp_mosaic_plan p;
-    int s = c->cfg->imgsz, border = -((s + 1) / 2);
+    int s = c->cfg->imgsz, border = -((s + 1) / 2), clip[4], placed[4][4];
     yp_mosaic_draw(r, index, c->cfg->n_images, s, &p);
-    yp_mosaic_fill(&c->canvas);
+    yp_rng_unit(r); /* YOLOv5's mixup draw (mixup is 0) */
+    yp_warp w;
+    if (yp_warp_draw(r, &c->cfg->hyp, 2 * s, 2 * s, border, border, &w) || w.out_w != out->w || w.out_h != out->h)
+        return yp_err_set(c->err, "augment: the mosaic warp to %dx%d failed", out->w, out->h);
+    yp_warp_source_rect(&w, 2 * s, 2 * s, clip);
     *n = 0;
     for (int i = 0; i < 4; i++) {
         yp_aug_source_item item;
         if (load(c, p.index[i], &item)) return -1;
-        if (yp_mosaic_place(&c->canvas, &p, i, &c->tile, item.rows, item.n_rows, rows + 5 * *n))
+        if (yp_mosaic_place_in(&c->canvas, &p, i, &c->tile, item.rows, item.n_rows, rows + 5 * *n, clip, placed[i]))
             return yp_err_set(c->err, "augment: the mosaic tile of image %lld does not fit", (long long)p.index[i]);
         *n += item.n_rows;
     }
-    yp_rng_unit(r); /* YOLOv5's mixup draw (mixup is 0) */
-    yp_warp w;
-    if (yp_warp_draw(r, &c->cfg->hyp, 2 * s, 2 * s, border, border, &w) || w.out_w != out->w || w.out_h != out->h ||
-        yp_warp_image(&c->canvas, out, &w, c->scratch, c->scratch_bytes))
+    yp_mosaic_fill_rest(&c->canvas, clip, (const int (*)[4])placed, 4);
+    if (yp_warp_image(&c->canvas, out, &w, c->scratch, c->scratch_bytes))
         return yp_err_set(c->err, "augment: the mosaic warp to %dx%d failed", out->w, out->h);
     *n = yp_warp_labels(rows, *n, &w);
     return 0;

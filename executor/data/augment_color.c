@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "augment_avx2.h"
 #include "yp_augment.h"
 
 #define HSV_BLOCK 32 /* pixels per step of OpenCV's AVX2 HSV2RGB loop (4 x 8 floats) */
@@ -108,6 +109,10 @@ typedef struct {
     uint8_t lut[3][256];
     uint8_t sector[256];
     float frac[256], sf[256], vf[256];
+    /* the vector path's gather tables (32-bit entries): sv[v] = sdiv[v] | lut[2][v] << 24 (one gather
+     * for both of v's look-ups; sdiv < 2^20), lh[h] = lut[0][h], ls[s] = lut[1][s] */
+    uint32_t sv[256];
+    int lh[256], ls[256];
 } hsv_apply_tables;
 
 static void apply_tables_init(hsv_apply_tables *t, const double gain[3]) {
@@ -124,6 +129,10 @@ static void apply_tables_init(hsv_apply_tables *t, const double gain[3]) {
         if ((unsigned)sector >= 6u) sector = 0, h = 0.f;
         t->sector[x] = (uint8_t)sector, t->frac[x] = h;
         t->sf[x] = (float)x * (1.f / 255.f), t->vf[x] = (float)x * (1.f / 255.f);
+    }
+    for (int x = 0; x < 256; x++) {
+        t->sv[x] = (uint32_t)t->div.sdiv[x] | (uint32_t)t->lut[2][x] << 24;
+        t->lh[x] = t->lut[0][x], t->ls[x] = t->lut[1][x];
     }
 }
 
@@ -165,11 +174,105 @@ static void hsv_pixel_at(const hsv_apply_tables *t, const uint8_t *p, uint8_t *o
     else hsv_pixel(t, p, o, 0);
 }
 
+#ifdef YP_AUG_AVX2
+/* The vector path: hsv_pixel's vector rule on 8 pixels at a time with AVX2 and FMA (selected at
+ * run time, so a baseline build has it too): the same integer steps (the divisor and table
+ * look-ups as gathers, the arithmetic shift as floor), the same float operations in the same order
+ * (fmaf(-s, x, 1) is fnmadd(s, x, 1): negation is exact), the sector's picks as blends. */
+#define AVX2 YP_AUG_AVX2_FN
+#define load8 yp_aug_load8
+#define store8 yp_aug_store8
+
+static inline AVX2 __m256 pick6(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, const __m256 *m) {
+    __m256 r = a0;
+    r = _mm256_blendv_ps(r, a1, m[1]), r = _mm256_blendv_ps(r, a2, m[2]), r = _mm256_blendv_ps(r, a3, m[3]);
+    return _mm256_blendv_ps(_mm256_blendv_ps(r, a4, m[4]), a5, m[5]);
+}
+
+static inline AVX2 __m256i to_u8(__m256 x) {
+    x = _mm256_mul_ps(x, _mm256_set1_ps(255.f));
+    return _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(x, _mm256_setzero_ps()), _mm256_set1_ps(255.f)));
+}
+
+/* hsv_pixel(t, ., ., 1) on each lane. */
+static inline AVX2 __m256i hsv8(const hsv_apply_tables *t, __m256i x) {
+    const __m256i b8 = _mm256_set1_epi32(255), half = _mm256_set1_epi32(1 << 11);
+    __m256i r = _mm256_and_si256(x, b8), g = _mm256_and_si256(_mm256_srli_epi32(x, 8), b8),
+            b = _mm256_srli_epi32(x, 16);
+    __m256i v = _mm256_max_epi32(_mm256_max_epi32(b, g), r);
+    __m256i diff = _mm256_sub_epi32(v, _mm256_min_epi32(_mm256_min_epi32(b, g), r));
+    __m256i sv = _mm256_i32gather_epi32((const int *)t->sv, v, 4);
+    __m256i s = _mm256_and_si256(sv, _mm256_set1_epi32((1 << 24) - 1));
+    s = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(diff, s), half), 12);
+    __m256i hr = _mm256_sub_epi32(g, b), hg = _mm256_add_epi32(_mm256_sub_epi32(b, r), _mm256_add_epi32(diff, diff)),
+            hb = _mm256_add_epi32(_mm256_sub_epi32(r, g), _mm256_slli_epi32(diff, 2));
+    __m256i h = _mm256_blendv_epi8(_mm256_blendv_epi8(hb, hg, _mm256_cmpeq_epi32(v, g)), hr, _mm256_cmpeq_epi32(v, r));
+    h = _mm256_mullo_epi32(h, _mm256_i32gather_epi32(t->div.hdiv, diff, 4));
+    h = _mm256_srai_epi32(_mm256_add_epi32(h, half), 12);
+    h = _mm256_add_epi32(h, _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), h), _mm256_set1_epi32(180)));
+    h = _mm256_min_epi32(h, b8);
+    /* apply_tables_init's sector and fraction of the looked-up hue, its float steps (one subtraction
+     * of 6 is its loop for hues up to 255; the sector is then below 6) */
+    const __m256 six = _mm256_set1_ps(6.f), inv255 = _mm256_set1_ps(1.f / 255.f), one = _mm256_set1_ps(1.f);
+    __m256 hf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_i32gather_epi32(t->lh, h, 4)), _mm256_set1_ps(6.0f / 180));
+    hf = _mm256_sub_ps(hf, _mm256_and_ps(_mm256_cmp_ps(hf, six, _CMP_GE_OQ), six));
+    __m256 fl = _mm256_floor_ps(hf), f = _mm256_sub_ps(hf, fl);
+    __m256i sec = _mm256_cvttps_epi32(fl);
+    __m256 sf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_i32gather_epi32(t->ls, s, 4)), inv255);
+    __m256 vf = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(sv, 24)), inv255);
+    __m256 t1 = _mm256_mul_ps(vf, _mm256_sub_ps(one, sf)), t2 = _mm256_mul_ps(vf, _mm256_fnmadd_ps(sf, f, one)),
+           t3 = _mm256_mul_ps(vf, _mm256_fnmadd_ps(sf, _mm256_sub_ps(one, f), one));
+    __m256 m[6];
+    for (int k = 1; k < 6; k++) m[k] = _mm256_castsi256_ps(_mm256_cmpeq_epi32(sec, _mm256_set1_epi32(k)));
+    /* pick[sector] = {b, g, r} entries of tab = {v, t1, t2, t3} */
+    __m256i ro = to_u8(pick6(vf, t2, t1, t1, t3, vf, m)), go = to_u8(pick6(t3, vf, vf, t2, t1, t1, m)),
+            bo = to_u8(pick6(t1, t1, t3, vf, vf, t2, m));
+    return yp_aug_rgb8(ro, go, bo);
+}
+
+static inline AVX2 __m256i reverse8(__m256i x) {
+    return _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+}
+
+/* One row of w pixels, vec of them (a multiple of 8) by the vector rule: yp_hsv_apply_flip's
+ * row. Flipped, pairs of pixels a, b = w-1-a go by the scalar rule while b is a tail pixel, then
+ * pairs of 8-pixel blocks from both ends (both loaded before either is stored), then the middle
+ * pixels in scalar pairs. */
+static AVX2 void hsv_row_avx2(const hsv_apply_tables *t, uint8_t *row, int w, int vec, int flip_lr) {
+    if (!flip_lr) {
+        for (int i = 0; i < vec; i += 8) store8(row + 3 * i, hsv8(t, load8(row + 3 * i)));
+        for (int i = vec; i < w; i++) hsv_pixel(t, row + 3 * i, row + 3 * i, 0);
+        return;
+    }
+    int a = 0, b = w - 1;
+    uint8_t pa[3], pb[3];
+    for (; a <= b && b >= vec; a++, b--) {
+        hsv_pixel_at(t, row + 3 * a, pa, a < vec), hsv_pixel(t, row + 3 * b, pb, 0);
+        memcpy(row + 3 * a, pb, 3), memcpy(row + 3 * b, pa, 3);
+    }
+    for (; b - a + 1 >= 16; a += 8, b -= 8) {
+        __m256i l = hsv8(t, load8(row + 3 * a)), r = hsv8(t, load8(row + 3 * (b - 7)));
+        store8(row + 3 * a, reverse8(r)), store8(row + 3 * (b - 7), reverse8(l));
+    }
+    for (; a <= b; a++, b--) {
+        hsv_pixel(t, row + 3 * a, pa, 1), hsv_pixel(t, row + 3 * b, pb, 1);
+        memcpy(row + 3 * a, pb, 3), memcpy(row + 3 * b, pa, 3);
+    }
+}
+
+#endif
+
 void yp_hsv_apply_flip(yp_image *img, const double gain[3], int flip_lr) {
     hsv_apply_tables t;
     apply_tables_init(&t, gain);
     size_t stride = (size_t)img->w * 3;
     int w = img->w, vec = w / HSV_BLOCK * HSV_BLOCK; /* OpenCV's rule by the pixel's place before the flip */
+#ifdef YP_AUG_AVX2
+    if (yp_aug_have_avx2()) {
+        for (int y = 0; y < img->h; y++) hsv_row_avx2(&t, img->rgb + (size_t)y * stride, w, vec, flip_lr);
+        return;
+    }
+#endif
     for (int y = 0; y < img->h; y++) {
         uint8_t *row = img->rgb + (size_t)y * stride;
         if (!flip_lr) {

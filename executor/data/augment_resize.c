@@ -21,13 +21,14 @@
  * core, but it is a C++ library whose C API is deprecated, and its output depends on the CPU it
  * dispatches to (its HSV->RGB differs between AVX2 and older machines), while a loader must give
  * the same bytes for the same seed everywhere. These are plain loops the compiler vectorises;
- * speeding them up is future work. */
+ * INTER_LINEAR also has an AVX2 path (the same integers) and the exact 2x its own loop. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "augment_avx2.h"
 #include "yp_augment.h"
 #include "yp_host_mem.h"
 
@@ -151,6 +152,68 @@ static void linear_rows(const yp_image *src, int dw, const int *x0, const int *x
     have[1] = want1;
 }
 
+#ifdef YP_AUG_AVX2
+/* The AVX2 path of resize_linear: the same integers, rows held as three planes (R, G, B: dw
+ * int32 each) instead of interleaved. Horizontal: 8 columns a step, two 32-bit gathers at the
+ * pixel pair (bytes sx*3 .. sx*3 + 5: r0 g0 b0 r1 and b0 r1 g1 b1), the pairs meeting the weights
+ * (a0, a1) in madd; the columns clamped at the right edge (their second pixel would lie past the
+ * row) by the plain rule. Vertical: 8 pixels a step by linear_col's rule. */
+static YP_AUG_AVX2_FN void linear_row_avx2(const uint8_t *S, int sw, int dw, const int *x0, const int *x1,
+                                           const int *a, int32_t *H) {
+    int32_t *R = H, *G = H + dw, *B = H + 2 * (size_t)dw;
+    int end = dw; /* columns before end have x1 < sw (x1 grows with the column) */
+    while (end > 0 && x1[end - 1] >= sw) end--;
+    const __m256i lo8 = _mm256_set1_epi32(0xff), hi8 = _mm256_set1_epi32(0xff0000);
+    int dx = 0;
+    for (; dx + 8 <= end; dx += 8) {
+        __m256i off = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(x0 + dx)), _mm256_set1_epi32(3));
+        __m256i A = _mm256_i32gather_epi32((const int *)S, off, 1);
+        __m256i Bv = _mm256_i32gather_epi32((const int *)(S + 2), off, 1);
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(a + 2 * dx));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(a + 2 * dx + 8));
+        /* a holds (a0, a1) per column as two ints: to one int16 pair per lane */
+        __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(w0, w1), 0xd8);
+        __m256i pr = _mm256_or_si256(_mm256_and_si256(A, lo8), _mm256_and_si256(_mm256_srli_epi32(A, 8), hi8));
+        __m256i pg = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(A, 8), lo8), _mm256_and_si256(Bv, hi8));
+        __m256i pb = _mm256_or_si256(_mm256_and_si256(Bv, lo8), _mm256_and_si256(_mm256_srli_epi32(Bv, 8), hi8));
+        _mm256_storeu_si256((__m256i *)(R + dx), _mm256_madd_epi16(pr, w));
+        _mm256_storeu_si256((__m256i *)(G + dx), _mm256_madd_epi16(pg, w));
+        _mm256_storeu_si256((__m256i *)(B + dx), _mm256_madd_epi16(pb, w));
+    }
+    for (; dx < dw; dx++) {
+        const uint8_t *p = S + 3 * x0[dx], *q = S + 3 * (x1[dx] < sw ? x1[dx] : x0[dx]);
+        int a0 = a[2 * dx], a1 = a[2 * dx + 1];
+        R[dx] = p[0] * a0 + q[0] * a1, G[dx] = p[1] * a0 + q[1] * a1, B[dx] = p[2] * a0 + q[2] * a1;
+    }
+}
+
+static inline YP_AUG_AVX2_FN __m256i linear_col8(const int32_t *h0, const int32_t *h1, __m256i b0, __m256i b1) {
+    __m256i v0 = _mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)h0), 4);
+    __m256i v1 = _mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)h1), 4);
+    __m256i t0 = _mm256_srai_epi32(_mm256_mullo_epi32(v0, b0), 16);
+    __m256i t1 = _mm256_srai_epi32(_mm256_mullo_epi32(v1, b1), 16);
+    __m256i t = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(t0, t1), _mm256_set1_epi32(2)), 2);
+    return _mm256_min_epi32(_mm256_max_epi32(t, _mm256_setzero_si256()), _mm256_set1_epi32(255));
+}
+
+static YP_AUG_AVX2_FN void linear_col_avx2(const int32_t *H0, const int32_t *H1, int bw0, int bw1, int dw,
+                                           uint8_t *D) {
+    __m256i b0 = _mm256_set1_epi32(bw0), b1 = _mm256_set1_epi32(bw1);
+    int x = 0;
+    for (; x + 8 <= dw; x += 8) {
+        __m256i r = linear_col8(H0 + x, H1 + x, b0, b1), g = linear_col8(H0 + dw + x, H1 + dw + x, b0, b1);
+        __m256i b = linear_col8(H0 + 2 * (size_t)dw + x, H1 + 2 * (size_t)dw + x, b0, b1);
+        yp_aug_store8(D + 3 * (size_t)x, yp_aug_rgb8(r, g, b));
+    }
+    for (; x < dw; x++)
+        for (int c = 0; c < 3; c++) {
+            int32_t h0 = H0[(size_t)c * dw + x], h1 = H1[(size_t)c * dw + x];
+            int t = (((h0 >> 4) * bw0) >> 16) + (((h1 >> 4) * bw1) >> 16);
+            D[3 * (size_t)x + c] = sat_u8((t + 2) >> 2);
+        }
+}
+#endif
+
 static void resize_linear(const yp_image *src, yp_image *dst, uint8_t *ws) {
     int sh = src->h, dw = dst->w, dh = dst->h, width = 3 * dw;
     int *x0 = ws_take(&ws, (size_t)dw, 4 * sizeof(int)), *x1 = x0 + dw, *a = x1 + dw; /* a: 2 dw */
@@ -160,6 +223,25 @@ static void resize_linear(const yp_image *src, yp_image *dst, uint8_t *ws) {
     int have[2] = {-1, -1};
     linear_tab(src->w, dw, 1, x0, x1, a);
     linear_tab(sh, dh, 0, y0, y1, b);
+#ifdef YP_AUG_AVX2
+    if (yp_aug_have_avx2()) {
+        size_t stride = (size_t)src->w * 3;
+        for (int dy = 0; dy < dh; dy++) {
+            int r0 = clamp_row(y0[dy], sh), r1 = clamp_row(y1[dy], sh);
+            if (have[0] != r0 && have[1] == r0) { /* linear_rows' reuse, with this path's rows */
+                int32_t *t = rows[0];
+                rows[0] = rows[1], rows[1] = t;
+                have[1] = have[0], have[0] = r0;
+            }
+            if (have[0] != r0) linear_row_avx2(src->rgb + (size_t)r0 * stride, src->w, dw, x0, x1, a, rows[0]);
+            have[0] = r0;
+            if (have[1] != r1) linear_row_avx2(src->rgb + (size_t)r1 * stride, src->w, dw, x0, x1, a, rows[1]);
+            have[1] = r1;
+            linear_col_avx2(rows[0], rows[1], b[2 * dy], b[2 * dy + 1], dw, dst->rgb + (size_t)dy * (size_t)width);
+        }
+        return;
+    }
+#endif
     for (int dy = 0; dy < dh; dy++) {
         int r0 = clamp_row(y0[dy], sh), r1 = clamp_row(y1[dy], sh);
         linear_rows(src, dw, x0, x1, a, r0, r1, rows, have);
@@ -169,8 +251,28 @@ static void resize_linear(const yp_image *src, yp_image *dst, uint8_t *ws) {
 
 /* ---- INTER_AREA ---- */
 
+/* The 2 x 2 means, (a + b + c + d + 2) >> 2: resize_area_fast's most common case (an exact 2x
+ * downscale, INTER_LINEAR's too) without its general loops. */
+static void resize_area_2x2(const yp_image *src, yp_image *dst) {
+    size_t sstride = (size_t)src->w * 3, n = (size_t)dst->w * 3;
+    for (int dy = 0; dy < dst->h; dy++) {
+        const uint8_t *S0 = src->rgb + (size_t)(2 * dy) * sstride, *S1 = S0 + sstride;
+        uint8_t *D = dst->rgb + (size_t)dy * n;
+        for (size_t x = 0; x < n; x += 3) {
+            const uint8_t *p = S0 + 2 * x, *q = S1 + 2 * x;
+            D[x] = (uint8_t)((p[0] + p[3] + q[0] + q[3] + 2) >> 2);
+            D[x + 1] = (uint8_t)((p[1] + p[4] + q[1] + q[4] + 2) >> 2);
+            D[x + 2] = (uint8_t)((p[2] + p[5] + q[2] + q[5] + 2) >> 2);
+        }
+    }
+}
+
 /* Integer-scale area: the kx x ky block means. */
 static void resize_area_fast(const yp_image *src, yp_image *dst, int kx, int ky) {
+    if (kx == 2 && ky == 2) {
+        resize_area_2x2(src, dst);
+        return;
+    }
     size_t sstride = (size_t)src->w * 3;
     float inv = 1.f / (float)(kx * ky);
     for (int dy = 0; dy < dst->h; dy++) {

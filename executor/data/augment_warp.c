@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "augment_avx2.h"
 #include "yp_augment.h"
 #include "yp_host_mem.h"
 
@@ -115,6 +116,69 @@ static void affine_inverse(const double *m, double *iM) {
     iM[5] = -iM[3] * m[2] - iM[4] * m[5];
 }
 
+/* The pixels [x0, x1) of output row D on source row sy (fraction fy) by sample(), or 114 where
+ * all four neighbours lie outside (the weights sum to 1024). */
+static void edge_pixels(const yp_image *src, uint8_t *D, const int *col, const int *frac, int sy, int fy, int x0,
+                        int x1) {
+    int row_out = sy < -1 || sy > src->h - 1; /* both y neighbours outside */
+    for (int x = x0; x < x1; x++) {
+        if (row_out || col[x] < -1 || col[x] > src->w - 1) memset(D + 3 * (size_t)x, BORDER, 3);
+        else sample(src, (int64_t)col[x] * 32 + frac[x], (int64_t)sy * 32 + fy, D + 3 * (size_t)x);
+    }
+}
+
+#ifdef YP_AUG_AVX2
+#define AVX2 YP_AUG_AVX2_FN
+
+/* Output pixels [x0, x1) of row D, whose four neighbours all lie inside, from V: the vertical
+ * sums (32 - fy) v(sy, c) + fy v(sy + 1, c) of the source bytes from column base on. Per pixel
+ * (32 - fx) V(sx) + fx V(sx + 1) per channel: the same integer as the two-pass sum the other way
+ * round. 8 pixels a step: three 32-bit gathers fetch V's 6 values, pairs (V(sx), V(sx + 1)) meet
+ * the weights (32 - fx, fx) in madd. */
+static AVX2 void hpass_avx2(const int16_t *V, int base, const int *col, const int *frac, int x0, int x1,
+                            uint8_t *D) {
+    const char *vb = (const char *)V;
+    int x = x0;
+    for (; x + 8 <= x1; x += 8) {
+        __m256i c = _mm256_loadu_si256((const __m256i *)(col + x)), f = _mm256_loadu_si256((const __m256i *)(frac + x));
+        __m256i off = _mm256_mullo_epi32(_mm256_sub_epi32(c, _mm256_set1_epi32(base)), _mm256_set1_epi32(6));
+        __m256i A = _mm256_i32gather_epi32((const int *)vb, off, 1);       /* r0 g0 */
+        __m256i B = _mm256_i32gather_epi32((const int *)(vb + 4), off, 1); /* b0 r1 */
+        __m256i C = _mm256_i32gather_epi32((const int *)(vb + 8), off, 1); /* g1 b1 */
+        __m256i w = _mm256_or_si256(_mm256_sub_epi32(_mm256_set1_epi32(32), f), _mm256_slli_epi32(f, 16));
+        __m256i pr = _mm256_blend_epi16(A, B, 0xAA), pb = _mm256_blend_epi16(B, C, 0xAA);
+        __m256i pg = _mm256_or_si256(_mm256_srli_epi32(A, 16), _mm256_slli_epi32(C, 16));
+        const __m256i half = _mm256_set1_epi32(512);
+        __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pr, w), half), 10);
+        __m256i g = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pg, w), half), 10);
+        __m256i b = _mm256_srli_epi32(_mm256_add_epi32(_mm256_madd_epi16(pb, w), half), 10);
+        yp_aug_store8(D + 3 * (size_t)x, yp_aug_rgb8(r, g, b));
+    }
+    for (; x < x1; x++) {
+        const int16_t *v = V + 3 * (size_t)(col[x] - base);
+        int fx = frac[x], gx = 32 - fx;
+        for (int k = 0; k < 3; k++) D[3 * (size_t)x + k] = (uint8_t)((gx * v[k] + fx * v[3 + k] + 512) >> 10);
+    }
+}
+
+/* The inside run [a, b) of output row D (source row sy, fraction fy; col non-decreasing): in
+ * pieces whose source columns' vertical sums fit V's v_cap entries. */
+static AVX2 void inside_run_avx2(const yp_image *src, uint8_t *D, const int *col, const int *frac, int sy, int fy,
+                                 int a, int b, int16_t *V, size_t v_cap) {
+    size_t stride = (size_t)src->w * 3;
+    int gy = 32 - fy;
+    for (int x0 = a; x0 < b;) {
+        int base = col[x0], x1 = x0 + 1;
+        while (x1 < b && 3 * (size_t)(col[x1] + 2 - base) <= v_cap) x1++;
+        size_t n = 3 * (size_t)(col[x1 - 1] + 2 - base);
+        const uint8_t *p0 = src->rgb + (size_t)sy * stride + 3 * (size_t)base, *p1 = p0 + stride;
+        for (size_t i = 0; i < n; i++) V[i] = (int16_t)(gy * p0[i] + fy * p1[i]);
+        hpass_avx2(V, base, col, frac, x0, x1, D);
+        x0 = x1;
+    }
+}
+#endif
+
 /* warp_affine when the inverse map has no rotation or shear (M1 = M3 = 0, random_perspective
  * with degrees and shear 0): X0 is then the same for every row and Y the same along a row, so each
  * column's source x and weight is computed once (sx in col[], fx in frac[]) and each row's once.
@@ -122,8 +186,10 @@ static void affine_inverse(const double *m, double *iM) {
  * x); inside it, on rows whose two y neighbours lie inside, the four-tap sum is taken in two
  * passes, exact in integers: sum w v = (32 - fy) H(sy) + fy H(sy + 1) with
  * H(r) = (32 - fx) v(r, sx) + fx v(r, sx + 1), each source row's H computed once and kept for the
- * next output row (rows sy and sy + 1 go to buffers sy & 1 and its other). The other pixels take
- * sample(). The same integers as the general loop, so the same bytes. */
+ * next output row (rows sy and sy + 1 go to buffers sy & 1 and its other); with AVX2 (and sx
+ * non-decreasing) the other way round instead, vertical sums first (inside_run_avx2). The other
+ * pixels take sample(), a row with both y neighbours outside a memset. The same integers as the
+ * general loop, so the same bytes. */
 static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *M, int *col, int *frac, int16_t *hbuf) {
     int64_t X0 = (int64_t)sat_int(M[2] * 1024) + 16;
     size_t stride = (size_t)src->w * 3, n3 = (size_t)dst->w * 3;
@@ -134,6 +200,9 @@ static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *
         frac[x] = (int)((uint64_t)X & 31), col[x] = sat_short((X - frac[x]) / 32);
         if (col[x] >= 0 && col[x] < src->w - 1) lo = x < lo ? x : lo, hi = x + 1;
     }
+#ifdef YP_AUG_AVX2
+    int vertical_first = yp_aug_have_avx2() && M[0] >= 0;
+#endif
     int16_t *H[2] = {hbuf, hbuf + n3};
     int have[2] = {-1, -1}; /* the source row each buffer holds */
     for (int y = 0; y < dst->h; y++) {
@@ -141,16 +210,20 @@ static void warp_axis_aligned(const yp_image *src, yp_image *dst, const double *
         Y = (Y - (int64_t)((uint64_t)Y & 31)) / 32;
         int fy = (int)((uint64_t)Y & 31), sy = sat_short((Y - fy) / 32);
         uint8_t *D = dst->rgb + (size_t)y * n3;
-        int inside = sy >= 0 && sy < src->h - 1, a = inside ? lo : dst->w, b = inside ? hi : dst->w;
-        int row_out = sy < -1 || sy > src->h - 1; /* both y neighbours outside */
-        for (int x = 0; x < dst->w; x++) {
-            if (x >= a && x < b) continue;
-            if (row_out || col[x] < -1 || col[x] > src->w - 1) /* all four outside: the weights sum to 1024 */
-                memset(D + 3 * (size_t)x, BORDER, 3);
-            else
-                sample(src, (int64_t)col[x] * 32 + frac[x], (int64_t)sy * 32 + fy, D + 3 * (size_t)x);
+        if (sy < -1 || sy > src->h - 1) { /* both y neighbours outside: all 114 */
+            memset(D, BORDER, n3);
+            continue;
         }
+        int inside = sy >= 0 && sy < src->h - 1, a = inside ? lo : dst->w, b = inside ? hi : dst->w;
+        edge_pixels(src, D, col, frac, sy, fy, 0, a < b ? a : dst->w);
         if (a >= b) continue;
+        edge_pixels(src, D, col, frac, sy, fy, b, dst->w);
+#ifdef YP_AUG_AVX2
+        if (vertical_first) {
+            inside_run_avx2(src, D, col, frac, sy, fy, a, b, hbuf, 2 * n3);
+            continue;
+        }
+#endif
         for (int k = 0; k < 2; k++) {
             int r = sy + k, slot = r & 1;
             if (have[slot] == r) continue;
@@ -189,6 +262,27 @@ static void warp_affine(const yp_image *src, yp_image *dst, const double *m, int
             X = (X - (int64_t)((uint64_t)X & 31)) / 32, Y = (Y - (int64_t)((uint64_t)Y & 31)) / 32; /* >> 5 */
             sample(src, X, Y, D + 3 * (size_t)x);
         }
+    }
+}
+
+void yp_warp_source_rect(const yp_warp *w, int src_w, int src_h, int rect[4]) {
+    rect[0] = rect[1] = 0, rect[2] = src_w, rect[3] = src_h;
+    if (w->perspective || w->out_w < 1 || w->out_h < 1) return;
+    double M[6];
+    affine_inverse(w->m, M);
+    double xe = w->out_w - 1, ye = w->out_h - 1, lim = (double)(1 << 30) / 1024; /* sat_int's terms far from INT_MAX */
+    for (int r = 0; r < 2; r++) {
+        const double *m = M + 3 * r;
+        double col = fabs(m[0]) * xe, row0 = fabs(m[2]), row1 = fabs(m[1] * ye + m[2]);
+        if (!(col < lim && row0 < lim && row1 < lim)) return; /* NaN too */
+    }
+    for (int r = 0; r < 2; r++) {
+        const double *m = M + 3 * r;
+        double c[4] = {m[2], m[0] * xe + m[2], m[1] * ye + m[2], m[0] * xe + m[1] * ye + m[2]}, lo = c[0], hi = c[0];
+        for (int k = 1; k < 4; k++) lo = fmin(lo, c[k]), hi = fmax(hi, c[k]);
+        double n = r ? src_h : src_w;
+        lo = floor(lo) - 2, hi = floor(hi) + 3; /* the neighbour at +1, the 1/32 rounding, a margin */
+        rect[r] = (int)fmax(0, fmin(n, lo)), rect[2 + r] = (int)fmax(0, fmin(n, hi));
     }
 }
 

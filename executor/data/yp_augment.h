@@ -118,6 +118,14 @@ void yp_mosaic_draw(yp_rng *r, int64_t index, int64_t n_images, int imgsz, yp_mo
 int yp_mosaic_place(yp_image *canvas, const yp_mosaic_plan *p, int slot, const yp_image *tile,
                     const float *rows, int64_t n, float *out);
 void yp_mosaic_fill(yp_image *canvas);
+/* yp_mosaic_place copying only the tile's pixels inside clip (x1 y1 x2 y2, end exclusive: the part
+ * of the canvas a warp reads, yp_warp_source_rect); placed gets the tile's whole canvas rectangle
+ * (x1 y1 x2 y2), the labels are yp_mosaic_place's. Then yp_mosaic_fill_rest writes 114 to the
+ * pixels of clip that none of the n placed rectangles covers: inside clip the canvas is then
+ * yp_mosaic_fill's and yp_mosaic_place's, byte for byte, at a fraction of the memory traffic. */
+int yp_mosaic_place_in(yp_image *canvas, const yp_mosaic_plan *p, int slot, const yp_image *tile,
+                       const float *rows, int64_t n, float *out, const int clip[4], int placed[4]);
+void yp_mosaic_fill_rest(yp_image *canvas, const int clip[4], const int (*placed)[4], int n);
 
 /* ---- random_perspective (augment_warp.c) ---- */
 
@@ -136,6 +144,10 @@ int yp_warp_draw(yp_rng *r, const yp_aug_hyp *h, int in_w, int in_h, int border_
 /* Whether random_perspective warps the image: a border, or M not the identity. */
 int yp_warp_changes_image(const yp_warp *w, int border_x, int border_y);
 int yp_warp_ws(const yp_warp *w, size_t *bytes);
+/* The source pixels yp_warp_image can read for a src_w x src_h source: rect x1 y1 x2 y2 (end
+ * exclusive, within the source, maybe empty): the inverse-mapped output corners' box with a margin
+ * of 2 pixels (affine, no fixed-point term near saturation), else the whole source. */
+void yp_warp_source_rect(const yp_warp *w, int src_w, int src_h, int rect[4]);
 /* Warps src into dst (w->out_w x w->out_h), bilinear, border 114. Returns 0 or -1. */
 int yp_warp_image(const yp_image *src, yp_image *dst, const yp_warp *w, void *ws, size_t ws_bytes);
 /* Warps the n xyxy rows (4 corners each, then their min/max, clipped to the output), keeps the

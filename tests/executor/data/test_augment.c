@@ -199,6 +199,22 @@ static void test_resize_weights(void) {
     yp_image qa = {q, 2, 2}, qb = {o, 1, 1};
     CHECK(yp_resize_ws(2, 2, 1, 1, YP_INTER_LINEAR, &n) == 0 && n == 0);
     CHECK(yp_resize(&qa, &qb, YP_INTER_LINEAR, NULL, 0) == 0 && o[0] == 3);
+    /* and at 14x10 -> 7x5 (INTER_LINEAR and INTER_AREA alike), every byte the mean of its 2x2 */
+    uint8_t big[14 * 10 * 3], half[7 * 5 * 3];
+    for (int i = 0; i < 14 * 10 * 3; i++) big[i] = (uint8_t)((i * 97) ^ (i >> 3));
+    for (int k = 0; k < 2; k++) {
+        yp_image ba = {big, 14, 10}, hb = {half, 7, 5};
+        yp_interp in = k ? YP_INTER_AREA : YP_INTER_LINEAR;
+        CHECK(yp_resize_ws(14, 10, 7, 5, in, &n) == 0 && yp_resize(&ba, &hb, in, NULL, 0) == 0);
+        int bad = 0;
+        for (int y = 0; y < 5; y++)
+            for (int x = 0; x < 7; x++)
+                for (int c = 0; c < 3; c++) {
+                    const uint8_t *p = big + ((2 * y) * 14 + 2 * x) * 3 + c, *p1 = p + 14 * 3;
+                    bad += half[(y * 7 + x) * 3 + c] != (uint8_t)((p[0] + p[3] + p1[0] + p1[3] + 2) >> 2);
+                }
+        CHECK(bad == 0);
+    }
     CHECK(yp_resize_ws(2, 2, 3, 3, YP_INTER_AREA, &n) == -1); /* area only downscales */
     CHECK(yp_resize_ws(0, 2, 3, 3, YP_INTER_LINEAR, &n) == -1);
     /* load_image: long side to imgsz, ceil; linear when augmenting or enlarging */
@@ -297,44 +313,50 @@ static void test_hsv_apply_flip(void) {
 
 /* The axis-aligned warp (no rotation or shear: scale and translation, yp_warp_image's separable
  * path) against OpenCV's rule written out per pixel (augment_warp.c's header), over scales from
- * 0.4 to 1.7 and translations that put the output partly or wholly outside the source. */
+ * 0.4 to 1.7 and translations that put the output partly or wholly outside the source, a mirror
+ * (negative scale), at output widths 80 and 13 (13: not a multiple of the vector path's 8 pixels,
+ * and its 6 int16 a column of workspace hold fewer source columns than a 0.4 scale reads, so the
+ * vector path's rows go in pieces). */
 static void test_warp_axis_aligned(void) {
-    enum { SW = 97, SH = 61 };
-    static uint8_t src[SW * SH * 3], got[80 * 50 * 3], want[80 * 50 * 3];
+    enum { SW = 97, SH = 61, OH = 50 };
+    static uint8_t src[SW * SH * 3], got[80 * OH * 3], want[80 * OH * 3];
     for (int i = 0; i < SW * SH * 3; i++) src[i] = (uint8_t)((i * 37) ^ (i >> 5));
     yp_image a = {src, SW, SH};
     const double cases[][4] = {{1, 0, 1, 0},          {0.8, -10.5, 0.8, 7.25}, {1.37, -60.3, 1.41, -20.9},
                                {0.43, 30, 0.51, 12.7}, {1.7, -170, 0.9, -55},  {1, 200, 1, 0},
-                               {0.6, -3.2, 1.2, 50.1}};
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        const double *c = cases[k];
-        yp_warp wp = affine(c[0], c[1], c[2], c[3], 1, 80, 50);
-        yp_image b = {got, 80, 50};
-        int ws[80 * 5];
-        size_t need;
-        REQUIRE(yp_warp_ws(&wp, &need) == 0 && need <= sizeof ws);
-        CHECK(yp_warp_image(&a, &b, &wp, ws, sizeof ws) == 0);
-        /* cv2.warpAffine's inverse (its closed form, m1 = m3 = 0), in 1/1024 pixel, then 1/32 */
-        double D = 1. / (c[0] * c[2] - 0. * 0.), im0 = c[2] * D, im1 = -0. * D, im3 = -0. * D, im4 = c[0] * D;
-        double im2 = -im0 * c[1] - im1 * c[3], im5 = -im3 * c[1] - im4 * c[3];
-        for (int y = 0; y < 50; y++)
-            for (int x = 0; x < 80; x++) {
-                long X = (lrint((im1 * y + im2) * 1024) + 16 + lrint(im0 * x * 1024)) >> 5;
-                long Y = (lrint((im4 * y + im5) * 1024) + 16 + lrint(im3 * x * 1024)) >> 5;
-                long sx = X >> 5, sy = Y >> 5, fx = X & 31, fy = Y & 31;
-                for (int ch = 0; ch < 3; ch++) {
-                    long acc = 512;
-                    for (int t = 0; t < 4; t++) {
-                        long xx = sx + (t & 1), yy = sy + (t >> 1);
-                        long wgt = ((t & 1) ? fx : 32 - fx) * ((t >> 1) ? fy : 32 - fy);
-                        int in = xx >= 0 && yy >= 0 && xx < SW && yy < SH;
-                        acc += wgt * (in ? src[(yy * SW + xx) * 3 + ch] : 114);
+                               {0.6, -3.2, 1.2, 50.1}, {-1.1, 85.3, 1, 3},     {0.4, 1, 0.9, 1}};
+    for (int ow = 80; ow > 0; ow = ow == 80 ? 13 : 0)
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            const double *c = cases[k];
+            yp_warp wp = affine(c[0], c[1], c[2], c[3], 1, ow, OH);
+            yp_image b = {got, ow, OH};
+            size_t need;
+            REQUIRE(yp_warp_ws(&wp, &need) == 0);
+            void *ws = malloc(need); /* exactly the size: a sanitizer build sees any overrun */
+            REQUIRE(ws);
+            CHECK(yp_warp_image(&a, &b, &wp, ws, need) == 0);
+            free(ws);
+            /* cv2.warpAffine's inverse (its closed form, m1 = m3 = 0), in 1/1024 pixel, then 1/32 */
+            double D = 1. / (c[0] * c[2] - 0. * 0.), im0 = c[2] * D, im1 = -0. * D, im3 = -0. * D, im4 = c[0] * D;
+            double im2 = -im0 * c[1] - im1 * c[3], im5 = -im3 * c[1] - im4 * c[3];
+            for (int y = 0; y < OH; y++)
+                for (int x = 0; x < ow; x++) {
+                    long X = (lrint((im1 * y + im2) * 1024) + 16 + lrint(im0 * x * 1024)) >> 5;
+                    long Y = (lrint((im4 * y + im5) * 1024) + 16 + lrint(im3 * x * 1024)) >> 5;
+                    long sx = X >> 5, sy = Y >> 5, fx = X & 31, fy = Y & 31;
+                    for (int ch = 0; ch < 3; ch++) {
+                        long acc = 512;
+                        for (int t = 0; t < 4; t++) {
+                            long xx = sx + (t & 1), yy = sy + (t >> 1);
+                            long wgt = ((t & 1) ? fx : 32 - fx) * ((t >> 1) ? fy : 32 - fy);
+                            int in = xx >= 0 && yy >= 0 && xx < SW && yy < SH;
+                            acc += wgt * (in ? src[(yy * SW + xx) * 3 + ch] : 114);
+                        }
+                        want[(y * ow + x) * 3 + ch] = (uint8_t)(acc >> 10);
                     }
-                    want[(y * 80 + x) * 3 + ch] = (uint8_t)(acc >> 10);
                 }
-            }
-        CHECK(memcmp(got, want, sizeof want) == 0);
-    }
+            CHECK(memcmp(got, want, (size_t)ow * OH * 3) == 0);
+        }
 }
 
 static void test_flips(void) {
@@ -451,6 +473,84 @@ static void test_train_item_deterministic(void) {
     free(a.image), free(b.image), free(c.image), free(s);
 }
 
+/* YOLOv5's __getitem__ from the public pieces, the plain way: the whole canvas filled with 114,
+ * the four tiles placed whole, the warp, the labels, augment_hsv, the flips one after another. */
+static void item_by_pieces(const yp_aug_config *cfg, source *src, int64_t index, uint64_t seed, yp_image *out,
+                           float *rows, int64_t *n) {
+    int s = cfg->imgsz, border = -((s + 1) / 2);
+    yp_rng r;
+    yp_rng_seed(&r, seed, (uint64_t)index);
+    REQUIRE(yp_rng_unit(&r) < cfg->hyp.mosaic);
+    yp_mosaic_plan p;
+    yp_mosaic_draw(&r, index, cfg->n_images, s, &p);
+    yp_image canvas = {malloc((size_t)4 * s * s * 3), 2 * s, 2 * s};
+    REQUIRE(canvas.rgb);
+    yp_mosaic_fill(&canvas);
+    *n = 0;
+    for (int i = 0; i < 4; i++) {
+        yp_aug_source_item it;
+        yp_err err;
+        REQUIRE(get(src, p.index[i], &it, &err) == 0);
+        yp_image tile = {(uint8_t *)it.pixels, it.w0, it.h0};
+        REQUIRE(yp_mosaic_place(&canvas, &p, i, &tile, it.rows, it.n_rows, rows + 5 * *n) == 0);
+        *n += it.n_rows;
+    }
+    yp_rng_unit(&r); /* mixup */
+    yp_warp w;
+    size_t need;
+    REQUIRE(yp_warp_draw(&r, &cfg->hyp, 2 * s, 2 * s, border, border, &w) == 0 && yp_warp_ws(&w, &need) == 0);
+    void *ws = malloc(need + 1);
+    REQUIRE(ws && yp_warp_image(&canvas, out, &w, ws, need) == 0);
+    *n = yp_warp_labels(rows, *n, &w);
+    yp_labels_xyxy_to_xywhn(rows, *n, s, s);
+    double gain[3];
+    int hsv = yp_hsv_draw(&r, &cfg->hyp, gain), ud = yp_rng_unit(&r) < cfg->hyp.flipud;
+    int lr = yp_rng_unit(&r) < cfg->hyp.fliplr;
+    if (hsv) yp_hsv_apply(out, gain);
+    if (lr) yp_flip_lr(out);
+    if (ud) yp_flip_ud(out);
+    for (int64_t i = 0; i < *n; i++) {
+        if (ud) rows[5 * i + 2] = 1 - rows[5 * i + 2];
+        if (lr) rows[5 * i + 1] = 1 - rows[5 * i + 1];
+    }
+    free(canvas.rgb), free(ws);
+}
+
+/* yp_aug_train_item (which writes only the part of the canvas its warp reads, and fuses the
+ * colour and the flip) against item_by_pieces, byte for byte, over 24 seeds and three hyps:
+ * scratch-low's (the axis-aligned warp), with rotation and shear, with perspective (the whole
+ * canvas), flipud 0.5 in the last two. One workspace for all items, filled with 0x5a first: a
+ * canvas byte the warp reads but the item did not write would show as a difference. */
+static void test_train_item_pieces(void) {
+    source *s = make_source();
+    yp_aug_config cfg = {.imgsz = 320, .n_images = 4, .max_rows = 2};
+    size_t n;
+    uint8_t *a = malloc(320 * 320 * 3), *b = malloc(320 * 320 * 3);
+    for (int hyp = 0; hyp < 3; hyp++) {
+        yp_aug_hyp_default(&cfg.hyp);
+        if (hyp > 0) cfg.hyp.degrees = 10, cfg.hyp.shear = 5, cfg.hyp.flipud = 0.5;
+        if (hyp > 1) cfg.hyp.perspective = 0.0005;
+        REQUIRE(yp_aug_train_ws(&cfg, &n) == 0);
+        void *ws = malloc(n);
+        REQUIRE(ws && a && b);
+        memset(ws, 0x5a, n);
+        for (uint64_t seed = 0; seed < 24; seed++) {
+            int64_t index = (int64_t)(seed % 4), na = -1, nb = -2;
+            float ra[8 * 5], rb[8 * 5];
+            yp_image oa = {a, 320, 320}, ob = {b, 320, 320};
+            yp_rng r;
+            yp_err err;
+            yp_rng_seed(&r, seed, (uint64_t)index);
+            REQUIRE(yp_aug_train_item(&cfg, get, s, index, &r, &oa, ra, &na, ws, n, &err) == 0);
+            item_by_pieces(&cfg, s, index, seed, &ob, rb, &nb);
+            CHECK(memcmp(a, b, 320 * 320 * 3) == 0);
+            CHECK(na == nb && memcmp(ra, rb, (size_t)na * 5 * sizeof(float)) == 0);
+        }
+        free(ws);
+    }
+    free(a), free(b), free(s);
+}
+
 static void test_train_item_errors(void) {
     source *s = make_source();
     yp_aug_config cfg = {.imgsz = 320, .n_images = 4, .max_rows = 1}; /* the images have 2 rows */
@@ -509,6 +609,7 @@ int main(void) {
     YP_RUN(test_flips);
     YP_RUN(test_single_image_identity);
     YP_RUN(test_train_item_deterministic);
+    YP_RUN(test_train_item_pieces);
     YP_RUN(test_train_item_errors);
     YP_RUN(test_rng);
     return yp_test_summary();
