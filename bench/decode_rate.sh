@@ -63,11 +63,13 @@ for round in $(seq "$rounds"); do
   # time per pixel summed over the files (they share one size), so the rate is pixels over time.
   inv_sum=0
   for f in "${files[@]}"; do
-    r="$(tjbench "$f" -rgb -quiet -benchtime "$per_file" -warmup 0.1 2>/dev/null | awk 'NF { last = $NF } END { print last }')"
+    r="$(tjbench "$f" -rgb -quiet -benchtime "$per_file" -warmup 0.1 2>/dev/null |
+      awk 'NF { last = $NF } END { print last }')"
     inv_sum="$(awk -v a="$inv_sum" -v b="$r" 'BEGIN { print a + 1 / b }')"
   done
   tj="$(awk -v s="$inv_sum" -v n="$n" 'BEGIN { printf "%.1f", n / s }')"
-  awk -v m="$tj" -v p="$pixels" 'BEGIN { printf "%-44s %9.1f %9.1f\n", "tjbench (TurboJPEG, in memory)", m, m * 1e6 / p }'
+  awk -v m="$tj" -v p="$pixels" \
+    'BEGIN { printf "%-44s %9.1f %9.1f\n", "tjbench (TurboJPEG, in memory)", m, m * 1e6 / p }'
   awk -v o="$(echo "$ours" | awk '{ print $(NF - 7) }')" -v t="$tj" -v r="$round" \
     'BEGIN { printf "%-44s %8.1f%%\n", "round " r ": ours / tjbench", 100 * o / t }'
 done
@@ -81,7 +83,8 @@ while :; do
   awk -v e="$el" -v s="$seconds" 'BEGIN { exit !(e >= s) }' && break
 done
 awk -v r="$rounds" -v n="$n" -v e="$el" -v p="$pixels" \
-  'BEGIN { i = r * n / e; printf "%-44s %9.1f %9.1f   (a process per file)\n", "djpeg (libjpeg-turbo, file to /dev/null)", i * p / 1e6, i }'
+  'BEGIN { i = r * n / e
+    printf "%-44s %9.1f %9.1f   (a process per file)\n", "djpeg (libjpeg-turbo, file to /dev/null)", i * p / 1e6, i }'
 
 # The other formats: ours and OpenCV's imdecode on the same re-encoded files.
 [ "$formats" = 1 ] || exit 0

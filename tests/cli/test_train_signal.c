@@ -10,8 +10,9 @@
  *     stripped last gives the same table within fp16's rounding, a further --resume is refused in
  *     train.py's words (exit 2, one line), --weights fine-tunes from the stripped best;
  *   - SIGINT while epoch 1's checkpoints are written: they finish, the run stops before epoch 2's
- *     first batch (the loaders' worker threads block the signal, the main thread takes it), exit 130, one line naming the epoch and the --resume command, last whole at
- *     epoch 1, no partial file; --resume (stopped the same way at its end) gives the reference's
+ *     first batch (the loaders' worker threads block the signal, the main thread takes it),
+ *     exit 130, one line naming the epoch and the --resume command, last whole at epoch 1, no
+ *     partial file; --resume (stopped the same way at its end) gives the reference's
  *     whole unstripped state bit for bit (weights, BN statistics, EMA, momentum, counters) and its
  *     results.csv byte for byte, then the same stripped files;
  *   - SIGTERM at a time after the first checkpoint (most likely inside an epoch, whose batches are
@@ -66,8 +67,8 @@ static void count_blocking(pid_t pid) {
 }
 
 /* Runs `yoloplan ARGS` stopped before its checkpoint file `file`, sends it sigs[0..n) there and
- * lets it go on (count_blocking looks at its threads at the stop). Its exit code (tf_wait's: -signal when one killed it); LOG.out, LOG.err into
- * out, err. */
+ * lets it go on (count_blocking looks at its threads at the stop). Its exit code (tf_wait's:
+ * -signal when one killed it); LOG.out, LOG.err into out, err. */
 static int run_signalled(const char *args, int file, const int *sigs, int n, const char *log) {
     char shim[32], path[64];
     snprintf(shim, sizeof shim, "stop:%d", file);
