@@ -5,7 +5,9 @@
  * replaced deterministically (validation leaves it out instead: never another image in its place),
  * stopping early shuts down cleanly, validation batches are
  * letterboxed with val.py's ratio and padding, the ring's size is the planner's prefetch figure, and
- * every term the loader, its augmentation workspace and the RAM cache allocate is the planner's. */
+ * every term the loader, its augmentation workspace and the RAM cache allocate is the planner's, and
+ * decoding only what the mosaic's warp reads (tiles skipped, JPEG tiles cropped) gives the same
+ * bytes as decoding every tile whole (YP_LOADER_DECODE_ALL=1). */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <stdint.h>
 #include <stdio.h>
@@ -148,6 +150,25 @@ static void test_workers_identical(void) {
         CHECK(0);
     }
     free_log(&a), free_log(&c);
+}
+
+/* The same seed with YP_LOADER_DECODE_ALL=1 and without: byte-identical batches, and without it
+ * some tiles were left undecoded. */
+static void test_decode_only_what_is_read(void) {
+    REQUIRE(ready);
+    yp_loader_opts o = opts(2, 5, 6);
+    run_log all, part;
+    REQUIRE(setenv("YP_LOADER_DECODE_ALL", "1", 1) == 0);
+    int rc = run(&o, &all, NULL);
+    REQUIRE(unsetenv("YP_LOADER_DECODE_ALL") == 0);
+    REQUIRE(rc == 0 && run(&o, &part, NULL) == 0);
+    CHECK(all.len == part.len && memcmp(all.bytes, part.bytes, all.len) == 0);
+    CHECK_EQ_I64(all.st.tiles_unread + all.st.tiles_cropped, 0);
+    CHECK(part.st.tiles_unread > 0);
+    CHECK_EQ_I64(part.st.bad_images + part.st.replaced, 0);
+    printf("    %lld tiles not decoded, %lld cropped\n", (long long)part.st.tiles_unread,
+           (long long)part.st.tiles_cropped);
+    free_log(&all), free_log(&part);
 }
 
 static void test_seeds_differ(void) {
@@ -439,6 +460,7 @@ int main(void) {
     setup();
     YP_RUN(test_workers_identical);
     YP_RUN(test_seeds_differ);
+    YP_RUN(test_decode_only_what_is_read);
     YP_RUN(test_deleted_image);
     YP_RUN(test_validation_leaves_out_a_vanished_image);
     YP_RUN(test_stop_early);
