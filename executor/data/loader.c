@@ -201,6 +201,13 @@ static int tile_region(worker *w, int64_t index, int *tw, int *th, int *resized,
     return 1;
 }
 
+/* Image index did not load (err says why): marked bad, the item fails. -1. */
+static int source_failed(worker *w, int64_t index, const yp_err *err) {
+    mark_bad(w->l, index, err->msg);
+    w->source_failed = 1;
+    return -1;
+}
+
 /* yp_aug_source over the dataset: decodes image index into the worker's holder. */
 static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err) {
     worker *w = ctx;
@@ -222,21 +229,29 @@ static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err
         *out = (yp_aug_source_item){ci->rgb, ci->w, ci->h, rows, n, 1};
         return 0;
     }
-    int tw, th, resized, region[4];
-    if (tile_region(w, index, &tw, &th, &resized, region) && region[0] >= region[2] &&
-        w->bufs.rgb_cap >= (size_t)tw * (size_t)th * 3) {
+    int tw, th, resized, region[4], known = tile_region(w, index, &tw, &th, &resized, region);
+    if (known && region[0] >= region[2] && w->bufs.rgb_cap >= (size_t)tw * (size_t)th * 3) {
         /* not read by the warp: only its size and labels matter; the pixels (the buffer's last image,
          * already placed) are load_image's size and never copied */
         *out = (yp_aug_source_item){w->bufs.rgb, tw, th, rows, n, 1};
         atomic_fetch_add(&l->unread, 1);
         return 0;
     }
-    /* the holder keeps one image, until the worker's next read into the same buffers */
-    if (yp_image_read_into(yp_labels_image(l->labels, index), NULL, &w->bufs, &w->px, err)) {
-        mark_bad(l, index, err->msg);
-        w->source_failed = 1;
-        return -1;
+    /* the holder keeps one image, until the worker's next read into the same buffers; a tile placed
+     * as it is (no resize) and read in part is decoded in part (pixels outside the region are
+     * unspecified, and never copied onto the canvas) */
+    int part = known && !resized && region[0] < region[2] &&
+               (region[0] > 0 || region[1] > 0 || region[2] < tw || region[3] < th);
+    const char *path = yp_labels_image(l->labels, index);
+    if (part ? yp_image_read_region_into(path, NULL, &w->bufs, region, &w->px, err)
+             : yp_image_read_into(path, NULL, &w->bufs, &w->px, err)) {
+        return source_failed(w, index, err);
     }
+    if (part && (w->px.w != tw || w->px.h != th)) { /* not the scan's size: the region was another image's */
+        part = 0;
+        if (yp_image_read_into(path, NULL, &w->bufs, &w->px, err)) return source_failed(w, index, err);
+    }
+    if (part) atomic_fetch_add(&l->cropped, 1);
     *out = (yp_aug_source_item){w->px.rgb, w->px.w, w->px.h, rows, n, 0};
     return 0;
 }
