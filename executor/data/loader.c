@@ -244,9 +244,8 @@ static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err
                (region[0] > 0 || region[1] > 0 || region[2] < tw || region[3] < th);
     const char *path = yp_labels_image(l->labels, index);
     if (part ? yp_image_read_region_into(path, NULL, &w->bufs, region, &w->px, err)
-             : yp_image_read_into(path, NULL, &w->bufs, &w->px, err)) {
+             : yp_image_read_into(path, NULL, &w->bufs, &w->px, err))
         return source_failed(w, index, err);
-    }
     if (part && (w->px.w != tw || w->px.h != th)) { /* not the scan's size: the region was another image's */
         part = 0;
         if (yp_image_read_into(path, NULL, &w->bufs, &w->px, err)) return source_failed(w, index, err);
