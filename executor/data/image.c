@@ -159,13 +159,13 @@ static int decode(const uint8_t *data, size_t size, const char *name, const yp_i
 
 int yp_image_decode(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
                     yp_image *out, yp_err *err) {
-    const yp_img_mode m = {0, NULL};
+    const yp_img_mode m = {0, NULL, NULL};
     return decode(data, size, name, lim, &m, out, err);
 }
 
 int yp_image_decode_into(const uint8_t *data, size_t size, const char *name, const yp_image_limits *lim,
                          yp_image_buffers *b, yp_image *out, yp_err *err) {
-    const yp_img_mode m = {0, b};
+    const yp_img_mode m = {0, b, NULL};
     return decode(data, size, name, lim, &m, out, err);
 }
 
@@ -216,19 +216,25 @@ static int read_file(const char *path, const yp_image_limits *lim, const yp_img_
 }
 
 int yp_image_read(const char *path, const yp_image_limits *lim, yp_image *out, yp_err *err) {
-    const yp_img_mode m = {0, NULL};
+    const yp_img_mode m = {0, NULL, NULL};
     return read_file(path, lim, &m, out, err);
 }
 
 int yp_image_read_into(const char *path, const yp_image_limits *lim, yp_image_buffers *b, yp_image *out, yp_err *err) {
-    const yp_img_mode m = {0, b};
+    const yp_img_mode m = {0, b, NULL};
+    return read_file(path, lim, &m, out, err);
+}
+
+int yp_image_read_region_into(const char *path, const yp_image_limits *lim, yp_image_buffers *b, const int region[4],
+                              yp_image *out, yp_err *err) {
+    const yp_img_mode m = {0, b, region};
     return read_file(path, lim, &m, out, err);
 }
 
 int yp_image_probe(const char *path, const yp_image_limits *lim, int *w, int *h, yp_err *err) {
     yp_image im;
     *w = *h = 0;
-    const yp_img_mode m = {1, NULL};
+    const yp_img_mode m = {1, NULL, NULL};
     if (read_file(path, lim, &m, &im, err)) return -1;
     *w = im.w, *h = im.h;
     return 0;
@@ -237,7 +243,7 @@ int yp_image_probe(const char *path, const yp_image_limits *lim, int *w, int *h,
 int yp_image_verify(const char *path, const yp_image_limits *lim, yp_image_buffers *b, int *w, int *h, yp_err *err) {
     yp_image im;
     *w = *h = 0;
-    const yp_img_mode m = {0, b};
+    const yp_img_mode m = {0, b, NULL};
     if (read_file(path, lim, &m, &im, err)) return -1;
     *w = im.w, *h = im.h;
     return 0;

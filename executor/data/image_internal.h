@@ -17,10 +17,13 @@ int yp_img_pixels_ok(int64_t w, int64_t h, const yp_image_limits *lim, const cha
 
 /* How a decoder delivers: header_only: only the header is read and checked, *out gets the size
  * the decoded image would have (orientation included) and no pixels (rgb NULL); reuse: the pixels
- * go into reuse->rgb (grown when too small) instead of a new buffer. */
+ * go into reuse->rgb (grown when too small) instead of a new buffer; region: only the pixels in it
+ * need be decoded (JPEG without an orientation crops; the other codecs ignore it). */
 typedef struct {
     int header_only;
     yp_image_buffers *reuse;
+    const int *region; /* NULL, or x1 y1 x2 y2 (end exclusive): the pixels needed, as
+                          yp_image_read_region_into's (a codec that cannot crop decodes whole) */
 } yp_img_mode;
 
 /* yp_image_orient keeping im's buffer (the turned pixels copied back through a temporary one).

@@ -1,5 +1,6 @@
 /* image_jpeg.c - JPEG through libjpeg-turbo (image_internal.h, yp_image.h): decoding from memory to
- * RGB with the EXIF orientation applied, and baseline encoding to memory.
+ * RGB with the EXIF orientation applied (whole, or only the rows and columns around a region),
+ * and baseline encoding to memory.
  *
  * libjpeg reports fatal errors through error_exit, which here longjmps back to the decoder with
  * the message; its state lives in one heap block made before setjmp, so nothing the longjmp
@@ -121,6 +122,7 @@ typedef struct {
     struct jpeg_source_mgr src;
     struct jpeg_progress_mgr progress;
     uint8_t *rgb, *cmyk; /* the output; one band of CMYK scanlines */
+    int w;               /* the output's width (a cropped decode narrows cinfo.output_width) */
 } jdec;
 
 /* OpenCV's CMYK to RGB for libjpeg's (Adobe-inverted) CMYK samples. */
@@ -141,27 +143,60 @@ static int find_orientation(j_decompress_ptr c) {
     return 0;
 }
 
-/* Decodes every scanline into d->rgb (allocated here). The caller has set up and read the header. */
-static int read_pixels(jdec *d, const char *name, const yp_img_mode *m, yp_err *err) {
+/* The margin, in pixels, around a requested region that is decoded too: at the cut edges of a
+ * cropped or skipped decode the chroma's fancy upsampling has no neighbour, so the pixels there
+ * differ from the whole decode's; it reaches one chroma sample, two pixels at 2x subsampling
+ * (test_image's random regions pass from 2 and fail at 1); twice that, to be safe. */
+#define CROP_MARGIN 4
+
+/* The rows [y0, y1) and columns [x0, x1) to decode for region (clamped, widened by the margin), or
+ * 0 when the whole image is to be decoded (no region, an empty one, or one that is the image). */
+static int crop_box(const int *region, int w, int h, int box[4]) {
+    if (!region) return 0;
+    int x0 = region[0] - CROP_MARGIN, y0 = region[1] - CROP_MARGIN;
+    int x1 = region[2] > w - CROP_MARGIN ? w : region[2] + CROP_MARGIN;
+    int y1 = region[3] > h - CROP_MARGIN ? h : region[3] + CROP_MARGIN;
+    box[0] = x0 < 0 ? 0 : x0, box[1] = y0 < 0 ? 0 : y0, box[2] = x1, box[3] = y1;
+    if (region[0] >= region[2] || region[1] >= region[3] || box[0] >= box[2] || box[1] >= box[3]) return 0;
+    return box[0] > 0 || box[1] > 0 || box[2] < w || box[3] < h;
+}
+
+/* Decodes the scanlines into d->rgb (allocated here, the whole image's size): every one, or with
+ * m->region (and orientation 1) only the rows and iMCU columns around it. The caller has set up
+ * and read the header. */
+static int read_pixels(jdec *d, const char *name, const yp_img_mode *m, int orientation, yp_err *err) {
     j_decompress_ptr c = &d->cinfo;
-    int cmyk = c->num_components == 4;
+    int cmyk = c->num_components == 4, box[4];
     c->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
     jpeg_start_decompress(c);
     if (c->output_components != (cmyk ? 4 : 3))
         return yp_err_set(err, "%s: bad JPEG: %d colour components are not supported", name, c->output_components);
     size_t w = c->output_width, stride = w * 3u; /* checked: w * h <= max_pixels */
+    JDIMENSION x0 = 0, end = c->output_height;
+    int crop = (orientation < 2 || orientation > 8) && /* 2..8 turn the image: decoded whole */
+               crop_box(m->region, (int)c->output_width, (int)c->output_height, box);
     d->rgb = yp_img_pixels(m, stride * c->output_height);
-    d->cmyk = cmyk ? malloc(w * 4u * ROWS) : NULL;
+    if (crop) {
+        JDIMENSION cw = (JDIMENSION)(box[2] - box[0]);
+        x0 = (JDIMENSION)box[0];
+        if (cw < c->output_width) jpeg_crop_scanline(c, &x0, &cw); /* x0 moves left to an iMCU edge */
+        if (box[1] > 0) jpeg_skip_scanlines(c, (JDIMENSION)box[1]);
+        end = (JDIMENSION)box[3];
+    }
+    size_t cols = c->output_width; /* the cropped width when cropping */
+    d->cmyk = cmyk ? malloc(cols * 4u * ROWS) : NULL;
     if (!d->rgb || (cmyk && !d->cmyk)) return yp_err_set(err, "%s: out of memory decoding", name);
-    while (c->output_scanline < c->output_height) {
+    uint8_t *at = d->rgb + (size_t)x0 * 3u;
+    while (c->output_scanline < end) {
         JSAMPROW rows[ROWS];
-        JDIMENSION y0 = c->output_scanline, n = c->output_height - y0 < ROWS ? c->output_height - y0 : ROWS;
+        JDIMENSION y0 = c->output_scanline, n = end - y0 < ROWS ? end - y0 : ROWS;
         for (JDIMENSION i = 0; i < n; i++)
-            rows[i] = cmyk ? d->cmyk + (size_t)i * w * 4u : d->rgb + (size_t)(y0 + i) * stride;
+            rows[i] = cmyk ? d->cmyk + (size_t)i * cols * 4u : at + (size_t)(y0 + i) * stride;
         JDIMENSION got = jpeg_read_scanlines(c, rows, n);
-        if (cmyk) cmyk_to_rgb(d->cmyk, d->rgb + (size_t)y0 * stride, (size_t)got * w);
+        if (cmyk) cmyk_to_rgb(d->cmyk, at + (size_t)y0 * stride, (size_t)got * cols);
         if (got == 0) return yp_err_set(err, "%s: bad JPEG: no progress at scanline %u", name, (unsigned)y0);
     }
+    d->w = (int)w;
     return 0;
 }
 
@@ -195,9 +230,9 @@ int yp_img_jpeg_decode(const uint8_t *data, size_t size, const char *name, const
         rc = 0;
         goto done;
     }
-    if (read_pixels(d, name, m, err)) goto done;
     orientation = find_orientation(&d->cinfo);
-    out->w = (int)d->cinfo.output_width, out->h = (int)d->cinfo.output_height, out->rgb = d->rgb;
+    if (read_pixels(d, name, m, orientation, err)) goto done;
+    out->w = d->w, out->h = (int)d->cinfo.output_height, out->rgb = d->rgb;
     d->rgb = NULL;
     rc = 0;
 done:

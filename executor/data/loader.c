@@ -2,7 +2,13 @@
  * claim order and handed to the consumer in batch order. One mutex guards the ring: slot s serves
  * global batches s, s + slots, s + 2 slots, ... in turn (next_g), so a worker that claimed batch g
  * waits for exactly its slot and the consumer waits for exactly the batch it delivers next. An
- * image that fails is skipped: left out of a validation batch, refilled in a training one. */
+ * image that fails is skipped: left out of a validation batch, refilled in a training one.
+ * A training worker decodes only what a mosaic reads: before the item it replays the mosaic's and
+ * the warp's draws (yp_mosaic_draw, yp_warp_draw on a copy of the item's generator, in
+ * yp_aug_train_item's order) to know the canvas rectangle the warp reads; a tile placed wholly
+ * outside it is not decoded (its size is the scan's), and a JPEG tile that needs no resize decodes
+ * only the part of it inside (yp_image_read_region_into). The items' bytes are the same; the
+ * environment variable YP_LOADER_DECODE_ALL=1 turns both off (the tests compare the two). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,6 +50,10 @@ typedef struct {
     yp_image_buffers bufs; /* the decoder's file and pixel buffers, grown to the largest image */
     int source_failed;  /* the last item failed because an image did not load */
     int out_w, out_h;   /* letterboxed items: the size of the batch being built */
+    int planned;        /* training mosaic: plan and clip hold the item's draws, call counts the fetches */
+    int call;
+    yp_mosaic_plan plan;
+    int clip[4];        /* the canvas rectangle the item's warp reads (yp_warp_source_rect) */
 } worker;
 
 struct yp_loader {
@@ -56,11 +66,12 @@ struct yp_loader {
     slot *slots;
     worker *w;
     atomic_uchar *bad;
-    atomic_llong bad_count, replaced, skipped;
+    atomic_llong bad_count, replaced, skipped, unread, cropped;
     char first_bad[512];  /* the first failure's "FILE: reason" (under mu) */
     pthread_mutex_t mu;
     pthread_cond_t cv_free, cv_ready;
     int stop, holding;
+    int decode_all;       /* YP_LOADER_DECODE_ALL: every tile decoded whole */
     int64_t next_claim, next_deliver, delivered;
 };
 
@@ -145,6 +156,58 @@ static void mark_bad(yp_loader *l, int64_t index, const char *why) {
         fprintf(stderr, "loader: more images fail to load; they are counted, not listed\n");
 }
 
+/* ---- decoding only what the mosaic reads ---- */
+
+/* Replays yp_aug_train_item's first draws on a copy of r: whether the item is a mosaic, its plan,
+ * the mixup draw, the warp, and from it the canvas rectangle the warp reads. */
+static void plan_item(worker *w, int64_t index, const yp_rng *r) {
+    yp_loader *l = w->l;
+    yp_rng c = *r;
+    int s = l->cfg.imgsz, border = -((s + 1) / 2);
+    yp_warp wp;
+    w->planned = 0, w->call = 0;
+    if (l->decode_all || l->o.cache || !(yp_rng_unit(&c) < l->cfg.hyp.mosaic)) return;
+    yp_mosaic_draw(&c, index, l->n, s, &w->plan);
+    yp_rng_unit(&c); /* mixup */
+    if (yp_warp_draw(&c, &l->cfg.hyp, 2 * s, 2 * s, border, border, &wp)) return;
+    yp_warp_source_rect(&wp, 2 * s, 2 * s, w->clip);
+    w->planned = 1;
+}
+
+/* For the mosaic's next fetch, of image index: 1 when the scan's size gives its tile's place and
+ * *tw x *th (load_image's size) is the tile, with region (x1 y1 x2 y2 of the image, end exclusive)
+ * the part of it the warp reads, maybe empty; *resized when load_image resizes it. 0 when not known
+ * (not a mosaic, another order of fetches than planned, no size from the scan): decode it whole. */
+static int tile_region(worker *w, int64_t index, int *tw, int *th, int *resized, int region[4]) {
+    if (!w->planned) return 0;
+    int k = w->call++, w0, h0, s = w->l->cfg.imgsz, a[4];
+    yp_interp interp;
+    if (k > 3 || w->plan.index[k] != index) return w->planned = 0;
+    yp_labels_size(w->l->labels, index, &w0, &h0);
+    if (w0 < 1 || h0 < 1) return 0;
+    *resized = yp_aug_load_size(w0, h0, s, 1, tw, th, &interp);
+    if (*resized < 0 || *tw > s + 1 || *th > s + 1) return 0;
+    /* the tile's canvas rectangle: yp_mosaic_place_in with an empty clip copies no pixel */
+    static uint8_t none[3];
+    yp_image canvas = {NULL, 2 * s, 2 * s}, tile = {none, *tw, *th};
+    const int empty[4] = {0, 0, 0, 0};
+    if (yp_mosaic_place_in(&canvas, &w->plan, k, &tile, NULL, 0, NULL, empty, a)) return 0;
+    /* the tile's offset on the canvas: slots 0 and 2 end at xc, 0 and 1 at yc */
+    int padw = k == 0 || k == 2 ? a[2] - *tw : a[0], padh = k < 2 ? a[3] - *th : a[1];
+    int x0 = a[0] > w->clip[0] ? a[0] : w->clip[0], x1 = a[2] < w->clip[2] ? a[2] : w->clip[2];
+    int y0 = a[1] > w->clip[1] ? a[1] : w->clip[1], y1 = a[3] < w->clip[3] ? a[3] : w->clip[3];
+    if (x0 >= x1 || y0 >= y1) x0 = x1 = padw, y0 = y1 = padh;
+    region[0] = x0 - padw, region[1] = y0 - padh, region[2] = x1 - padw, region[3] = y1 - padh;
+    return 1;
+}
+
+/* Image index did not load (err says why): marked bad, the item fails. -1. */
+static int source_failed(worker *w, int64_t index, const yp_err *err) {
+    mark_bad(w->l, index, err->msg);
+    w->source_failed = 1;
+    return -1;
+}
+
 /* yp_aug_source over the dataset: decodes image index into the worker's holder. */
 static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err) {
     worker *w = ctx;
@@ -166,12 +229,28 @@ static int source(void *ctx, int64_t index, yp_aug_source_item *out, yp_err *err
         *out = (yp_aug_source_item){ci->rgb, ci->w, ci->h, rows, n, 1};
         return 0;
     }
-    /* the holder keeps one image, until the worker's next read into the same buffers */
-    if (yp_image_read_into(yp_labels_image(l->labels, index), NULL, &w->bufs, &w->px, err)) {
-        mark_bad(l, index, err->msg);
-        w->source_failed = 1;
-        return -1;
+    int tw, th, resized, region[4], known = tile_region(w, index, &tw, &th, &resized, region);
+    if (known && region[0] >= region[2] && w->bufs.rgb_cap >= (size_t)tw * (size_t)th * 3) {
+        /* not read by the warp: only its size and labels matter; the pixels (the buffer's last image,
+         * already placed) are load_image's size and never copied */
+        *out = (yp_aug_source_item){w->bufs.rgb, tw, th, rows, n, 1};
+        atomic_fetch_add(&l->unread, 1);
+        return 0;
     }
+    /* the holder keeps one image, until the worker's next read into the same buffers; a tile placed
+     * as it is (no resize) and read in part is decoded in part (pixels outside the region are
+     * unspecified, and never copied onto the canvas) */
+    int part = known && !resized && region[0] < region[2] &&
+               (region[0] > 0 || region[1] > 0 || region[2] < tw || region[3] < th);
+    const char *path = yp_labels_image(l->labels, index);
+    if (part ? yp_image_read_region_into(path, NULL, &w->bufs, region, &w->px, err)
+             : yp_image_read_into(path, NULL, &w->bufs, &w->px, err))
+        return source_failed(w, index, err);
+    if (part && (w->px.w != tw || w->px.h != th)) { /* not the scan's size: the region was another image's */
+        part = 0;
+        if (yp_image_read_into(path, NULL, &w->bufs, &w->px, err)) return source_failed(w, index, err);
+    }
+    if (part) atomic_fetch_add(&l->cropped, 1);
     *out = (yp_aug_source_item){w->px.rgb, w->px.w, w->px.h, rows, n, 0};
     return 0;
 }
@@ -227,6 +306,7 @@ static int val_item(worker *w, int64_t index, yp_image *out, int64_t *n, yp_load
 
 static int train_item(worker *w, int64_t index, yp_rng *r, yp_image *out, int64_t *n, yp_loader_image *m,
                       yp_err *err) {
+    plan_item(w, index, r);
     if (yp_aug_train_item(&w->l->cfg, source, w, index, r, out, w->rows, n, w->ws, w->ws_bytes, err)) return -1;
     m->w0 = m->h0 = 0; /* a mosaic combines four images: no one original size */
     return 0;
@@ -400,6 +480,8 @@ yp_loader *yp_loader_open(const yp_labels *labels, const yp_loader_opts *o, yp_e
     yp_loader *l = calloc(1, sizeof *l);
     if (!l) return yp_err_set(err, "loader: out of memory"), NULL;
     l->labels = labels, l->o = *o, l->n = labels->n, l->nslots = b.slots, l->plan = b;
+    const char *all = getenv("YP_LOADER_DECODE_ALL");
+    l->decode_all = all && *all && strcmp(all, "0") != 0;
     l->cfg = (yp_aug_config){.imgsz = o->imgsz, .n_images = l->n, .max_rows = max_rows, .hyp = o->hyp};
     l->rows_cap = b.rows_cap;
     l->bpe = bpe_of(o, l->n);
@@ -469,6 +551,8 @@ void yp_loader_get_stats(yp_loader *l, yp_loader_stats *s) {
     s->bad_images = atomic_load(&l->bad_count);
     s->replaced = atomic_load(&l->replaced);
     s->skipped = atomic_load(&l->skipped);
+    s->tiles_unread = atomic_load(&l->unread);
+    s->tiles_cropped = atomic_load(&l->cropped);
 }
 
 void yp_loader_close(yp_loader *l) {

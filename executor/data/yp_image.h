@@ -27,6 +27,7 @@
  * otherwise take minutes). Every failure is one line in err: "FILE: reason".
  *
  * Defines: yp_image, yp_image_limits, yp_image_limits_default, yp_image_read, yp_image_read_into,
+ * yp_image_read_region_into,
  * yp_image_buffers, yp_image_decode_into, yp_image_buffers_free, yp_image_probe, yp_image_verify,
  * yp_image_decode, yp_image_alloc, yp_image_free, yp_image_encode_jpeg, yp_image_encode_png,
  * yp_image_write_jpeg, yp_image_write_png, yp_image_orient. */
@@ -85,6 +86,17 @@ int yp_image_decode_into(const uint8_t *data, size_t size, const char *name, con
  * into b; never yp_image_free them). The same checks and errors. */
 int yp_image_read_into(const char *path, const yp_image_limits *lim, yp_image_buffers *b, yp_image *out, yp_err *err);
 void yp_image_buffers_free(yp_image_buffers *b);
+
+/* yp_image_read_into for a reader that needs only region (x1 y1 x2 y2 of the decoded image, end
+ * exclusive; clamped to it): *out is the whole image's size and layout, its pixels inside region
+ * are yp_image_read's, those outside are unspecified. A JPEG without an EXIF orientation other
+ * than 1 decodes only the rows and iMCU columns around the region (libjpeg-turbo's
+ * jpeg_skip_scanlines and jpeg_crop_scanline, with a margin so upsampling at the cut edges does
+ * not change a pixel inside); other files and an empty region decode whole. The same checks and
+ * errors, except that the coded data after the region's last row is not read, so damage there goes
+ * unnoticed (the dataset scan, yp_image_verify, reads it all). */
+int yp_image_read_region_into(const char *path, const yp_image_limits *lim, yp_image_buffers *b, const int region[4],
+                              yp_image *out, yp_err *err);
 
 /* The width and height yp_image_read would give path (EXIF orientation 5..8 swap them), from
  * the header alone: the same guards and checks up to the first pixel, no pixel decoded (the file is

@@ -139,6 +139,9 @@ typedef struct {
     int64_t bad_images;   /* distinct images that failed (each warned once) */
     int64_t replaced;     /* training: positions filled by a later image because theirs failed */
     int64_t skipped;      /* validation: positions left out because their image failed */
+    int64_t tiles_unread; /* training: mosaic tiles not decoded, as the warp reads none of their pixels */
+    int64_t tiles_cropped; /* training: unresized mosaic tiles read asking for only the part the warp reads
+                              (yp_image_read_region_into: a JPEG then decodes only that part) */
     int64_t delivered;    /* batches returned by yp_loader_next */
     char first_bad[512];  /* the first failure, "FILE: reason" ("" if none) */
 } yp_loader_stats;

@@ -2,7 +2,7 @@
  * CMYK and YCCK JPEG; palette, grey, grey+alpha, RGBA, 16-bit, 1-bit and interlaced PNG) are
  * written here with libjpeg and libpng directly; the EXIF segment is built by hand. Then the
  * hostile inputs: truncation at every length, flipped bytes, huge declared sizes, a FIFO, a
- * device, a directory, empty and mislabelled files. */
+ * device, a directory, empty and mislabelled files; decoding a region equals the whole decode inside it. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -737,6 +737,123 @@ static void test_read_into(void) {
     yp_image_free(&big), yp_image_free(&small);
 }
 
+/* ---- decoding a region ---- */
+
+/* w x h RGB (comps 3) or grey (comps 1) noise over a gradient as a JPEG of quality 90, luma sampled
+ * hs x vs (chroma 1 x 1), progressive or baseline. Returns 0 with *out malloc'd. */
+static int write_jpeg_sampled(int w, int h, int comps, int hs, int vs, int progressive, uint32_t seed, bytes *out) {
+    uint8_t *px = malloc((size_t)w * h * comps);
+    if (!px) return -1;
+    for (size_t i = 0; i < (size_t)w * h * comps; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        px[i] = (uint8_t)((i / comps % (size_t)w) * 200 / (size_t)w + (seed >> 27));
+    }
+    struct jpeg_compress_struct c;
+    test_jerr e;
+    unsigned char *buf = NULL;
+    unsigned long size = 0;
+    c.err = jpeg_std_error(&e.pub);
+    e.pub.error_exit = test_jerr_exit;
+    if (setjmp(e.jump)) {
+        jpeg_destroy_compress(&c);
+        free(px);
+        return -1;
+    }
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, &buf, &size);
+    c.image_width = (JDIMENSION)w, c.image_height = (JDIMENSION)h, c.input_components = comps;
+    c.in_color_space = comps == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 90, TRUE);
+    for (int i = 0; i < c.num_components; i++) c.comp_info[i].h_samp_factor = c.comp_info[i].v_samp_factor = 1;
+    c.comp_info[0].h_samp_factor = hs, c.comp_info[0].v_samp_factor = vs;
+    if (progressive) jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    for (int y = 0; y < h; y++) {
+        JSAMPROW row = px + (size_t)y * w * comps;
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(px);
+    out->p = buf, out->n = size;
+    return 0;
+}
+
+/* yp_image_read_region_into on random regions of baseline 4:2:0, 4:4:4, 4:2:2, progressive 4:2:0
+ * and grey JPEGs (sizes that are no multiple of the iMCU): inside the region every pixel is the
+ * whole decode's; the size is the whole image's; an EXIF-rotated JPEG and a PNG decode whole. */
+static void test_read_region(void) {
+    static const struct {
+        const char *what;
+        int comps, hs, vs, progressive;
+    } kinds[] = {{"4:2:0", 3, 2, 2, 0}, {"4:4:4", 3, 1, 1, 0}, {"4:2:2", 3, 2, 1, 0},
+                 {"progressive 4:2:0", 3, 2, 2, 1}, {"grey", 1, 1, 1, 0}};
+    const int W = 203, H = 157;
+    yp_image_buffers bufs = {0};
+    yp_err err;
+    uint32_t rnd = 12345;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        bytes j;
+        char path[128];
+        snprintf(path, sizeof path, "%s/region_%zu.jpg", dir, k);
+        REQUIRE(write_jpeg_sampled(W, H, kinds[k].comps, kinds[k].hs, kinds[k].vs, kinds[k].progressive,
+                                   (uint32_t)k + 1, &j) == 0);
+        FILE *f = fopen(path, "wb");
+        REQUIRE(f && fwrite(j.p, 1, j.n, f) == j.n && fclose(f) == 0);
+        free(j.p);
+        yp_image want, got;
+        REQUIRE(yp_image_read(path, NULL, &want, &err) == 0);
+        int bad = 0;
+        for (int t = 0; t < 200; t++) {
+            int r[4];
+            for (int i = 0; i < 4; i++) rnd = rnd * 1664525u + 1013904223u, r[i] = (int)(rnd >> 8);
+            r[0] %= W, r[1] %= H;
+            r[2] = r[0] + 1 + r[2] % (W - r[0]), r[3] = r[1] + 1 + r[3] % (H - r[1]);
+            if (t < 4) /* a column or row at the image's edge */
+                r[0] = t & 1 ? 0 : r[0], r[1] = t & 2 ? 0 : r[1], r[2] = t & 1 ? 1 : W, r[3] = t & 2 ? 1 : H;
+            REQUIRE(yp_image_read_region_into(path, NULL, &bufs, r, &got, &err) == 0);
+            CHECK(got.w == W && got.h == H);
+            for (int y = r[1]; y < r[3] && !bad; y++)
+                if (memcmp(px(&got, r[0], y), px(&want, r[0], y), (size_t)(r[2] - r[0]) * 3)) {
+                    printf("    %s: region %d %d %d %d differs at row %d\n", kinds[k].what, r[0], r[1], r[2], r[3],
+                           y);
+                    bad = 1;
+                }
+        }
+        CHECK(!bad);
+        yp_image_free(&want);
+    }
+    /* EXIF orientation 6 and a PNG: decoded whole, turned */
+    yp_image small, got, want;
+    REQUIRE(yp_image_alloc(&small, 40, 24, &err) == 0);
+    fill_gradient(&small);
+    bytes j;
+    REQUIRE(yp_image_encode_jpeg(&small, 90, &j.p, &j.n, &err) == 0);
+    uint8_t seg[128];
+    size_t n = exif_app1(seg, 6, 1);
+    bytes rot = with_segment(&j, seg, n);
+    char c[128], p[128];
+    snprintf(c, sizeof c, "%s/region_rot.jpg", dir);
+    snprintf(p, sizeof p, "%s/region.png", dir);
+    FILE *f = fopen(c, "wb");
+    REQUIRE(f && fwrite(rot.p, 1, rot.n, f) == rot.n && fclose(f) == 0);
+    REQUIRE(yp_image_write_png(p, &small, &err) == 0);
+    free(j.p), free(rot.p);
+    const char *paths[2] = {c, p};
+    const int r[4] = {3, 2, 9, 7};
+    for (int i = 0; i < 2; i++) {
+        REQUIRE(yp_image_read(paths[i], NULL, &want, &err) == 0);
+        REQUIRE(yp_image_read_region_into(paths[i], NULL, &bufs, r, &got, &err) == 0);
+        CHECK(got.w == want.w && got.h == want.h);
+        CHECK(memcmp(got.rgb, want.rgb, (size_t)want.w * (size_t)want.h * 3) == 0);
+        yp_image_free(&want);
+    }
+    CHECK(got.w == 40 && got.h == 24); /* the PNG */
+    yp_image_buffers_free(&bufs);
+    yp_image_free(&small);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("test_image: mkdtemp");
@@ -754,6 +871,7 @@ int main(void) {
     YP_RUN(test_not_images);
     YP_RUN(test_probe);
     YP_RUN(test_read_into);
+    YP_RUN(test_read_region);
     clean_dir();
     return yp_test_summary();
 }

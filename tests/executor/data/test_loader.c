@@ -5,7 +5,9 @@
  * replaced deterministically (validation leaves it out instead: never another image in its place),
  * stopping early shuts down cleanly, validation batches are
  * letterboxed with val.py's ratio and padding, the ring's size is the planner's prefetch figure, and
- * every term the loader, its augmentation workspace and the RAM cache allocate is the planner's. */
+ * every term the loader, its augmentation workspace and the RAM cache allocate is the planner's, and
+ * decoding only what the mosaic's warp reads (tiles skipped, JPEG tiles cropped) gives the same
+ * bytes as decoding every tile whole (YP_LOADER_DECODE_ALL=1). */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@ static int write_synth(const char *dir, int n, int nc, int w, int h, uint64_t se
 static char root[512];
 static yp_labels labels;
 static int ready;
+static const yp_labels *run_labels = &labels; /* the dataset run() loads */
 
 static void setup(void) {
     const char *tmp = getenv("TMPDIR");
@@ -103,7 +106,7 @@ static void record(run_log *r, const yp_loader_batch *b) {
 static int run(const yp_loader_opts *o, run_log *r, const char *delete_after_first) {
     yp_err err;
     memset(r, 0, sizeof *r);
-    yp_loader *l = yp_loader_open(&labels, o, &err);
+    yp_loader *l = yp_loader_open(run_labels, o, &err);
     if (!l) return printf("    (%s)\n", err.msg), -1;
     yp_loader_batch b;
     int rc;
@@ -148,6 +151,49 @@ static void test_workers_identical(void) {
         CHECK(0);
     }
     free_log(&a), free_log(&c);
+}
+
+/* Runs o with YP_LOADER_DECODE_ALL=1 and without, on run_labels: byte-identical batches. */
+static void check_decode_all_same(const yp_loader_opts *o, yp_loader_stats *part_st) {
+    run_log all, part;
+    REQUIRE(setenv("YP_LOADER_DECODE_ALL", "1", 1) == 0);
+    int rc = run(o, &all, NULL);
+    REQUIRE(unsetenv("YP_LOADER_DECODE_ALL") == 0);
+    REQUIRE(rc == 0 && run(o, &part, NULL) == 0);
+    CHECK(all.len == part.len && memcmp(all.bytes, part.bytes, all.len) == 0);
+    CHECK_EQ_I64(all.st.tiles_unread + all.st.tiles_cropped, 0);
+    CHECK_EQ_I64(part.st.bad_images + part.st.replaced, 0);
+    *part_st = part.st;
+    printf("    %lld tiles not decoded, %lld decoded in part\n", (long long)part.st.tiles_unread,
+           (long long)part.st.tiles_cropped);
+    free_log(&all), free_log(&part);
+}
+
+/* Decoding only what the warp reads gives the items of decoding every tile whole, for the seed:
+ * on the 80x48 images (resized at imgsz 64: tiles left out only) and on 64x40 ones (load_image
+ * keeps them: the JPEGs decoded in part too). */
+static void test_decode_only_what_is_read(void) {
+    REQUIRE(ready);
+    yp_loader_opts o = opts(2, 5, 6);
+    yp_loader_stats st;
+    check_decode_all_same(&o, &st);
+    CHECK(st.tiles_unread > 0);
+    CHECK_EQ_I64(st.tiles_cropped, 0);
+    char dir[600], yaml[700];
+    yp_err err;
+    yp_labels exact = {0};
+    snprintf(dir, sizeof dir, "%s/exact", root);
+    snprintf(yaml, sizeof yaml, "%s/data.yaml", dir);
+    REQUIRE(write_synth(dir, N_IMAGES, NC, S, 40, 9, &err) == 0);
+    if (yp_labels_load(yaml, &exact, &err) == 0 && exact.n == N_IMAGES) {
+        run_labels = &exact;
+        check_decode_all_same(&o, &st);
+        run_labels = &labels;
+        CHECK(st.tiles_unread > 0 && st.tiles_cropped > 0);
+    } else {
+        CHECK(0);
+    }
+    yp_labels_free(&exact);
 }
 
 static void test_seeds_differ(void) {
@@ -439,6 +485,7 @@ int main(void) {
     setup();
     YP_RUN(test_workers_identical);
     YP_RUN(test_seeds_differ);
+    YP_RUN(test_decode_only_what_is_read);
     YP_RUN(test_deleted_image);
     YP_RUN(test_validation_leaves_out_a_vanished_image);
     YP_RUN(test_stop_early);
