@@ -69,8 +69,9 @@ if stage asan-configure cmake -S . -B build-asan -DYP_SANITIZE=ON -DYP_CUDA=OFF 
    stage asan-build cmake --build build-asan -j"$jobs"; then
   echo "==> asan-ctest: ctest --test-dir build-asan -L unit --output-on-failure"
   # The tests that run the yoloplan binary (train draws its curves through PLplot, pango and
-  # fontconfig) need the library suppressions of tests/lsan.supp in the child processes too.
-  LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+  # fontconfig) need the library suppressions of tests/lsan.supp in the child processes too, and
+  # without LSan's "Suppressions used" table on their stderr (tests count its lines).
+  LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
     ctest --test-dir build-asan -L unit --output-on-failure 2>&1 | tee build-asan/ctest.log
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(asan-ctest)
   notes+=("asan unit: $(ctest_summary build-asan/ctest.log)")

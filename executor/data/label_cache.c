@@ -114,6 +114,7 @@ static int cache_path_of(const yp_ds_paths *images, const char *split, char *out
 
 /* Appends n rows to t. Returns 0 or -1 (OOM). */
 static int add_rows(table *t, const float *rows, int64_t n) {
+    if (n == 0) return 0; /* an empty label file: nothing to copy (rows may be NULL) */
     if (t->n_rows + n > t->rows_cap) {
         int64_t cap = t->rows_cap ? 2 * t->rows_cap : 1024;
         while (cap < t->n_rows + n) cap *= 2;
